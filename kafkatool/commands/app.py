@@ -1,0 +1,129 @@
+"""The ``kafkatool`` root command and the one error boundary that maps failures to exit codes."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Annotated
+
+import click
+import typer
+
+from kafkatool import __version__
+from kafkatool.errors import ExitCode, KafkaToolError
+
+app = typer.Typer(
+    name="kafkatool",
+    help="Offline operator toolkit for Apache Kafka log directories: dump, verify and rebuild indexes, "
+    "convert message formats, simulate old-consumer fetches, scan with Spark. No broker needed.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"kafkatool {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def root(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """Offline operator toolkit for Apache Kafka log directories."""
+
+
+# Subcommand modules, in the order ``--help`` lists them. Each has ``register(app)``.
+COMMAND_MODULES: list[str] = [
+]
+
+_registered = False
+
+
+def _register() -> None:
+    global _registered
+    if _registered:
+        return
+    import importlib
+
+    for name in COMMAND_MODULES:
+        importlib.import_module(f"kafkatool.commands.{name}").register(app)
+    _registered = True
+
+
+def get_app() -> typer.Typer:
+    """The fully registered Typer app (for docs, completions and tests)."""
+    _register()
+    return app
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point: run the app, map every failure to one line and an exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    show_traceback = "--traceback" in args or bool(os.environ.get("KAFKATOOL_TRACEBACK"))
+    rc: int
+    try:
+        _register()
+        command = typer.main.get_command(app)
+        result = command.main(args=args, prog_name="kafkatool", standalone_mode=False)
+        rc = result if isinstance(result, int) else ExitCode.OK
+    except click.exceptions.Exit as e:
+        rc = e.exit_code
+    except click.exceptions.Abort:
+        rc = ExitCode.INTERRUPTED
+    except click.ClickException as e:
+        e.show()
+        rc = ExitCode.USAGE
+    except KafkaToolError as e:
+        if show_traceback:
+            import traceback
+
+            traceback.print_exc()
+        _err(f"kafkatool: error: {e}")
+        rc = e.exit_code
+    except KeyboardInterrupt:
+        _err("kafkatool: interrupted")
+        rc = ExitCode.INTERRUPTED
+    except BrokenPipeError:
+        rc = ExitCode.OK
+    except OSError as e:
+        if show_traceback:
+            import traceback
+
+            traceback.print_exc()
+        where = f"{e.filename}: " if e.filename else ""
+        _err(f"kafkatool: error: {where}{e.strerror or e}")
+        rc = ExitCode.USAGE
+    except MemoryError:
+        _err("kafkatool: error: out of memory (lower --memory, or raise the machine's limit)")
+        rc = ExitCode.USAGE
+    except Exception as e:  # a bug: say so in one line, the traceback on request
+        if show_traceback:
+            import traceback
+
+            traceback.print_exc()
+        _err(f"kafkatool: internal error: {type(e).__name__}: {e} (rerun with --traceback and report it)")
+        rc = ExitCode.USAGE
+    _exit(rc)
+
+
+def _err(text: str) -> None:
+    try:
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+    except (BrokenPipeError, OSError):
+        pass
+
+
+def _exit(rc: int) -> None:
+    # A closed stdout (``| head``) must not turn into a traceback at interpreter shutdown.
+    try:
+        sys.stdout.flush()
+    except (BrokenPipeError, OSError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(int(rc))

@@ -1,0 +1,196 @@
+"""Walking the batches of a ``.log`` segment as Kafka's ``FileRecords``/``FileLogInputStream`` do.
+
+The walk reads the 17 bytes up to the magic at each position and dispatches on magic (< 2 legacy,
+otherwise v2, as Kafka does for magic 3+ too). Like Kafka it stops *silently* when 17 bytes or fewer
+remain or when a declared size runs past the end (a torn tail), and raises ``CorruptRecordError``
+when a declared size is below the v0 minimum of 14. Nothing else is validated here: CRCs are checked
+by ``batch.ensure_valid()`` and records decoded by ``batch.records()``, only when asked.
+
+Files are memory-mapped read-only. Pages already walked past are dropped from the process (clean
+file pages, refetched from the page cache if touched again) so resident memory does not grow with
+the file size.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Literal
+
+from kafkatool.batch import HEADER_SIZE_UP_TO_MAGIC, LOG_HEADER, LOG_OVERHEAD, MAGIC_OFFSET, MAGIC_V2
+from kafkatool.default_records import HEADER as V2_HEADER
+from kafkatool.default_records import DefaultRecordBatch
+from kafkatool.errors import CorruptRecordError, InputError
+from kafkatool.legacy_records import RECORD_OVERHEAD_V0, LegacyRecordBatch
+
+Buffer = bytes | bytearray | memoryview
+RecordBatch = DefaultRecordBatch | LegacyRecordBatch
+
+_DROP_EVERY = 64 * 1024 * 1024
+_PAGE = mmap.PAGESIZE
+
+StopKind = Literal["end", "short-tail", "size-past-end", "corrupt"]
+
+
+@dataclass(frozen=True, slots=True)
+class WalkEnd:
+    """Where and why a batch walk stopped."""
+
+    kind: StopKind
+    position: int  # file position of the first byte not consumed
+    trailing_bytes: int  # bytes from ``position`` to the end of the walked range
+    message: str = ""
+    declared_size: int | None = None  # size field of the torn or corrupt entry, where one was read
+
+
+class LogInputStream:
+    """Iterates the batches of ``buf[start:end]``; after iteration ``end_state`` says why it stopped.
+
+    ``base`` is the file position of ``buf[0]``: batch positions are file positions.
+    """
+
+    def __init__(self, buf: Buffer, *, start: int = 0, end: int | None = None, base: int = 0,
+                 path: str | None = None, on_progress: FileRecords | None = None) -> None:
+        self.buf = buf
+        self.start = start
+        self.end = len(buf) if end is None else min(end, len(buf))
+        self.base = base
+        self.path = path
+        self.position = start  # index in buf of the next batch
+        self.end_state: WalkEnd | None = None
+        self._file = on_progress
+
+    def __iter__(self) -> Iterator[RecordBatch]:
+        buf, end, base = self.buf, self.end, self.base
+        p = self.position
+        unpack_log = LOG_HEADER.unpack_from
+        unpack_v2 = V2_HEADER.unpack_from
+        v2 = DefaultRecordBatch
+        legacy = LegacyRecordBatch
+        next_drop = p + _DROP_EVERY
+        file = self._file
+        while p < end - HEADER_SIZE_UP_TO_MAGIC:
+            offset, size = unpack_log(buf, p)
+            if size < RECORD_OVERHEAD_V0:
+                self.position = p
+                self.end_state = WalkEnd(
+                    "corrupt", base + p, end - p,
+                    f"Found record size {size} smaller than minimum record overhead ({RECORD_OVERHEAD_V0})",
+                    size)
+                raise CorruptRecordError(self.end_state.message, path=self.path, position=base + p)
+            if p > end - LOG_OVERHEAD - size:
+                self.position = p
+                self.end_state = WalkEnd(
+                    "size-past-end", base + p, end - p,
+                    f"batch declares {size + LOG_OVERHEAD} bytes but only {end - p} remain", size)
+                return
+            magic = buf[p + MAGIC_OFFSET]
+            if magic > 127:
+                magic -= 256
+            if magic < MAGIC_V2:
+                batch: RecordBatch = legacy(buf, p, base + p)
+            elif size + LOG_OVERHEAD >= 61:
+                batch = v2(buf, p, base + p, unpack_v2(buf, p))
+            else:
+                # Too small for a v2 header: Kafka's DefaultFileChannelRecordBatch fails on ensureValid.
+                batch = v2(buf, p, base + p, _short_v2_header(buf, p, size))
+            p += size + LOG_OVERHEAD
+            self.position = p
+            if file is not None and p >= next_drop:
+                file.drop_before(base + p)
+                next_drop = p + _DROP_EVERY
+            yield batch
+        self.position = p
+        rest = end - p
+        self.end_state = WalkEnd("end" if rest == 0 else "short-tail", base + p, rest,
+                                 "" if rest == 0 else f"{rest} trailing bytes are too few for a batch header")
+
+
+def _short_v2_header(buf: Buffer, p: int, size: int) -> tuple[int, ...]:
+    """Header fields of a magic >= 2 entry shorter than 61 bytes: readable ones, -1 for the rest."""
+    data = bytes(buf[p:p + size + LOG_OVERHEAD]) + b"\xff" * 61
+    h = V2_HEADER.unpack_from(data, 0)
+    return (h[0], size) + tuple(h[2:])
+
+
+class FileRecords:
+    """A read-only, memory-mapped ``.log`` file (or any file of batches)."""
+
+    def __init__(self, path: str | os.PathLike[str], *, max_bytes: int | None = None) -> None:
+        self.path = os.fspath(path)
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except OSError as e:
+            raise InputError(f"cannot open: {e.strerror}", path=self.path) from None
+        try:
+            st = os.fstat(fd)
+            if not _is_regular(st.st_mode):
+                raise InputError("not a regular file", path=self.path)
+            self.file_size = st.st_size
+            self.size = self.file_size if max_bytes is None else min(self.file_size, max_bytes)
+            self._mm: mmap.mmap | None = None
+            if self.size > 0:
+                self._mm = mmap.mmap(fd, self.file_size, access=mmap.ACCESS_READ)
+                if hasattr(mmap, "MADV_SEQUENTIAL"):
+                    self._mm.madvise(mmap.MADV_SEQUENTIAL)
+                self.buf: Buffer = memoryview(self._mm)
+            else:
+                self.buf = b""
+        finally:
+            os.close(fd)
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], *, max_bytes: int | None = None) -> FileRecords:
+        return cls(path, max_bytes=max_bytes)
+
+    def batches(self, start: int = 0, end: int | None = None) -> LogInputStream:
+        stop = self.size if end is None else min(end, self.size)
+        return LogInputStream(self.buf, start=start, end=stop, path=self.path, on_progress=self)
+
+    def read(self, position: int, size: int) -> bytes:
+        return bytes(self.buf[position:min(position + size, self.size)])
+
+    def drop_before(self, position: int) -> None:
+        """Let the kernel take back the pages before ``position`` (they are clean file pages)."""
+        if self._mm is not None and hasattr(mmap, "MADV_DONTNEED"):
+            upto = (position // _PAGE) * _PAGE
+            if upto > 0:
+                try:
+                    self._mm.madvise(mmap.MADV_DONTNEED, 0, upto)
+                except (OSError, ValueError):
+                    pass
+
+    def close(self) -> None:
+        buf = self.buf
+        self.buf = b""
+        if isinstance(buf, memoryview):
+            try:
+                buf.release()
+            except BufferError:
+                pass  # a batch still holds a view; the mapping goes when that does
+        if self._mm is not None:
+            try:
+                self._mm.close()
+            except BufferError:
+                pass
+            self._mm = None
+
+    def __enter__(self) -> FileRecords:
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+
+def _is_regular(mode: int) -> bool:
+    import stat
+
+    return stat.S_ISREG(mode)
+
+
+def iter_batches(buf: Buffer, *, base: int = 0) -> Iterator[RecordBatch]:
+    """Batches of an in-memory buffer (e.g. a fetch response's records), Kafka's walk rules."""
+    return iter(LogInputStream(buf, base=base))

@@ -1,0 +1,371 @@
+"""Message formats v0 and v1 (``LegacyRecord``, ``AbstractLegacyRecordBatch``). Spec §1.
+
+Log entry: ``[offset int64][size int32]`` then the message::
+
+    crc         uint32  0   CRC-32 (zlib) of magic .. end of value
+    magic       int8    4   0 or 1
+    attributes  int8    5   bits 0-2 codec, bit 3 LogAppendTime (v1 only)
+    timestamp   int64   6   v1 only; -1 = none
+    keyLength   int32   6 (v0) / 14 (v1); -1 = null
+    key
+    valueLength int32   -1 = null
+    value
+
+A compressed message set is one *wrapper* message (null key) whose value is the compressed bytes of
+an inner message set; the wrapper offset is the last inner offset; v1 inner offsets are relative
+(0..n-1), v0 inner offsets absolute. A v1 wrapper that says LogAppendTime overrides inner timestamps.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Iterable, Sequence
+
+from kafkatool.batch import (
+    MAGIC_V0,
+    MAGIC_V1,
+    NO_PARTITION_LEADER_EPOCH,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    NO_TIMESTAMP,
+    Record,
+    TimestampType,
+)
+from kafkatool.codecs import DEFAULT_DECOMPRESS_LIMIT, Codec, compress, decompress
+from kafkatool.errors import CorruptRecordError, InvalidRecordError, KafkaToolError
+
+Buffer = bytes | bytearray | memoryview
+
+# [offset int64][size int32][crc uint32][magic int8][attributes int8]
+ENTRY_HEADER = struct.Struct(">qiIbb")
+TIMESTAMP = struct.Struct(">q")
+I32 = struct.Struct(">i")
+CRC_OFFSET = 0
+MAGIC_OFFSET = 4
+ATTRIBUTES_OFFSET = 5
+TIMESTAMP_OFFSET = 6
+KEY_SIZE_OFFSET_V0 = 6
+KEY_SIZE_OFFSET_V1 = 14
+HEADER_SIZE_V0 = 6
+HEADER_SIZE_V1 = 14
+RECORD_OVERHEAD_V0 = 14
+RECORD_OVERHEAD_V1 = 22
+COMPRESSION_CODEC_MASK = 0x07
+TIMESTAMP_TYPE_MASK = 0x08
+
+
+def record_overhead(magic: int) -> int:
+    return RECORD_OVERHEAD_V0 if magic == MAGIC_V0 else RECORD_OVERHEAD_V1
+
+
+class LegacyRecordBatch:
+    """One v0/v1 log entry viewed in place: a plain message, or a compressed wrapper.
+
+    Kafka treats the entry as both a batch and (uncompressed) a record. ``position`` is the entry's
+    position in its file, ``buf[start:]`` its bytes.
+    """
+
+    __slots__ = ("buf", "start", "position", "offset", "length", "crc", "magic", "attributes", "timestamp")
+
+    def __init__(self, buf: Buffer, start: int, position: int) -> None:
+        self.buf = buf
+        self.start = start
+        self.position = position
+        self.offset, self.length, self.crc, self.magic, self.attributes = ENTRY_HEADER.unpack_from(buf, start)
+        if self.magic != MAGIC_V0 and self.length >= HEADER_SIZE_V1 and len(buf) - start >= 12 + HEADER_SIZE_V1:
+            self.timestamp = TIMESTAMP.unpack_from(buf, start + 12 + TIMESTAMP_OFFSET)[0]
+        else:
+            self.timestamp = NO_TIMESTAMP
+
+    @classmethod
+    def at(cls, buf: Buffer, start: int = 0, position: int | None = None) -> LegacyRecordBatch:
+        return cls(buf, start, start if position is None else position)
+
+    # ------------------------------------------------------------------ batch view
+    @property
+    def size(self) -> int:
+        return int(self.length) + 12
+
+    @property
+    def last_offset(self) -> int:
+        return int(self.offset)
+
+    @property
+    def base_offset(self) -> int:
+        """``AbstractLegacyRecordBatch.baseOffset``: the first inner offset (decompresses a wrapper)."""
+        if not self.attributes & COMPRESSION_CODEC_MASK:
+            return int(self.offset)
+        return self.records()[0].offset
+
+    @property
+    def codec_id(self) -> int:
+        return int(self.attributes) & COMPRESSION_CODEC_MASK
+
+    @property
+    def codec(self) -> Codec:
+        return Codec.from_id(self.attributes & COMPRESSION_CODEC_MASK)
+
+    @property
+    def is_compressed(self) -> bool:
+        return bool(self.attributes & COMPRESSION_CODEC_MASK)
+
+    @property
+    def timestamp_type(self) -> TimestampType:
+        if self.magic == MAGIC_V0:
+            return TimestampType.NO_TIMESTAMP_TYPE
+        return TimestampType.LOG_APPEND_TIME if self.attributes & TIMESTAMP_TYPE_MASK else TimestampType.CREATE_TIME
+
+    @property
+    def max_timestamp(self) -> int:
+        return int(self.timestamp)
+
+    count = None
+    records_count = None
+    producer_id = NO_PRODUCER_ID
+    producer_epoch = NO_PRODUCER_EPOCH
+    base_sequence = NO_SEQUENCE
+    last_sequence = NO_SEQUENCE
+    partition_leader_epoch = NO_PARTITION_LEADER_EPOCH
+    is_transactional = False
+    is_control = False
+    has_delete_horizon = False
+    delete_horizon_ms = None
+
+    def raw(self) -> memoryview:
+        return memoryview(self.buf)[self.start:self.start + self.size]
+
+    def message(self) -> memoryview:
+        """The message without the 12-byte log overhead (what the CRC and sizes refer to)."""
+        return memoryview(self.buf)[self.start + 12:self.start + self.size]
+
+    # ------------------------------------------------------------------ validation
+    def compute_crc(self) -> int:
+        s = self.start + 12
+        return zlib.crc32(memoryview(self.buf)[s + MAGIC_OFFSET:s + self.length])
+
+    def is_valid(self) -> bool:
+        """``LegacyRecord.isValid``: size >= 14 (even for v1) and the stored CRC-32 matches."""
+        if self.length < RECORD_OVERHEAD_V0 or self.start + self.size > len(self.buf):
+            return False
+        return self.crc == self.compute_crc()
+
+    def ensure_valid(self) -> None:
+        if self.length < RECORD_OVERHEAD_V0:
+            raise CorruptRecordError(f"Record is corrupt (crc could not be retrieved as the record is too small, "
+                                     f"size = {self.length})", position=self.position)
+        if self.start + self.size > len(self.buf):
+            raise CorruptRecordError(f"Record of {self.size} bytes runs past the end of the data",
+                                     position=self.position)
+        computed = self.compute_crc()
+        if self.crc != computed:
+            raise CorruptRecordError(f"Record is corrupt (stored crc = {self.crc}, computed crc = {computed})",
+                                     position=self.position)
+
+    # ------------------------------------------------------------------ records
+    def key_value(self) -> tuple[bytes | None, bytes | None]:
+        """The message's own key and value (for a wrapper: null key, compressed value)."""
+        try:
+            return _key_value(self.buf, self.start + 12, self.length, self.magic)
+        except KafkaToolError as e:
+            raise e.at(base=self.position + 12) if e.position is not None else e.at(base=self.position)
+
+    def records(self, *, limit: int = DEFAULT_DECOMPRESS_LIMIT) -> list[Record]:
+        """As Kafka's ``AbstractLegacyRecordBatch.iterator()``: the entry itself, or the inner messages."""
+        key, value = self.key_value()
+        if not self.attributes & COMPRESSION_CODEC_MASK:
+            ts = int(self.timestamp) if self.magic != MAGIC_V0 else NO_TIMESTAMP
+            return [Record(int(self.offset), ts, key, value, (), NO_SEQUENCE, self.size, int(self.crc),
+                           self.is_valid())]
+        return self._deep_records(value, limit)
+
+    def _deep_records(self, value: bytes | None, limit: int) -> list[Record]:
+        wrapper_magic = self.magic
+        pos = self.position
+        if wrapper_magic not in (MAGIC_V0, MAGIC_V1):
+            raise InvalidRecordError(f"Invalid wrapper magic found in legacy deep record iterator {wrapper_magic}",
+                                     position=pos)
+        codec_id = self.attributes & COMPRESSION_CODEC_MASK
+        if codec_id == Codec.ZSTD:
+            # Kafka's message prints the wrapper magic here (sic).
+            raise InvalidRecordError("Invalid wrapper compressionType found in legacy deep record iterator "
+                                     f"{wrapper_magic} (zstd is not allowed below magic 2)", position=pos)
+        if codec_id > 4:
+            raise InvalidRecordError(f"Unknown compression type id {codec_id}", position=pos)
+        if value is None:
+            raise InvalidRecordError(
+                f"Found invalid compressed record set with null value (magic = {wrapper_magic})", position=pos)
+        try:
+            data = decompress(codec_id, value, limit=limit, magic=wrapper_magic)
+        except KafkaToolError as e:
+            raise e.at(base=pos) if e.position is None else e
+        wrapper_lat = wrapper_magic == MAGIC_V1 and bool(self.attributes & TIMESTAMP_TYPE_MASK)
+        inner: list[tuple[int, int, int, int, int]] = []  # (offset, start, length, magic, attributes)
+        p, end = 0, len(data)
+        while end - p >= 12:
+            offset, size = struct.unpack_from(">qi", data, p)
+            if size < RECORD_OVERHEAD_V0:
+                raise CorruptRecordError(
+                    f"Record size is less than the minimum record overhead ({RECORD_OVERHEAD_V0}) "
+                    f"(inner message at decompressed byte {p} of the wrapper)", position=pos)
+            if end - p - 12 < size:
+                break  # a truncated tail inside the decompressed data is silently dropped, as Kafka does
+            inner.append((offset, p + 12, size, data[p + 12 + MAGIC_OFFSET], data[p + 12 + ATTRIBUTES_OFFSET]))
+            p += 12 + size
+        if not inner:
+            raise InvalidRecordError("Found invalid compressed record set with no inner records", position=pos)
+        if wrapper_magic == MAGIC_V1:
+            wrapper_offset = int(self.offset)
+            if wrapper_offset == 0:
+                base = 0  # produce data from some librdkafka versions
+            else:
+                last_inner = inner[-1][0]
+                if wrapper_offset < last_inner:
+                    raise InvalidRecordError(
+                        "Found invalid wrapper offset in compressed v1 message set, wrapper offset "
+                        f"'{wrapper_offset}' is less than the last inner message offset '{last_inner}' and it is "
+                        "not zero.", position=pos)
+                base = wrapper_offset - last_inner
+        else:
+            base = 0
+        out: list[Record] = []
+        wrapper_ts = int(self.timestamp)
+        for offset, start, size, magic, attributes in inner:
+            if attributes & COMPRESSION_CODEC_MASK:
+                raise InvalidRecordError("Inner messages must not be compressed", position=pos)
+            try:
+                key, val = _key_value(data, start, size, magic)
+            except KafkaToolError as e:
+                e.message += f" (inner message at decompressed byte {start - 12} of the wrapper)"
+                e.position = pos
+                raise
+            if magic == MAGIC_V0:
+                ts = NO_TIMESTAMP
+            elif wrapper_lat:
+                ts = wrapper_ts
+            else:
+                ts = TIMESTAMP.unpack_from(data, start + TIMESTAMP_OFFSET)[0]
+            (stored_crc,) = struct.unpack_from(">I", data, start)
+            crc_ok = size >= RECORD_OVERHEAD_V0 and stored_crc == zlib.crc32(
+                memoryview(data)[start + MAGIC_OFFSET:start + size])
+            absolute = base + offset if wrapper_magic == MAGIC_V1 else offset
+            out.append(Record(absolute, ts, key, val, (), NO_SEQUENCE, size + 12, stored_crc, crc_ok))
+        return out
+
+    def __repr__(self) -> str:
+        return (f"LegacyRecordBatch(position={self.position}, offset={self.offset}, magic={self.magic}, "
+                f"codec={self.codec_id}, size={self.size})")
+
+
+def _key_value(buf: Buffer, start: int, length: int, magic: int) -> tuple[bytes | None, bytes | None]:
+    """Key and value of the message at ``buf[start:start+length]`` (``LegacyRecord.key/value``)."""
+    end = start + length
+    if end > len(buf):
+        raise CorruptRecordError("message runs past the end of the data", position=start)
+    p = start + (KEY_SIZE_OFFSET_V0 if magic == MAGIC_V0 else KEY_SIZE_OFFSET_V1)
+    if p + 4 > end:
+        raise CorruptRecordError(f"message of {length} bytes is too small for a magic v{magic} header",
+                                 position=start)
+    (n,) = I32.unpack_from(buf, p)
+    p += 4
+    key: bytes | None
+    if n >= 0:
+        if p + n + 4 > end:
+            raise InvalidRecordError(f"key length {n} runs past the end of the message", position=start)
+        key = bytes(buf[p:p + n])
+        p += n
+    elif n == -1:
+        key = None
+    else:
+        raise InvalidRecordError(f"Invalid negative key length {n} (Kafka reads it as a null key)", position=start)
+    (n,) = I32.unpack_from(buf, p)
+    p += 4
+    value: bytes | None
+    if n >= 0:
+        if p + n > end:
+            raise InvalidRecordError(f"value length {n} runs past the end of the message", position=start)
+        value = bytes(buf[p:p + n])
+    elif n == -1:
+        value = None
+    else:
+        raise InvalidRecordError(f"Invalid negative value length {n} (Kafka reads it as a null value)",
+                                 position=start)
+    return key, value
+
+
+# ---------------------------------------------------------------------------------------------- writing
+
+def compute_attributes(magic: int, codec: Codec | int, timestamp_type: TimestampType) -> int:
+    attributes = int(codec) & COMPRESSION_CODEC_MASK
+    if magic > MAGIC_V0 and timestamp_type == TimestampType.LOG_APPEND_TIME:
+        attributes |= TIMESTAMP_TYPE_MASK
+    return attributes
+
+
+def encode_message(magic: int, attributes: int, timestamp: int, key: bytes | None, value: bytes | None) -> bytes:
+    """``LegacyRecord.write``: the message (crc .. value), without the log overhead."""
+    if magic not in (MAGIC_V0, MAGIC_V1):
+        raise ValueError(f"Invalid magic value {magic}")
+    if timestamp < 0 and timestamp != NO_TIMESTAMP:
+        raise ValueError(f"Invalid message timestamp {timestamp}")
+    parts = [bytes((magic, attributes & 0xFF))]
+    if magic > MAGIC_V0:
+        parts.append(TIMESTAMP.pack(timestamp))
+    if key is None:
+        parts.append(b"\xff\xff\xff\xff")
+    else:
+        parts.append(I32.pack(len(key)))
+        parts.append(key)
+    if value is None:
+        parts.append(b"\xff\xff\xff\xff")
+    else:
+        parts.append(I32.pack(len(value)))
+        parts.append(value)
+    body = b"".join(parts)
+    return struct.pack(">I", zlib.crc32(body)) + body
+
+
+def encode_entry(offset: int, message: bytes) -> bytes:
+    return struct.pack(">qi", offset, len(message)) + message
+
+
+def build_entries(records: Iterable[tuple[int, int, bytes | None, bytes | None]], *, magic: int,
+                  codec: Codec | int = Codec.NONE, timestamp_type: TimestampType = TimestampType.CREATE_TIME,
+                  log_append_time: int = NO_TIMESTAMP, level: int | None = None,
+                  base_offset: int | None = None) -> bytes:
+    """Write legacy records as ``MemoryRecordsBuilder`` does for magic 0/1.
+
+    Uncompressed: one entry per record. Compressed: one wrapper whose offset is the last record's,
+    holding absolute (v0) or relative-to-``base_offset`` (v1) inner offsets; the v1 wrapper timestamp is
+    the max record timestamp (CreateTime) or the log append time (LogAppendTime).
+    ``records`` are ``(offset, timestamp, key, value)``; v0 ignores timestamps.
+    """
+    recs = list(records)
+    if not recs:
+        return b""
+    if codec == Codec.ZSTD:
+        raise ValueError(f"ZStandard compression is not supported for magic {magic}")
+    if magic == MAGIC_V0:
+        timestamp_type = TimestampType.NO_TIMESTAMP_TYPE
+    lat = timestamp_type == TimestampType.LOG_APPEND_TIME
+    inner_attrs = compute_attributes(magic, Codec.NONE, timestamp_type)
+    base = recs[0][0] if base_offset is None else base_offset
+    parts = []
+    max_ts = NO_TIMESTAMP
+    for offset, ts, key, value in recs:
+        ts = NO_TIMESTAMP if magic == MAGIC_V0 else (log_append_time if lat else ts)
+        max_ts = max(max_ts, ts)
+        inner_offset = offset - base if (magic > MAGIC_V0 and codec != Codec.NONE) else offset
+        parts.append(encode_entry(inner_offset, encode_message(magic, inner_attrs, ts, key, value)))
+    if codec == Codec.NONE:
+        return b"".join(parts)
+    compressed = compress(codec, b"".join(parts), magic=magic, level=level)
+    wrapper_ts = log_append_time if lat else max_ts
+    wrapper = encode_message(magic, compute_attributes(magic, codec, timestamp_type),
+                             wrapper_ts if magic > MAGIC_V0 else NO_TIMESTAMP, None, compressed)
+    return encode_entry(recs[-1][0], wrapper)
+
+
+def wrapper_records_for(batch_records: Sequence[Record]) -> list[tuple[int, int, bytes | None, bytes | None]]:
+    return [(r.offset, r.timestamp, r.key, r.value) for r in batch_records]

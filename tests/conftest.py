@@ -1,0 +1,52 @@
+"""Shared fixtures: running the real CLI entry point, golden vectors."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+VECTORS = ROOT / "tests" / "vectors"
+
+
+@dataclass
+class CliResult:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_cli(*args: str | os.PathLike[str], input: str | None = None, env: dict[str, str] | None = None,
+            timeout: float = 300) -> CliResult:
+    """Run ``python -m kafkatool`` (the console script's entry point) in a subprocess."""
+    full_env = dict(os.environ)
+    full_env["PYTHONPATH"] = str(ROOT) + os.pathsep + full_env.get("PYTHONPATH", "")
+    full_env.setdefault("NO_COLOR", "1")
+    full_env["COLUMNS"] = "200"
+    if env:
+        full_env.update(env)
+    p = subprocess.run([sys.executable, "-m", "kafkatool", *map(str, args)], capture_output=True, text=True,
+                       input=input, env=full_env, timeout=timeout)
+    return CliResult(p.returncode, p.stdout, p.stderr)
+
+
+@pytest.fixture
+def cli():
+    return run_cli
+
+
+def golden() -> dict[str, bytes]:
+    out = {}
+    for line in (VECTORS / "kafka-3.9.1-golden.txt").read_text().splitlines():
+        if "=" in line:
+            name, hexdata = line.split("=", 1)
+            try:
+                out[name] = bytes.fromhex(hexdata)
+            except ValueError:
+                continue
+    return out
