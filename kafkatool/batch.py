@@ -98,7 +98,7 @@ class Record(NamedTuple):
 
 def new_record(fields: tuple[object, ...]) -> Record:
     """Build a Record without the Python-level ``__new__`` (the hot path builds millions)."""
-    return _tuple_new(Record, fields)  # type: ignore[no-any-return]
+    return _tuple_new(Record, fields)
 
 
 _tuple_new = tuple.__new__

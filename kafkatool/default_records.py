@@ -222,7 +222,7 @@ class DefaultRecordBatch:
         try:
             return decompress(codec_id, area, limit=limit, magic=MAGIC_V2)
         except KafkaToolError as e:
-            raise e.at(base=self.position) if e.position is None else e
+            raise (e.at(base=self.position) if e.position is None else e) from None
 
     def records(self, *, limit: int = DEFAULT_DECOMPRESS_LIMIT) -> list[Record]:
         """Every record of the batch, as ``DefaultRecordBatch.iterator()`` returns them."""

@@ -149,7 +149,7 @@ class LegacyRecordBatch:
         """``LegacyRecord.isValid``: size >= 14 (even for v1) and the stored CRC-32 matches."""
         if self.length < RECORD_OVERHEAD_V0 or self.start + self.size > len(self.buf):
             return False
-        return self.crc == self.compute_crc()
+        return bool(self.crc == self.compute_crc())
 
     def ensure_valid(self) -> None:
         if self.length < RECORD_OVERHEAD_V0:
@@ -169,7 +169,7 @@ class LegacyRecordBatch:
         try:
             return _key_value(self.buf, self.start + 12, self.length, self.magic)
         except KafkaToolError as e:
-            raise e.at(base=self.position + 12) if e.position is not None else e.at(base=self.position)
+            raise (e.at(base=self.position + 12) if e.position is not None else e.at(base=self.position)) from None
 
     def records(self, *, limit: int = DEFAULT_DECOMPRESS_LIMIT) -> list[Record]:
         """As Kafka's ``AbstractLegacyRecordBatch.iterator()``: the entry itself, or the inner messages."""
@@ -199,7 +199,7 @@ class LegacyRecordBatch:
         try:
             data = decompress(codec_id, value, limit=limit, magic=wrapper_magic)
         except KafkaToolError as e:
-            raise e.at(base=pos) if e.position is None else e
+            raise (e.at(base=pos) if e.position is None else e) from None
         wrapper_lat = wrapper_magic == MAGIC_V1 and bool(self.attributes & TIMESTAMP_TYPE_MASK)
         inner: list[tuple[int, int, int, int, int]] = []  # (offset, start, length, magic, attributes)
         p, end = 0, len(data)

@@ -51,7 +51,7 @@ def parse_time_ms(text: str | int) -> int:
     except ValueError:
         raise UsageError(f"not a time: {text!r} (epoch ms, or ISO-8601 like 2024-05-01T12:00:00Z)") from None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=_dt.timezone.utc)
+        when = when.replace(tzinfo=_dt.UTC)
     return int(when.timestamp() * 1000)
 
 
@@ -60,7 +60,7 @@ def format_time_ms(ms: int) -> str:
     if ms < 0:
         return str(ms)
     try:
-        when = _dt.datetime.fromtimestamp(ms / 1000, tz=_dt.timezone.utc)
+        when = _dt.datetime.fromtimestamp(ms / 1000, tz=_dt.UTC)
     except (OverflowError, OSError, ValueError):
         return str(ms)
     return when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"

@@ -1,0 +1,254 @@
+"""Log dir layout: file names, partition dirs, segments, and what an operator's PATH argument means.
+
+Spec §4.1 (``LogFileUtils``, ``LocalLog``, ``UnifiedLog``): segment files are
+``<20-digit base offset>.<suffix>``; a partition dir is ``<topic>-<partition>`` (with ``.<uuid>-delete``,
+``-future`` or ``-stray`` renames); the log dir root holds the checkpoint files, ``meta.properties``
+and ``.lock``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kafkatool.errors import InputError
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+TXN_INDEX_SUFFIX = ".txnindex"
+SNAPSHOT_SUFFIX = ".snapshot"
+DELETED_SUFFIX = ".deleted"
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
+SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
+
+LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+PARTITION_METADATA = "partition.metadata"
+LOCK_FILE = ".lock"
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+META_PROPERTIES = "meta.properties"
+LOG_DIR_CHECKPOINTS = (
+    "recovery-point-offset-checkpoint",
+    "log-start-offset-checkpoint",
+    "replication-offset-checkpoint",
+    "cleaner-offset-checkpoint",
+)
+
+_PARTITION_RE = re.compile(
+    r"^(?P<topic>.+)-(?P<partition>\d+)(?P<tag>\.[0-9a-f]{32}-(?:delete|future|stray)|-future|-stray)?$")
+_SEGMENT_RE = re.compile(r"^(?P<offset>\d{20})\.(?P<rest>.+)$")
+
+
+def filename_prefix_from_offset(offset: int) -> str:
+    """``LogFileUtils.filenamePrefixFromOffset``: 20 zero-padded digits."""
+    return f"{offset:020d}"
+
+
+def offset_from_filename(name: str) -> int:
+    """Base offset from a segment/index/snapshot file name (the text up to the first ``.``)."""
+    prefix = os.path.basename(name).split(".", 1)[0]
+    if not prefix.isdigit():
+        raise InputError(f"file name does not start with a base offset: {os.path.basename(name)}")
+    return int(prefix)
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class TopicPartition:
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+def parse_partition_dir_name(name: str) -> tuple[TopicPartition, str] | None:
+    """``orders-3`` -> (orders, 3), ""; ``orders-3.<uuid>-delete`` -> (orders, 3), "delete"; else None."""
+    m = _PARTITION_RE.match(name)
+    if not m:
+        return None
+    tag = m.group("tag") or ""
+    kind = tag.rsplit("-", 1)[-1] if tag else ""
+    return TopicPartition(m.group("topic"), int(m.group("partition"))), kind
+
+
+@dataclass(slots=True)
+class Segment:
+    """One segment's files (any may be missing, e.g. a ``.txnindex`` exists only after an abort)."""
+
+    base_offset: int
+    dir: Path
+
+    def file(self, suffix: str) -> Path:
+        return self.dir / (filename_prefix_from_offset(self.base_offset) + suffix)
+
+    @property
+    def log(self) -> Path:
+        return self.file(LOG_SUFFIX)
+
+    @property
+    def index(self) -> Path:
+        return self.file(INDEX_SUFFIX)
+
+    @property
+    def time_index(self) -> Path:
+        return self.file(TIME_INDEX_SUFFIX)
+
+    @property
+    def txn_index(self) -> Path:
+        return self.file(TXN_INDEX_SUFFIX)
+
+
+@dataclass(slots=True)
+class PartitionDir:
+    """A ``<topic>-<partition>`` directory: segments in offset order, snapshots, metadata files."""
+
+    path: Path
+    topic_partition: TopicPartition | None
+    kind: str = ""  # "", "delete", "future", "stray"
+    segments: list[Segment] = field(default_factory=list)
+    snapshots: list[Path] = field(default_factory=list)
+    pending: list[Path] = field(default_factory=list)  # .swap / .cleaned / .deleted files
+    other: list[Path] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return str(self.topic_partition) if self.topic_partition else self.path.name
+
+    @property
+    def log_dir(self) -> Path:
+        return self.path.parent
+
+    @property
+    def leader_epoch_checkpoint(self) -> Path:
+        return self.path / LEADER_EPOCH_CHECKPOINT
+
+    @property
+    def partition_metadata(self) -> Path:
+        return self.path / PARTITION_METADATA
+
+    def segment_files(self) -> list[Path]:
+        return [p for s in self.segments for p in (s.log, s.index, s.time_index, s.txn_index) if p.exists()]
+
+    @classmethod
+    def scan(cls, path: str | os.PathLike[str]) -> PartitionDir:
+        p = Path(path)
+        if not p.is_dir():
+            raise InputError("not a directory", path=p)
+        parsed = parse_partition_dir_name(p.name)
+        tp, kind = parsed if parsed else (None, "")
+        part = cls(p, tp, kind)
+        bases: set[int] = set()
+        try:
+            names = sorted(os.listdir(p))
+        except OSError as e:
+            raise InputError(f"cannot list: {e.strerror}", path=p) from None
+        for name in names:
+            f = p / name
+            if name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX)):
+                part.pending.append(f)
+                continue
+            m = _SEGMENT_RE.match(name)
+            if m and "." + m.group("rest") in SEGMENT_SUFFIXES:
+                if "." + m.group("rest") == LOG_SUFFIX:
+                    bases.add(int(m.group("offset")))
+                continue
+            if m and "." + m.group("rest") == SNAPSHOT_SUFFIX:
+                part.snapshots.append(f)
+                continue
+            part.other.append(f)
+        part.segments = [Segment(b, p) for b in sorted(bases)]
+        return part
+
+
+@dataclass(slots=True)
+class LogDir:
+    """A broker log dir (``log.dirs`` entry): partition dirs plus root checkpoint files."""
+
+    path: Path
+    partitions: list[PartitionDir] = field(default_factory=list)
+
+    @property
+    def lock_file(self) -> Path:
+        return self.path / LOCK_FILE
+
+    def checkpoint(self, name: str) -> Path:
+        return self.path / name
+
+    @classmethod
+    def scan(cls, path: str | os.PathLike[str]) -> LogDir:
+        p = Path(path)
+        d = cls(p)
+        try:
+            names = sorted(os.listdir(p))
+        except OSError as e:
+            raise InputError(f"cannot list: {e.strerror}", path=p) from None
+        for name in names:
+            sub = p / name
+            if sub.is_dir() and parse_partition_dir_name(name) is not None:
+                d.partitions.append(PartitionDir.scan(sub))
+        d.partitions.sort(key=lambda x: (x.topic_partition or TopicPartition(x.path.name, -1), x.kind))
+        return d
+
+
+def is_partition_dir(path: Path) -> bool:
+    if not path.is_dir():
+        return False
+    try:
+        return any(n.endswith(LOG_SUFFIX) and _SEGMENT_RE.match(n) for n in os.listdir(path))
+    except OSError:
+        return False
+
+
+def is_log_dir(path: Path) -> bool:
+    if not path.is_dir():
+        return False
+    if (path / META_PROPERTIES).exists() or any((path / c).exists() for c in LOG_DIR_CHECKPOINTS):
+        return True
+    try:
+        return any(parse_partition_dir_name(n) and (path / n).is_dir() for n in os.listdir(path))
+    except OSError:
+        return False
+
+
+@dataclass(slots=True)
+class Inputs:
+    """What a command's PATH arguments resolved to."""
+
+    files: list[Path] = field(default_factory=list)  # single files given directly
+    partitions: list[PartitionDir] = field(default_factory=list)
+    log_dirs: list[LogDir] = field(default_factory=list)
+
+    def all_partitions(self) -> list[PartitionDir]:
+        return [*self.partitions, *(p for d in self.log_dirs for p in d.partitions)]
+
+
+def resolve_inputs(paths: Iterable[str | os.PathLike[str]]) -> Inputs:
+    """Classify each PATH as a file, a partition dir or a log dir (a dir of partition dirs)."""
+    out = Inputs()
+    for raw in paths:
+        p = Path(raw)
+        if not p.exists():
+            raise InputError("no such file or directory", path=p)
+        if p.is_file():
+            out.files.append(p)
+        elif is_partition_dir(p) or (parse_partition_dir_name(p.name) and not is_log_dir(p)):
+            out.partitions.append(PartitionDir.scan(p))
+        elif is_log_dir(p):
+            out.log_dirs.append(LogDir.scan(p))
+        else:
+            raise InputError("neither a Kafka log dir, a partition dir nor a segment file", path=p)
+    return out
+
+
+def log_dir_of(path: Path) -> Path:
+    """The log dir that holds a file, a partition dir, or is the path itself."""
+    p = path.resolve()
+    if p.is_file():
+        p = p.parent
+    if is_log_dir(p) and not is_partition_dir(p):
+        return p
+    return p.parent
