@@ -109,9 +109,15 @@ def _too_big(limit: int) -> LimitExceededError:
 # ---------------------------------------------------------------------------------------------- gzip
 
 def _gzip(data: Buffer, level: int) -> bytes:
-    # 16 + MAX_WBITS: a gzip member with a zeroed mtime, like Java's GZIPOutputStream (which writes OS 0xff).
-    c = zlib.compressobj(level, zlib.DEFLATED, 31)
-    return c.compress(data) + c.flush()
+    # Java's GZIPOutputStream writes a fixed 10-byte header (mtime 0, XFL 0, OS 0xff "unknown") before raw
+    # deflate; zlib's own gzip wrapper would say OS 3. JDK and CPython share the system zlib, so with the same
+    # level the deflate bytes, and so the whole member, are Kafka's (checked against kafka-ref).
+    c = zlib.compressobj(level, zlib.DEFLATED, -zlib.MAX_WBITS)
+    body = c.compress(data) + c.flush()
+    return _GZIP_HEADER + body + struct.pack("<II", zlib.crc32(data) & 0xFFFFFFFF, len(data) & 0xFFFFFFFF)
+
+
+_GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
 
 
 def _gunzip(data: Buffer, limit: int) -> bytes:
