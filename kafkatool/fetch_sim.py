@@ -437,15 +437,20 @@ def simulate(options: FetchOptions, requests: Sequence[PartitionRequest], out: B
             send_partition(plans[0], options, write, analyse=analyse, on_record=on_record)
             return plans
         failed = False
+        sent = set()
         for item in framing(options.fetch_version, options.correlation_id, options.throttle_time_ms,
                             [p.header for p in plans]):
             if failed:
                 break
             if isinstance(item, int):
                 send_partition(plans[item], options, write, analyse=analyse, on_record=on_record)
+                sent.add(item)
                 failed = plans[item].stats.send_error is not None  # the connection is gone
             elif write is not None:
                 write(item)
+        for i, plan in enumerate(plans):
+            if i not in sent and not failed:  # no record bytes on the wire (empty or null records)
+                send_partition(plan, options, None, analyse=analyse)
         return plans
     finally:
         for p in plans:
