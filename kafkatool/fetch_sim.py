@@ -190,6 +190,7 @@ def log_end(log: PartitionLog) -> LogEnd:
             if leo != seg.base_offset or start == 0:
                 break
             start = 0  # an index pointing past the data: walk the whole segment
+        fr.drop_before(fr.size)
         return LogEnd(leo, len(log.segments) - 1, fr.size)
 
 

@@ -200,6 +200,8 @@ class LazyDownConversionRecords:
             again = first is not None and first > 0 and index <= first < index + len(group)
             index += len(group)
             converted = down_convert(group, self.to_magic, self.first_offset, limit=self.limit)
+            # Give the file pages of the converted chunk back: resident memory stays at one chunk.
+            self.records.drop_before(group[-1].position + group[-1].size)
             if converted.data:
                 yield converted, sum(b.size for b in group), again
 
