@@ -140,8 +140,8 @@ def fetch_sim(
             output.json({"type": "record", "topic": tp.topic, "partition": tp.partition, "offset": rec.offset,
                          "timestamp": rec.timestamp, "key": _text(rec.key), "value": _text(rec.value)})
         else:
-            output.line(f"{tp} offset={rec.offset} timestamp={rec.timestamp} key={_text(rec.key)} "
-                        f"value={_text(rec.value)}")
+            output.line(f"{tp} offset={rec.offset} timestamp={rec.timestamp} key={_line(rec.key)} "
+                        f"value={_line(rec.value)}")
 
     cb = on_record if consumer_view else None
     if out is not None:
@@ -179,6 +179,14 @@ def fetch_sim(
 
 def _text(b: bytes | None) -> str | None:
     return None if b is None else b.decode("utf-8", "backslashreplace")
+
+
+_CONTROL = {i: f"\\x{i:02x}" for i in [*range(32), 127]}
+
+
+def _line(b: bytes | None) -> str:
+    """Key/value on one text line: UTF-8 where valid, \\xNN for other bytes and control characters."""
+    return "null" if b is None else b.decode("utf-8", "backslashreplace").translate(_CONTROL)
 
 
 def _text_report(r: dict[str, Any]) -> list[str]:
