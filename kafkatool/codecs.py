@@ -14,7 +14,7 @@
 Decompression never produces more than ``limit`` bytes: exceeding it raises
 :class:`LimitExceededError` (a decompression bomb is a finding, not an out-of-memory).
 gzip and lz4 (default level) output is byte-identical to Kafka's (JDK zlib with GZIPOutputStream's
-header; lz4-java's fast compressor, :mod:`kafkatool.lz4_java`). snappy (cramjam, not snappy-java's C++
+header; lz4-java's fast compressor, whose blocks equal cramjam's LZ4 block compressor). snappy (cramjam, not snappy-java's C++
 snappy) and zstd bytes differ from Kafka's Java libraries; they are frame-compatible and Kafka reads them.
 """
 
@@ -28,7 +28,6 @@ import cramjam
 import lz4.block
 import zstandard
 
-from kafkatool import lz4_java
 from kafkatool.errors import CorruptRecordError, LimitExceededError, UnsupportedCodecError
 
 Buffer = bytes | bytearray | memoryview
@@ -240,8 +239,9 @@ def lz4_kafka_compress(data: Buffer, *, magic: int = 2, level: int = 9) -> bytes
     for i in range(0, len(mv), LZ4_BLOCK):
         block = mv[i:i + LZ4_BLOCK]
         if level == 9:
-            # lz4-java's fast compressor, reproduced exactly (python-lz4's default mode picks other matches).
-            packed = lz4_java.compress_block(bytes(block))
+            # lz4-java 1.8.0's fast compressor (Kafka's default level): cramjam's block compressor gives the
+            # same bytes (tests/vectors/lz4_java); python-lz4 1.10's default mode picks other matches.
+            packed = bytes(cramjam.lz4.compress_block(block, store_size=False))
         else:
             packed = lz4.block.compress(block, mode="high_compression", store_size=False, **kw)
         if len(packed) >= len(block):
