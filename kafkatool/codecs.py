@@ -14,8 +14,9 @@
 Decompression never produces more than ``limit`` bytes: exceeding it raises
 :class:`LimitExceededError` (a decompression bomb is a finding, not an out-of-memory).
 gzip and lz4 (default level) output is byte-identical to Kafka's (JDK zlib with GZIPOutputStream's
-header; lz4-java's fast compressor, whose blocks equal cramjam's LZ4 block compressor). snappy (cramjam, not snappy-java's C++
-snappy) and zstd bytes differ from Kafka's Java libraries; they are frame-compatible and Kafka reads them.
+header; lz4-java's fast compressor, whose blocks equal cramjam's LZ4 block compressor). snappy
+(cramjam, not snappy-java's C++ snappy) and zstd bytes differ from Kafka's Java libraries; they are
+frame-compatible and Kafka reads them.
 """
 
 from __future__ import annotations
