@@ -47,7 +47,13 @@ from kafkatool.batch import (
     increment_sequence,
 )
 from kafkatool.codecs import DEFAULT_DECOMPRESS_LIMIT, Codec, compress, decompress
-from kafkatool.errors import CorruptRecordError, InvalidRecordError, KafkaToolError, UnsupportedCodecError
+from kafkatool.errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    KafkaToolError,
+    TruncatedError,
+    UnsupportedCodecError,
+)
 from kafkatool.varint import encode_varint_fast, encode_varlong, read_varint, read_varlong
 
 Buffer = bytes | bytearray | memoryview
@@ -341,6 +347,10 @@ def parse_records(d: bytes, p: int, end: int, count: int, base_offset: int, base
                            key, value, headers, seq, rec_end - start, None, None)))
     except IndexError:
         raise InvalidRecordError("Incorrect declared batch size, premature EOF reached", position=p) from None
+    except TruncatedError as e:
+        # A varint cut by its record's end: DefaultRecord.readFrom turns the BufferUnderflowException into
+        # InvalidRecordException("Found invalid record structure") (checked against kafka-clients 3.9.1).
+        raise InvalidRecordError(f"Found invalid record structure ({e.message})", position=e.position) from None
     if p != end:
         raise InvalidRecordError("Incorrect declared batch size, records still remaining in file", position=p)
     return out
