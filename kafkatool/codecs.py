@@ -111,7 +111,9 @@ def _too_big(limit: int) -> LimitExceededError:
 def _gzip(data: Buffer, level: int) -> bytes:
     # 16 + MAX_WBITS: a gzip member with a zeroed mtime, like Java's GZIPOutputStream (which writes OS 0xff).
     c = zlib.compressobj(level, zlib.DEFLATED, 31)
-    return c.compress(data) + c.flush()
+    out = bytearray(c.compress(data) + c.flush())
+    out[9] = 0xFF  # zlib writes OS 3 (Unix); with Java's 0xff the member is byte-identical to Kafka's (same zlib)
+    return bytes(out)
 
 
 def _gunzip(data: Buffer, limit: int) -> bytes:
