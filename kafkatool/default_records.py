@@ -307,11 +307,8 @@ def parse_records(d: bytes, p: int, end: int, count: int, base_offset: int, base
             if n >= 0:
                 key: bytes | None = d[p:p + n]
                 p += n
-            elif n == -1:
-                key = None
             else:
-                raise InvalidRecordError(f"Invalid negative key length {n} (Kafka reads it as a null key)",
-                                         position=start)
+                key = None  # any negative length is a null key (DefaultRecord.readFrom: `if (keySize >= 0)`)
             b = d[p]
             if b < 0x80:
                 n = (b >> 1) ^ -(b & 1)
@@ -321,11 +318,8 @@ def parse_records(d: bytes, p: int, end: int, count: int, base_offset: int, base
             if n >= 0:
                 value: bytes | None = d[p:p + n]
                 p += n
-            elif n == -1:
-                value = None
             else:
-                raise InvalidRecordError(f"Invalid negative value length {n} (Kafka reads it as a null value)",
-                                         position=start)
+                value = None  # likewise any negative value length
             b = d[p]
             if b == 0:
                 headers = no_headers
@@ -378,10 +372,8 @@ def _parse_headers(d: bytes, p: int, rec_end: int, start: int) -> tuple[tuple[He
                 raise InvalidRecordError("Header value runs past the end of the record", position=start)
             hval: bytes | None = d[p:p + vl]
             p += vl
-        elif vl == -1:
-            hval = None
         else:
-            raise InvalidRecordError(f"Invalid negative header value size {vl}", position=start)
+            hval = None  # any negative header value length is null in Kafka; a negative key length is an error
         headers.append(Header(hkey, hval))
     return tuple(headers), p
 
