@@ -31,6 +31,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -213,7 +214,9 @@ def _external_launcher() -> Path | None:
     if os.environ.get("KAFKA_REF"):
         candidates.append(Path(os.environ["KAFKA_REF"]))
     for launcher in candidates:
-        if _same_sources(launcher.parent) and _probe(launcher) is not None:
+        build = launcher.parent
+        if (build / "classes" / "kafkaref" / "KafkaRefBatch.class").is_file() and (build / "classpath.txt").is_file() \
+                and _same_sources(build) and _probe(launcher) is not None:
             return launcher
         print(f"kafkaref: ignoring {launcher} (not a working kafka-ref {KAFKA_CLIENTS_VERSION} built from "
               "tests/interop/kafka-ref/src); building our own", file=sys.stderr)
@@ -362,23 +365,81 @@ class KafkaRef:
         with ThreadPoolExecutor(max_workers=n) as ex:
             return list(ex.map(fn, items))
 
+    # -------------------------------------------------------------------------------------- many in one JVM
+    def run_batch(self, argvs: Sequence[Sequence[str]], *,
+                  allow: Iterable[int] = (OK, TRAILING, CORRUPT, REFUSED)) -> list[RefRun]:
+        """Run the commands (``[command, *options]`` lists, e.g. from ``dump_args``) in order in one JVM
+        (``KafkaRefBatch``: each exactly as its own ``kafka-ref`` run, minus the JVM start-up)."""
+        if not argvs:
+            return []
+        classpath = (self.launcher.parent / "classpath.txt").read_text().strip()
+        for argv in argvs:
+            if any("\t" in a or "\n" in a for a in argv):
+                raise ValueError(f"kafka-ref batch arguments cannot hold tabs or newlines: {argv}")
+        cmd = ["java", *shlex.split(self.java_opts), "-cp", classpath, "kafkaref.KafkaRefBatch"]
+        p = subprocess.run(cmd, input="".join("\t".join(a) + "\n" for a in argvs), capture_output=True,
+                           text=True, timeout=self.timeout)
+        runs: list[RefRun] = []
+        lines: list[dict[str, Any]] = []
+        for line in p.stdout.splitlines():
+            if not line.strip():
+                continue
+            try:
+                j = json.loads(line)
+            except ValueError:
+                raise KafkaRefError(f"non-JSON output from kafka-ref batch: {line[:200]!r}") from None
+            if j.get("type") == "batch-end":
+                runs.append(RefRun(tuple(argvs[len(runs)]), int(j["rc"]), tuple(lines), p.stderr))
+                lines = []
+            else:
+                lines.append(j)
+        if p.returncode != 0 or len(runs) != len(argvs):
+            raise KafkaRefError(f"kafka-ref batch died after {len(runs)} of {len(argvs)} commands "
+                                f"(exit {p.returncode}): {p.stderr[-3000:]}")
+        allowed = set(allow)
+        for r in runs:
+            if r.returncode not in allowed:
+                raise KafkaRefError(f"kafka-ref {' '.join(r.argv)} exited {r.returncode}: {r.lines[-3:]} "
+                                    f"{r.stderr[-3000:]}")
+        return runs
+
+    def run_batches(self, groups: Sequence[Sequence[Sequence[str]]], *, workers: int = 2,
+                    allow: Iterable[int] = (OK, TRAILING, CORRUPT, REFUSED)) -> list[list[RefRun]]:
+        """Groups of commands over ``workers`` JVMs; a group's commands run in order in one JVM (e.g. a ``gen``
+        then ``gen --append`` then ``dump`` of the same file). Results come back per group, in order."""
+        allowed = tuple(allow)
+        lanes: list[list[int]] = [[] for _ in range(max(1, min(workers, len(groups))))]
+        for i in sorted(range(len(groups)), key=lambda g: -len(groups[g])):
+            min(lanes, key=lambda lane: sum(len(groups[g]) for g in lane)).append(i)
+
+        def lane_run(lane: list[int]) -> list[RefRun]:
+            return self.run_batch([argv for g in lane for argv in groups[g]], allow=allowed)
+
+        out: list[list[RefRun]] = [[] for _ in groups]
+        for lane, runs in zip(lanes, self.pmap(lane_run, lanes, workers=len(lanes)), strict=True):
+            it = iter(runs)
+            for g in lane:
+                out[g] = [next(it) for _ in groups[g]]
+        return out
+
     # -------------------------------------------------------------------------------------- commands
     def version(self) -> dict[str, Any]:
         return self.run("version").one("version")
 
-    def gen(self, out: Path_, *, magic: str | int | Sequence[int] | None = None,
-            codec: str | Sequence[str] | None = None, records: int | None = None,
-            batch_records: int | None = None, value_bytes: int | None = None, key_cardinality: int | None = None,
-            null_key_fraction: float | None = None, null_value_fraction: float | None = None,
-            headers: int | None = None, seed: int | None = None, base_offset: int | None = None,
-            timestamp_type: str | None = None, start_ts: int | None = None, ts_step: int | None = None,
-            transactional: bool = False, idempotent: bool = False, producer_id: int | None = None,
-            producer_epoch: int | None = None, base_sequence: int | None = None, control_every: int | None = None,
-            abort_fraction: float | None = None, leave_open: bool = False, coordinator_epoch: int | None = None,
-            leader_epoch: int | None = None, compressible: float | None = None, dict_bytes: int | None = None,
-            level: int | None = None, append: bool = False, allow: Iterable[int] = (OK,)) -> RefRun:
-        """``MemoryRecordsBuilder`` batches appended with ``FileRecords.append``; the ``gen`` line has the counts."""
-        return self.run("gen", *self.options(
+    @classmethod
+    def gen_args(cls, out: Path_, *, magic: str | int | Sequence[int] | None = None,
+                 codec: str | Sequence[str] | None = None, records: int | None = None,
+                 batch_records: int | None = None, value_bytes: int | None = None,
+                 key_cardinality: int | None = None, null_key_fraction: float | None = None,
+                 null_value_fraction: float | None = None, headers: int | None = None, seed: int | None = None,
+                 base_offset: int | None = None, timestamp_type: str | None = None, start_ts: int | None = None,
+                 ts_step: int | None = None, transactional: bool = False, idempotent: bool = False,
+                 producer_id: int | None = None, producer_epoch: int | None = None, base_sequence: int | None = None,
+                 control_every: int | None = None, abort_fraction: float | None = None, leave_open: bool = False,
+                 coordinator_epoch: int | None = None, leader_epoch: int | None = None,
+                 compressible: float | None = None, dict_bytes: int | None = None, level: int | None = None,
+                 append: bool = False) -> list[str]:
+        return ["gen", *cls.options(
             out=out, magic=magic, codec=codec, records=records, batch_records=batch_records,
             value_bytes=value_bytes, key_cardinality=key_cardinality, null_key_fraction=null_key_fraction,
             null_value_fraction=null_value_fraction, headers=headers, seed=seed, base_offset=base_offset,
@@ -386,19 +447,36 @@ class KafkaRef:
             idempotent=idempotent, producer_id=producer_id, producer_epoch=producer_epoch,
             base_sequence=base_sequence, control_every=control_every, abort_fraction=abort_fraction,
             leave_open=leave_open, coordinator_epoch=coordinator_epoch, leader_epoch=leader_epoch,
-            compressible=compressible, dict_bytes=dict_bytes, level=level, append=append), allow=allow)
+            compressible=compressible, dict_bytes=dict_bytes, level=level, append=append)]
+
+    def gen(self, out: Path_, *, allow: Iterable[int] = (OK,), **options: Any) -> RefRun:
+        """``MemoryRecordsBuilder`` batches appended with ``FileRecords.append`` (options: ``gen_args``); the
+        ``gen`` line has the counts."""
+        return self.run(*self.gen_args(out, **options), allow=allow)
+
+    @classmethod
+    def dump_args(cls, path: Path_, *, deep: bool = True, payload: str = "b64",
+                  limit_batches: int | None = None) -> list[str]:
+        return ["dump", "--in", os.fspath(path), *cls.options(deep=deep, payload=payload,
+                                                              limit_batches=limit_batches)]
 
     def dump(self, path: Path_, *, deep: bool = True, payload: str = "b64", limit_batches: int | None = None,
              allow: Iterable[int] = (OK, TRAILING, CORRUPT)) -> Dump:
         """``FileRecords.open`` + ``batches()``, ``isValid``, ``ensureValid``, ``streamingIterator``."""
-        return Dump.from_run(self.run("dump", "--in", os.fspath(path), *self.options(
-            deep=deep, payload=payload, limit_batches=limit_batches), allow=allow))
+        return Dump.from_run(self.run(*self.dump_args(path, deep=deep, payload=payload,
+                                                      limit_batches=limit_batches), allow=allow))
+
+    @classmethod
+    def downconvert_args(cls, src: Path_, out: Path_, *, to_magic: int, first_offset: int | None = None,
+                         api: str = "recordsutil") -> list[str]:
+        return ["downconvert", "--in", os.fspath(src), *cls.options(out=out, to_magic=to_magic,
+                                                                     first_offset=first_offset, api=api)]
 
     def downconvert(self, src: Path_, out: Path_, *, to_magic: int, first_offset: int | None = None,
                     api: str = "recordsutil", allow: Iterable[int] = (OK,)) -> RefRun:
         """``RecordsUtil.downConvert`` (``api="recordsutil"``), ``FileRecords.downConvert``, or lazy chunks."""
-        return self.run("downconvert", "--in", os.fspath(src), *self.options(
-            out=out, to_magic=to_magic, first_offset=first_offset, api=api), allow=allow)
+        return self.run(*self.downconvert_args(src, out, to_magic=to_magic, first_offset=first_offset, api=api),
+                        allow=allow)
 
     def lazysend(self, src: Path_, out: Path_, *, to_magic: int, first_offset: int, size: int,
                  position: int | None = None, min_one_message: bool = False, max_write: int | None = None,
@@ -455,5 +533,6 @@ def kafka_ref() -> KafkaRef:
     try:
         return get_kafka_ref()
     except KafkaRefUnavailable as e:
-        pytest.fail(f"kafka-ref (Apache Kafka's own code, needed by the interop tests) is unavailable: {e}",
-                    pytrace=False)
+        reason = str(e)
+    pytest.fail(f"kafka-ref (Apache Kafka's own code, needed by the interop tests) is unavailable: {reason}",
+                pytrace=False)

@@ -104,14 +104,15 @@ class Corpus:
 
 
 def make_corpus(kafka_ref: KafkaRef, root: Path) -> Corpus:
-    """Generate every scenario (a few in parallel: JVM start-up dominates) and let Kafka read each back."""
-
-    def make(s: Scenario) -> tuple[Path, list[dict[str, Any]], Dump]:
-        path = root / f"{s.name}.log"
-        lines = [kafka_ref.gen(path, **piece).one("gen") for piece in s.pieces]
-        return path, lines, kafka_ref.dump(path, deep=True)
-
-    made = kafka_ref.pmap(make, SCENARIOS)
-    return Corpus({s.name: m[0] for s, m in zip(SCENARIOS, made, strict=True)},
-                  {s.name: m[1] for s, m in zip(SCENARIOS, made, strict=True)},
-                  {s.name: m[2] for s, m in zip(SCENARIOS, made, strict=True)})
+    """Generate every scenario and let Kafka read each back: a few JVMs, each running a share of the
+    scenarios' ``gen`` (+ ``gen --append``) + ``dump`` sequences."""
+    paths = {s.name: root / f"{s.name}.log" for s in SCENARIOS}
+    groups = [[*(kafka_ref.gen_args(paths[s.name], **piece) for piece in s.pieces),
+               kafka_ref.dump_args(paths[s.name], deep=True)] for s in SCENARIOS]
+    results = kafka_ref.run_batches(groups)
+    gen, dumps = {}, {}
+    for s, runs in zip(SCENARIOS, results, strict=True):
+        assert all(r.returncode == 0 for r in runs[:-1]), [r.lines for r in runs]
+        gen[s.name] = [r.one("gen") for r in runs[:-1]]
+        dumps[s.name] = Dump.from_run(runs[-1])
+    return Corpus(paths, gen, dumps)

@@ -275,8 +275,9 @@ def damaged(corpus: Corpus, kafka_ref: KafkaRef, tmp_path_factory: pytest.TempPa
         files[name].write_bytes(_random_damage(corpus.paths[base].read_bytes(), rnd))
     for name in HOSTILE_LOGS:
         files[name] = HOSTILE / name
-    dumps = kafka_ref.pmap(lambda n: kafka_ref.dump(files[n]), list(files))
-    return {n: (files[n], d) for n, d in zip(files, dumps, strict=True)}
+    names = list(files)
+    dumps = [Dump.from_run(r[0]) for r in kafka_ref.run_batches([[kafka_ref.dump_args(files[n])] for n in names])]
+    return {n: (files[n], d) for n, d in zip(names, dumps, strict=True)}
 
 
 @pytest.mark.parametrize("name", list(CASES))

@@ -67,24 +67,26 @@ RECORD_JOBS = [Job(s, m, BASE + 7) for s in COMPRESSED for m in (1, 0)]
 def conversions(kafka_ref: KafkaRef, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("downconvert")
     sources = {n: root / f"{n}.log" for n in SOURCES}
-    kafka_ref.pmap(lambda n: kafka_ref.gen(sources[n], **{**COMMON, **SOURCES[n]}), list(SOURCES))
-
-    def convert(job: Job) -> tuple[Path, dict[str, Any]]:
-        out = root / f"{job.name}.kafka"
-        line = kafka_ref.downconvert(sources[job.source], out, to_magic=job.to_magic,
-                                     first_offset=job.first_offset).one("downconvert")
-        return out, line
-
-    results = dict(zip([j.name for j in BYTE_JOBS + RECORD_JOBS],
-                       kafka_ref.pmap(convert, BYTE_JOBS + RECORD_JOBS), strict=True))
+    jobs = BYTE_JOBS + RECORD_JOBS
+    outs = {j.name: root / f"{j.name}.kafka" for j in jobs}
+    # One group per source: generate it, then every conversion of it (a few JVMs in all).
+    groups = [[kafka_ref.gen_args(sources[n], **{**COMMON, **SOURCES[n]}),
+               *(kafka_ref.downconvert_args(sources[n], outs[j.name], to_magic=j.to_magic,
+                                            first_offset=j.first_offset) for j in jobs if j.source == n)]
+              for n in SOURCES]
+    results: dict[str, tuple[Path, dict[str, Any]]] = {}
+    for n, runs in zip(SOURCES, kafka_ref.run_batches(groups, allow=(OK,)), strict=True):
+        for j, r in zip([j for j in jobs if j.source == n], runs[1:], strict=True):
+            results[j.name] = (outs[j.name], r.one("downconvert"))
     # Record-level jobs: write ours next to Kafka's and let Kafka read both.
     ours_files: dict[str, Path] = {}
     for job in RECORD_JOBS:
         with FileRecords(sources[job.source]) as fr:
             ours_files[job.name] = root / f"{job.name}.ours"
             ours_files[job.name].write_bytes(down_convert(fr.batches(), job.to_magic, job.first_offset).data)
-    to_dump = [results[j.name][0] for j in RECORD_JOBS] + [ours_files[j.name] for j in RECORD_JOBS]
-    dumps = dict(zip(to_dump, kafka_ref.pmap(lambda p: kafka_ref.dump(p), to_dump), strict=True))
+    to_dump = [outs[j.name] for j in RECORD_JOBS] + [ours_files[j.name] for j in RECORD_JOBS]
+    dumped = kafka_ref.run_batches([[kafka_ref.dump_args(p)] for p in to_dump])
+    dumps = {p: Dump.from_run(r[0]) for p, r in zip(to_dump, dumped, strict=True)}
     return {"sources": sources, "results": results, "ours": ours_files, "dumps": dumps}
 
 

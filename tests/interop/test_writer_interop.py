@@ -27,7 +27,7 @@ from kafkatool.batch import MAGIC_V2, ControlRecordType, TimestampType
 from kafkatool.codecs import Codec
 from kafkatool.file_records import FileRecords, RecordBatch
 from tests.interop.corpus import SCENARIOS, Corpus
-from tests.kafkaref import OK, KafkaRef, b64
+from tests.kafkaref import OK, Dump, KafkaRef, b64
 from tests.refjson import assert_same_batches, assert_same_dump, ignore_codec_bytes, our_dump
 
 pytestmark = pytest.mark.interop
@@ -79,7 +79,7 @@ def rebuilt(corpus: Corpus, kafka_ref: KafkaRef, tmp_path_factory: pytest.TempPa
         path = root / f"{s.name}.log"
         path.write_bytes(b"".join(p[3] for p in pairs))
         out[s.name] = (path, pairs)
-    dumps = kafka_ref.pmap(lambda name: kafka_ref.dump(out[name][0]), list(out))
+    dumps = [Dump.from_run(r[0]) for r in kafka_ref.run_batches([[kafka_ref.dump_args(out[n][0])] for n in out])]
     return {name: (out[name][0], out[name][1], d) for name, d in zip(out, dumps, strict=True)}
 
 
