@@ -102,7 +102,7 @@ def source_hash(src_root: Path = SOURCE_DIR) -> str:
 def _java_sources_digest(paths: Iterable[Path]) -> str:
     h = hashlib.sha256()
     for p in sorted(paths, key=lambda q: q.as_posix().split("/src/", 1)[-1]):
-        h.update(p.as_posix().split("/src/", 1)[-1].encode() + b"\0" + p.read_bytes() + b"\0")
+        h.update(p.as_posix().rsplit("/src/", 1)[-1].encode() + b"\0" + p.read_bytes() + b"\0")
     return h.hexdigest()
 
 
