@@ -1,17 +1,14 @@
 """fetch-sim --raw against kafka-ref lazysend (kafka-clients 3.9.1's LazyDownConversionRecordsSend).
 
 Sources are written by kafka-ref gen (Kafka's MemoryRecordsBuilder and end-transaction markers). Each case
-runs ``kafka-ref lazysend`` (one JVM per case: lazysend takes one case) and ``kafkatool fetch-sim --raw`` on
-the same file, then compares the bytes and kafka-ref's own analysis of them (committed size, complete
-batches, records, duplicates, tail, overflow headers).
+runs ``kafka-ref lazysend`` and ``kafkatool fetch-sim --raw`` on the same file, then compares the bytes and
+kafka-ref's own analysis of them (committed size, complete batches, records, duplicates, tail, overflow
+headers). kafka-ref comes from tests/kafkaref.py; the lazysend runs are batched into a couple of JVMs.
 """
 
 from __future__ import annotations
 
 import io
-import json
-import os
-import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,21 +18,13 @@ import pytest
 from kafkatool.fetch_sim import FetchOptions, PartitionLog, PartitionRequest, simulate, version_for_magic
 from kafkatool.file_records import FileRecords
 from kafkatool.logdir import TopicPartition
+from tests.kafkaref import KafkaRef
 
-KAFKA_REF = os.environ.get("KAFKA_REF", "/tmp/kafka-ref-build/kafka-ref")
-pytestmark = [
-    pytest.mark.interop,
-    pytest.mark.skipif(not Path(KAFKA_REF).exists(), reason=f"kafka-ref not built at {KAFKA_REF} (set $KAFKA_REF)"),
-]
+pytestmark = pytest.mark.interop
 
-
-def kafka_ref(*args: str | os.PathLike[str]) -> tuple[int, list[dict[str, object]]]:
-    """Run kafka-ref once; its JSON lines and exit code. (To be replaced by tests/kafkaref.py's fixture.)"""
-    env = dict(os.environ)
-    env.setdefault("KAFKA_REF_JAVA_OPTS", "-Xmx1g -XX:TieredStopAtLevel=1")
-    p = subprocess.run([KAFKA_REF, *map(str, args)], capture_output=True, text=True, env=env, timeout=300)
-    lines = [json.loads(x) for x in p.stdout.splitlines() if x.startswith("{")]
-    return p.returncode, lines
+# kafka-ref comes from tests/kafkaref.py (built on demand; a missing Java fails the tests, never skips them).
+# lazysend takes one case per command; all of them run in a couple of JVMs (KafkaRef.run_batches).
+ALL_EXIT_CODES = tuple(range(256))
 
 
 # name -> kafka-ref gen options
@@ -58,14 +47,12 @@ RECORD_LEVEL_ONLY = {"v2-snappy"}
 
 
 @pytest.fixture(scope="module")
-def sources(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def sources(kafka_ref: KafkaRef, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     d = tmp_path_factory.mktemp("sources")
-    out = {}
-    for name, opts in SOURCES.items():
-        path = d / f"{name}.log"
-        rc, _ = kafka_ref("gen", "--out", path, *opts.split())
-        assert rc == 0, f"kafka-ref gen {opts}"
-        out[name] = path
+    out = {name: d / f"{name}.log" for name in SOURCES}
+    runs = kafka_ref.run_batches([[["gen", "--out", str(out[name]), *opts.split()]] for name, opts in SOURCES.items()],
+                                 allow=(0,))
+    assert all(r[0].returncode == 0 for r in runs)
     return out
 
 
@@ -128,18 +115,35 @@ def _resolve(case: Case, path: Path) -> tuple[int, int, int | None]:
     return offset, size, (first[0] if case.position else None)
 
 
-@pytest.mark.parametrize("case", list(_cases()), ids=lambda c: c.id)
-def test_fetch_sim_raw_equals_kafka_lazysend(case: Case, sources: dict[str, Path], tmp_path: Path) -> None:
+CASES = list(_cases())
+
+
+@pytest.fixture(scope="module")
+def lazysends(kafka_ref: KafkaRef, sources: dict[str, Path],
+              tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, int, list[dict[str, object]]]]:
+    """Every case's ``kafka-ref lazysend``: (output file, exit code, JSON lines)."""
+    d = tmp_path_factory.mktemp("lazysend")
+    groups = []
+    for case in CASES:
+        path = sources[case.source]
+        offset, size, position = _resolve(case, path)
+        args = ["lazysend", "--in", str(path), "--out", str(d / f"{case.id}.bin"), "--to-magic", str(case.to_magic),
+                "--first-offset", str(offset), "--size", str(size)]
+        if case.min_one:
+            args.append("--min-one-message")
+        if position is not None:
+            args += ["--position", str(position)]
+        groups.append([args])
+    runs = kafka_ref.run_batches(groups, allow=ALL_EXIT_CODES)
+    return {c.id: (d / f"{c.id}.bin", r[0].returncode, list(r[0].lines)) for c, r in zip(CASES, runs, strict=True)}
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_fetch_sim_raw_equals_kafka_lazysend(case: Case, sources: dict[str, Path],
+                                             lazysends: dict[str, tuple[Path, int, list[dict[str, object]]]]) -> None:
     path = sources[case.source]
     offset, size, position = _resolve(case, path)
-    ref_out = tmp_path / "ref.bin"
-    args = ["lazysend", "--in", path, "--out", ref_out, "--to-magic", str(case.to_magic), "--first-offset",
-            str(offset), "--size", str(size)]
-    if case.min_one:
-        args.append("--min-one-message")
-    if position is not None:
-        args += ["--position", str(position)]
-    rc, lines = kafka_ref(*args)
+    ref_out, rc, lines = lazysends[case.id]
 
     opts = FetchOptions(fetch_version=version_for_magic(case.to_magic), partition_max_bytes=size,
                         min_one_message=case.min_one)
