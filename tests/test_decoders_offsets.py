@@ -244,3 +244,24 @@ def test_share_group_and_later_types_are_unknown_in_3_9(record_type: int) -> Non
     k = struct.pack(">h", record_type) + b"\x00\x01g"
     assert decode_offsets_record(k, b"\x00\x00", 77) == (f"Unknown record type {record_type} at offset 77, skipping.",
                                                          None)
+
+
+def test_record_builders() -> None:
+    from kafkatool.decoders.offsets import (
+        consumer_assignment,
+        consumer_subscription,
+        group_metadata_record,
+        offset_commit_record,
+    )
+    k, v = offset_commit_record("g1", "orders", 3, 100, commit_timestamp=1700000000000, metadata="md",
+                                expire_timestamp=1700086400000)
+    assert k == OFFSET_KEY_V1
+    assert v.hex() == "0001" "0000000000000064" "0002" "6d64" "0000018bcfe56800" "0000018bd50bc400"
+    k, v = offset_commit_record("g1", "orders", 3, 100, commit_timestamp=1700000000000, leader_epoch=5)
+    assert decode_offsets_record(k, v, 0)[1] == (
+        '{"version":"3","data":{"offset":100,"leaderEpoch":5,"metadata":"","commitTimestamp":1700000000000}}')
+    sub = consumer_subscription(["foo"], {"foo": [0]}, generation_id=0, rack_id="rack")
+    asg = consumer_assignment({"foo": [0]})
+    k, v = group_metadata_record("group", protocol_type="consumer", generation=10, protocol="range",
+                                 leader="member", members=[_member(sub, asg)], value_version=4)
+    assert (k, v) == (key(GROUP_METADATA_KEY, {"group": "group"}, 2), _group_value(_member(sub, asg)))

@@ -128,3 +128,16 @@ def test_partition_order_through_the_decoder() -> None:
 
 def test_key_schema_round_trip() -> None:
     assert version_prefixed(TRANSACTION_LOG_KEY, {"transactionalId": "my-txn-id"}, 0) == KEY
+
+
+def test_record_builder() -> None:
+    from kafkatool.decoders.transactions import transaction_record
+    k, v = transaction_record("my-txn-id", producer_id=1000, producer_epoch=2, timeout_ms=60000, state="Empty",
+                              partitions={}, last_update_timestamp=1700000000000)
+    assert k == KEY
+    assert v.hex() == ("0000" "00000000000003e8" "0002" "0000ea60" "00" "ffffffff" "0000018bcfe56800"
+                       "ffffffffffffffff")
+    k, v = transaction_record("my-txn-id", producer_id=0, producer_epoch=0, timeout_ms=60000, state="Ongoing",
+                              partitions={"txtest": [0]}, last_update_timestamp=1780184987258,
+                              start_timestamp=1780184987258, value_version=1)
+    assert v == ONGOING_V1  # byte-identical to the record a Kafka 4.0 coordinator wrote

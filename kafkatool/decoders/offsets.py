@@ -37,6 +37,8 @@ from kafkatool.decoders.message import (
     StructSpec,
     read_message,
     to_json,
+    version_prefixed,
+    write_message,
 )
 from kafkatool.errors import InvalidRecordError
 
@@ -262,3 +264,50 @@ def _decode(key: bytes, value: bytes | None) -> tuple[str, str]:
     value_values = _read(value_spec, value, value_version, "value")
     value_json = _value_json(value_spec, value_values, value_version)
     return key_json, f'{{"version":"{value_version}","data":{value_json}}}'
+
+
+# --- writers: the records a 3.9 group coordinator appends (fixtures, ``kafkatool sample``) ---------------------
+
+
+def offset_commit_record(group: str, topic: str, partition: int, offset: int, *, commit_timestamp: int,
+                         metadata: str = "", leader_epoch: int = -1, expire_timestamp: int | None = None,
+                         value_version: int | None = None) -> tuple[bytes, bytes]:
+    """(key, value) of an offset commit: key type 1, value v3 (v1 when an expire timestamp is given)."""
+    if value_version is None:
+        value_version = 1 if expire_timestamp is not None else 3
+    key = struct.pack(">h", 1) + write_message(OFFSET_COMMIT_KEY, {"group": group, "topic": topic,
+                                                                    "partition": partition}, 1)
+    value = version_prefixed(OFFSET_COMMIT_VALUE, {
+        "offset": offset, "leaderEpoch": leader_epoch if value_version >= 3 else -1, "metadata": metadata,
+        "commitTimestamp": commit_timestamp,
+        "expireTimestamp": expire_timestamp if expire_timestamp is not None and value_version == 1 else -1,
+    }, value_version)
+    return key, value
+
+
+def consumer_subscription(topics: list[str], owned: dict[str, list[int]] | None = None, *, generation_id: int = -1,
+                          rack_id: str | None = None, user_data: bytes | None = None, version: int = 3) -> bytes:
+    """``ConsumerProtocol.serializeSubscription`` bytes (version 3 in kafka-clients 3.9)."""
+    return version_prefixed(CONSUMER_PROTOCOL_SUBSCRIPTION, {
+        "Topics": topics, "UserData": user_data, "GenerationId": generation_id, "RackId": rack_id,
+        "OwnedPartitions": [{"Topic": t, "Partitions": p} for t, p in (owned or {}).items()]}, version)
+
+
+def consumer_assignment(assigned: dict[str, list[int]], *, user_data: bytes | None = None, version: int = 3) -> bytes:
+    """``ConsumerProtocol.serializeAssignment`` bytes."""
+    return version_prefixed(CONSUMER_PROTOCOL_ASSIGNMENT, {
+        "AssignedPartitions": [{"Topic": t, "Partitions": p} for t, p in assigned.items()],
+        "UserData": user_data}, version)
+
+
+def group_metadata_record(group: str, *, protocol_type: str, generation: int, protocol: str | None,
+                          leader: str | None, members: list[dict[str, Any]], current_state_timestamp: int = -1,
+                          value_version: int = 3) -> tuple[bytes, bytes]:
+    """(key, value) of a classic group's metadata: key type 2, ``members`` as GroupMetadataValue.MemberMetadata
+    field dicts (memberId, groupInstanceId, clientId, clientHost, rebalanceTimeout, sessionTimeout, subscription,
+    assignment)."""
+    key = struct.pack(">h", 2) + write_message(GROUP_METADATA_KEY, {"group": group}, 2)
+    value = version_prefixed(GROUP_METADATA_VALUE, {
+        "protocolType": protocol_type, "generation": generation, "protocol": protocol, "leader": leader,
+        "currentStateTimestamp": current_state_timestamp, "members": members}, value_version)
+    return key, value

@@ -25,7 +25,16 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Sequence
 
-from kafkatool.decoders.message import ArrayOf, F, MessageError, MessageSpec, StructSpec, read_message
+from kafkatool.decoders.message import (
+    ArrayOf,
+    F,
+    MessageError,
+    MessageSpec,
+    StructSpec,
+    read_message,
+    version_prefixed,
+    write_message,
+)
 from kafkatool.errors import InvalidRecordError
 
 TRANSACTION_LOG_KEY = MessageSpec.of("TransactionLogKey", "0", "none", [
@@ -147,3 +156,20 @@ def _format(key: bytes, value: bytes | None) -> tuple[str | None, str | None]:
     return key_text, (f"producerId:{v['ProducerId']},producerEpoch:{v['ProducerEpoch']},state={state},"
                       f"partitions=[{parts}],txnLastUpdateTimestamp={v['TransactionLastUpdateTimestampMs']},"
                       f"txnTimeoutMs={v['TransactionTimeoutMs']}")
+
+
+def transaction_record(transactional_id: str, *, producer_id: int, producer_epoch: int, timeout_ms: int, state: str,
+                       partitions: dict[str, list[int]], last_update_timestamp: int, start_timestamp: int = -1,
+                       value_version: int = 0) -> tuple[bytes, bytes]:
+    """(key, value) as ``TransactionLog.keyToBytes``/``valueToBytes`` (v0: ``transaction.version`` 0)."""
+    key = struct.pack(">h", 0) + write_message(TRANSACTION_LOG_KEY, {"transactionalId": transactional_id}, 0)
+    status = TRANSACTION_STATES.index(state)
+    value = version_prefixed(TRANSACTION_LOG_VALUE, {
+        "ProducerId": producer_id, "ProducerEpoch": producer_epoch, "TransactionTimeoutMs": timeout_ms,
+        "TransactionStatus": status,
+        # Empty is written with null partitions (valueToBytes).
+        "TransactionPartitions": None if state == "Empty" else [
+            {"Topic": t, "PartitionIds": p} for t, p in partitions.items()],
+        "TransactionLastUpdateTimestampMs": last_update_timestamp, "TransactionStartTimestampMs": start_timestamp,
+    }, value_version)
+    return key, value
