@@ -219,3 +219,14 @@ def test_group_metadata_value_round_trip(version: int, values: dict[str, object]
     decoded, end = read_message(GROUP_METADATA_VALUE, data, version)
     assert end == len(data)
     assert decoded == values
+
+
+def test_utf8_replacement_matches_java() -> None:
+    """``GenJavaUtf8.java``: 1500 malformed-leaning byte strings decoded by JDK 17's ``new String(b, UTF_8)``."""
+    from kafkatool.decoders.message import java_utf8
+    lines = (VECTORS / "decoders" / "java-utf8-replacement.txt").read_text().splitlines()
+    assert len(lines) == 1500
+    for line in lines:
+        hexdata, units = line.split(" ") if " " in line else (line, "")
+        assert java_utf8(bytes.fromhex(hexdata)).encode("utf-16-be", "surrogatepass").hex() == units, hexdata
+    assert java_utf8(bytes.fromhex("eda080")) == "\ufffd"  # Python alone would give three

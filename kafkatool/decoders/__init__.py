@@ -29,6 +29,7 @@ from importlib.metadata import EntryPoint, entry_points
 from typing import Protocol, runtime_checkable
 
 from kafkatool.batch import Record
+from kafkatool.decoders.message import java_utf8
 from kafkatool.decoders.offsets import decode_offsets_record
 from kafkatool.decoders.transactions import decode_transaction_record
 from kafkatool.errors import ExitCode, KafkaToolError, UsageError
@@ -80,7 +81,7 @@ class _FunctionRecordDecoder:
 
 
 def _utf8(data: bytes) -> str:
-    return data.decode("utf-8", errors="replace")
+    return java_utf8(data)
 
 
 def _json(data: bytes) -> str:

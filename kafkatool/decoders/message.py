@@ -24,6 +24,7 @@ transcribed into Python tables (``offsets.py``, ``transactions.py``), reproducin
 from __future__ import annotations
 
 import base64
+import codecs
 import struct
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -217,9 +218,23 @@ def _int32(v: int) -> int:
     return v - (1 << 32) if v & 0x80000000 else v
 
 
-def _java_utf8(data: bytes) -> str:
-    """``new String(bytes, UTF_8)``: malformed input becomes U+FFFD."""
-    return data.decode("utf-8", errors="replace")
+def _java_replace(e: UnicodeError) -> tuple[str, int]:
+    """Java's malformed-input lengths, where they differ from Python's: Java takes a UTF-8-encoded surrogate
+    (ED A0-BF xx) as one malformed 3-byte sequence (2 bytes when the third is not a continuation or is
+    missing); Python replaces each byte."""
+    assert isinstance(e, UnicodeDecodeError)
+    b, s = e.object, e.start
+    if b[s] == 0xED and s + 1 < len(b) and 0xA0 <= b[s + 1] <= 0xBF:
+        return "\ufffd", s + (3 if s + 2 < len(b) and b[s + 2] & 0xC0 == 0x80 else 2)
+    return "\ufffd", e.end
+
+
+codecs.register_error("kafkatool.java-utf8", _java_replace)
+
+
+def java_utf8(data: bytes) -> str:
+    """``new String(bytes, UTF_8)``: malformed input becomes U+FFFD, one per malformed sequence as Java counts."""
+    return data.decode("utf-8", errors="kafkatool.java-utf8")
 
 
 class _MessageReader:
@@ -286,7 +301,7 @@ class _MessageReader:
         if t == "string":
             if length > 0x7FFF:
                 raise MessageError(f"string field {name} had invalid length {length}")
-            return _java_utf8(r.read_array(length))
+            return java_utf8(r.read_array(length))
         if t == "bytes":
             return r.read_array(length)
         assert isinstance(t, ArrayOf)
