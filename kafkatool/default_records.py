@@ -454,12 +454,14 @@ def build_batch(records: Iterable[tuple[int, int, bytes | None, bytes | None, Se
                 producer_id: int = NO_PRODUCER_ID, producer_epoch: int = NO_PRODUCER_EPOCH,
                 base_sequence: int = NO_SEQUENCE, is_transactional: bool = False, is_control: bool = False,
                 partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH, delete_horizon_ms: int | None = None,
-                level: int | None = None) -> bytes:
+                level: int | None = None, override_last_offset: int | None = None) -> bytes:
     """Build one v2 batch as ``MemoryRecordsBuilder`` does, from ``(offset, timestamp, key, value, headers)``.
 
     Offsets must increase; the base offset defaults to the first record's offset. The batch's
     baseTimestamp is the first record's timestamp (or the delete horizon), maxTimestamp the largest
     record timestamp for CreateTime and ``log_append_time`` for LogAppendTime.
+    ``override_last_offset`` is ``MemoryRecordsBuilder.overrideLastOffset``: the log cleaner keeps a
+    rewritten batch's original last offset (so its last sequence survives) when trailing records go.
     """
     recs = list(records)
     if not recs:
@@ -479,6 +481,11 @@ def build_batch(records: Iterable[tuple[int, int, bytes | None, bytes | None, Se
             max_ts = ts
         body_parts.append(encode_record(offset - base, ts - base_ts, key, value, headers))
     body = b"".join(body_parts)
+    if override_last_offset is not None:
+        if override_last_offset < last_offset:
+            raise ValueError(f"override_last_offset {override_last_offset} is below the last record's offset "
+                             f"{last_offset}")
+        last_offset = override_last_offset
     if timestamp_type == TimestampType.LOG_APPEND_TIME:
         max_ts = log_append_time
     if codec != Codec.NONE:
@@ -499,11 +506,13 @@ def build_batch(records: Iterable[tuple[int, int, bytes | None, bytes | None, Se
 def build_empty_batch(*, base_offset: int, last_offset_delta: int, max_timestamp: int, producer_id: int,
                       producer_epoch: int, base_sequence: int, is_transactional: bool,
                       partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
-                      timestamp_type: TimestampType = TimestampType.CREATE_TIME) -> bytes:
+                      timestamp_type: TimestampType = TimestampType.CREATE_TIME, is_control: bool = False) -> bytes:
     """``DefaultRecordBatch.writeEmptyHeader``: a 61-byte batch the cleaner keeps for producer state."""
     attributes = TIMESTAMP_TYPE_MASK if timestamp_type == TimestampType.LOG_APPEND_TIME else 0
     if is_transactional:
         attributes |= TRANSACTIONAL_FLAG_MASK
+    if is_control:
+        attributes |= CONTROL_FLAG_MASK
     return _assemble(base_offset, partition_leader_epoch, attributes, last_offset_delta, NO_TIMESTAMP,
                      max_timestamp, producer_id, producer_epoch, base_sequence, 0, b"")
 
