@@ -48,7 +48,8 @@ from kafkatool.batch import (
 )
 from kafkatool.codecs import DEFAULT_DECOMPRESS_LIMIT, Codec, compress, decompress
 from kafkatool.errors import CorruptRecordError, InvalidRecordError, KafkaToolError, UnsupportedCodecError
-from kafkatool.varint import encode_varint_fast, encode_varlong, read_varint, read_varlong
+from kafkatool.varint import _SMALL as _SMALL_VARINTS
+from kafkatool.varint import encode_varint, encode_varint_fast, encode_varlong, read_varint, read_varlong
 
 Buffer = bytes | bytearray | memoryview
 
@@ -447,6 +448,81 @@ def encode_record(offset_delta: int, timestamp_delta: int, key: bytes | None, va
     return ev(len(body)) + body
 
 
+def _headers_bytes(headers: Sequence[tuple[str, bytes | None]]) -> bytes:
+    ev = encode_varint_fast
+    parts = [ev(len(headers))]
+    for hk, hv in headers:
+        kb = hk.encode("utf-8")
+        parts.append(ev(len(kb)))
+        parts.append(kb)
+        if hv is None:
+            parts.append(b"\x01")
+        else:
+            parts.append(ev(len(hv)))
+            parts.append(hv)
+    return b"".join(parts)
+
+
+def encode_records(records: Sequence[tuple[int, int, bytes | None, bytes | None, Sequence[tuple[str, bytes | None]]]],
+                   base_offset: int, base_timestamp: int) -> tuple[bytes, int, int]:
+    """The uncompressed records area of a v2 batch: ``b"".join(encode_record(...))`` for each record,
+    built without per-record joins (table lookups for small varints, one header encoding per distinct
+    header tuple). Returns (area, last offset, max timestamp); offsets must increase from ``base_offset``."""
+    small = _SMALL_VARINTS
+    limit = len(small) - 1  # small[v + 1] encodes v for -1 <= v < limit
+    out: list[bytes] = []
+    app = out.append
+    header_cache: dict[object, bytes] = {}
+    last = base_offset - 1
+    max_ts = NO_TIMESTAMP
+    for offset, ts, key, value, headers in records:
+        if offset <= last:
+            raise ValueError(f"offsets must increase: {offset} after {last}")
+        last = offset
+        if ts > max_ts:
+            max_ts = ts
+        d = ts - base_timestamp
+        tsb = small[d + 1] if -1 <= d < limit else encode_varlong(d)
+        d = offset - base_offset
+        ob = small[d + 1] if -1 <= d < limit else encode_varint(d)
+        if headers:
+            try:
+                hb = header_cache.get(headers)
+                if hb is None:
+                    hb = header_cache[headers] = _headers_bytes(headers)
+            except TypeError:  # an unhashable (list) header sequence
+                hb = _headers_bytes(headers)
+        else:
+            hb = b"\x00"
+        size = 1 + len(tsb) + len(ob) + len(hb)
+        if key is None:
+            kb = b"\x01"
+            size += 1
+        else:
+            n = len(key)
+            kb = small[n + 1] if n < limit else encode_varint(n)
+            size += len(kb) + n
+        if value is None:
+            vb = b"\x01"
+            size += 1
+        else:
+            n = len(value)
+            vb = small[n + 1] if n < limit else encode_varint(n)
+            size += len(vb) + n
+        app(small[size + 1] if size < limit else encode_varint(size))
+        app(b"\x00")
+        app(tsb)
+        app(ob)
+        app(kb)
+        if key is not None:
+            app(key)
+        app(vb)
+        if value is not None:
+            app(value)
+        app(hb)
+    return b"".join(out), last, max_ts
+
+
 def build_batch(records: Iterable[tuple[int, int, bytes | None, bytes | None, Sequence[tuple[str, bytes | None]]]],
                 *, base_offset: int | None = None, codec: Codec | int = Codec.NONE,
                 timestamp_type: TimestampType = TimestampType.CREATE_TIME,
@@ -470,17 +546,7 @@ def build_batch(records: Iterable[tuple[int, int, bytes | None, bytes | None, Se
     base = first_offset if base_offset is None else base_offset
     first_ts = recs[0][1]
     base_ts = delete_horizon_ms if delete_horizon_ms is not None else first_ts
-    max_ts = NO_TIMESTAMP
-    last_offset = base - 1
-    body_parts = []
-    for offset, ts, key, value, headers in recs:
-        if offset <= last_offset:
-            raise ValueError(f"offsets must increase: {offset} after {last_offset}")
-        last_offset = offset
-        if ts > max_ts:
-            max_ts = ts
-        body_parts.append(encode_record(offset - base, ts - base_ts, key, value, headers))
-    body = b"".join(body_parts)
+    body, last_offset, max_ts = encode_records(recs, base, base_ts)
     if override_last_offset is not None:
         if override_last_offset < last_offset:
             raise ValueError(f"override_last_offset {override_last_offset} is below the last record's offset "

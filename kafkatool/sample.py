@@ -184,39 +184,44 @@ class _PartitionSim:
         t, rng, log = self.t, self.rng, self.log
         base = log.next_offset
         keys = self.keys.keys(count)
-        skew = run.skew_ms if run is not None else 0
-        gap = rng.randrange(3)
         now = self.clock
         if magic == MAGIC_V0:
             stamps = [NO_TIMESTAMP] * count
         else:
-            stamps = [now + skew - (count - 1 - i) * gap for i in range(count)]
+            # Producer clock (skewed per producer), records created a few ms apart before the send.
+            gap = rng.randrange(3)
+            first = now + (run.skew_ms if run is not None else 0) - (count - 1) * gap
+            stamps = list(range(first, first + count * gap, gap)) if gap else [first] * count
         values: list[bytes | None]
         if self.pool is not None:
             vb = t.value_bytes
-            sizes = [vb.low] * count if vb.low == vb.high else (vb.low + self.draws.below(
-                count, vb.high - vb.low + 1)).tolist()
-            values = list(self.pool.values(sizes))
+            if vb.low == vb.high:
+                values = list(self.pool.fixed(count, vb.low))
+            else:
+                values = list(self.pool.values([vb.low + x for x in self.draws.below(count, vb.high - vb.low + 1)]))
         else:
             domain = JSON_DOMAINS[self.domain]
             values = [domain(rng, keys[i], base + i, stamps[i] if stamps[i] >= 0 else now) for i in range(count)]
         if t.tombstone_fraction > 0:
             values = [None if rng.random() < t.tombstone_fraction else v for v in values]
+        offsets = range(base, base + count)
+        records: list[RecordTuple]
         if magic == MAGIC_V2 and t.headers:
             if self.pool is not None:
                 hp = self.header_pool
-                headers = [hp[i] for i in self.draws.below(count, len(hp)).tolist()]
+                headers = [hp[i] for i in self.draws.below(count, len(hp))]
             else:
                 headers = [json_headers(self.domain, rng, t.headers) for _ in range(count)]
-            records: list[RecordTuple] = [(base + i, stamps[i], keys[i], values[i], headers[i]) for i in range(count)]
+            records = list(zip(offsets, stamps, keys, values, headers, strict=True))
         else:
-            records = [(base + i, stamps[i], keys[i], values[i], ()) for i in range(count)]
+            records = [(o, ts, k, v, ()) for o, ts, k, v in zip(offsets, stamps, keys, values, strict=True)]
         codecs = codecs_for_magic(t, magic)
         codec = codecs[0] if len(codecs) == 1 else codecs[rng.randrange(len(codecs))]
         lat = t.timestamp_type == TimestampType.LOG_APPEND_TIME and magic > MAGIC_V0
         batch = LogicalBatch(magic, base, records, codec=codec,
                              timestamp_type=TimestampType.LOG_APPEND_TIME if lat else TimestampType.CREATE_TIME,
-                             log_append_time=now if lat else NO_TIMESTAMP)
+                             log_append_time=now if lat else NO_TIMESTAMP, level=t.level,
+                             max_timestamp_override=now if lat else stamps[-1])
         if magic == MAGIC_V2:
             batch.leader_epoch = epoch
             if run is not None and run.producer.producer_id >= 0:
@@ -225,7 +230,12 @@ class _PartitionSim:
                 batch.base_sequence = run.sequence
                 batch.transactional = p.transactional
                 run.sequence = increment_sequence(run.sequence, count)
-        log.uncompressed_bytes += sum(len(v) for v in values if v is not None) + sum(len(k) for k in keys if k)
+        vb = t.value_bytes
+        if self.pool is not None and vb.low == vb.high and not t.tombstone_fraction:
+            payload = vb.low * count
+        else:
+            payload = sum(len(v) for v in values if v is not None)
+        log.uncompressed_bytes += payload + sum(map(len, filter(None, keys)))
         log.append(batch, now)
 
 

@@ -246,10 +246,10 @@ def _rebuilt(b: LogicalBatch, records: list[RecordTuple], horizon: int | None) -
     and last offsets; v0/v1 start at the first retained record."""
     if b.magic < MAGIC_V2:
         return LogicalBatch(b.magic, records[0][0], records, codec=b.codec, timestamp_type=b.timestamp_type,
-                            log_append_time=b.log_append_time)
+                            log_append_time=b.log_append_time, level=b.level)
     return LogicalBatch(MAGIC_V2, b.base_offset, records, codec=b.codec, timestamp_type=b.timestamp_type,
                         log_append_time=b.max_timestamp if not records else b.log_append_time,
                         producer_id=b.producer_id, producer_epoch=b.producer_epoch, base_sequence=b.base_sequence,
                         transactional=b.transactional, control=b.control, leader_epoch=b.leader_epoch,
                         last_offset_override=b.last_offset, delete_horizon_ms=horizon,
-                        max_timestamp_override=b.max_timestamp if not records else None)
+                        max_timestamp_override=b.max_timestamp if not records else None, level=b.level)

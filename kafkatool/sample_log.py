@@ -90,7 +90,8 @@ class LogicalBatch:
     leader_epoch: int = NO_PARTITION_LEADER_EPOCH
     last_offset_override: int | None = None
     delete_horizon_ms: int | None = None
-    max_timestamp_override: int | None = None  # empty batches keep the original max timestamp
+    max_timestamp_override: int | None = None  # known max (saves a pass), or an emptied batch's original
+    level: int | None = None  # compression level (None: Kafka's default for the codec)
 
     @property
     def last_offset(self) -> int:
@@ -120,9 +121,9 @@ class LogicalBatch:
 
     def encode(self) -> bytes:
         if self.magic < MAGIC_V2:
-            return build_entries([r[:4] for r in self.records], magic=self.magic, codec=self.codec,
+            return build_entries(self.records, magic=self.magic, codec=self.codec,
                                  timestamp_type=self.timestamp_type, log_append_time=self.log_append_time,
-                                 base_offset=self.base_offset)
+                                 base_offset=self.base_offset, level=self.level)
         if not self.records:
             return build_empty_batch(base_offset=self.base_offset,
                                      last_offset_delta=self.last_offset - self.base_offset,
@@ -135,7 +136,8 @@ class LogicalBatch:
                            producer_id=self.producer_id, producer_epoch=self.producer_epoch,
                            base_sequence=self.base_sequence, is_transactional=self.transactional,
                            is_control=self.is_control, partition_leader_epoch=self.leader_epoch,
-                           delete_horizon_ms=self.delete_horizon_ms, override_last_offset=self.last_offset_override)
+                           delete_horizon_ms=self.delete_horizon_ms, override_last_offset=self.last_offset_override,
+                           level=self.level)
 
 
 def end_txn_marker(*, offset: int, timestamp: int, producer_id: int, producer_epoch: int, commit: bool,

@@ -244,5 +244,5 @@ def bench_topic(**overrides: object) -> TopicSpec:
     """One partition of about 200 MiB in one segment: the benchmark input (``--codec``, ``--magic``,
     ``--value-bytes``, ``--batch-records`` vary it)."""
     base = TopicSpec("bench", records=0, partition_bytes=200 * 1024 * 1024, value_bytes=IntRange(1024, 1024),
-                     batch_records=IntRange(16, 16), key_cardinality=100_000, append_interval_ms=5)
+                     batch_records=IntRange(16, 16), key_cardinality=10_000, append_interval_ms=5)
     return replace(base, **overrides)  # type: ignore[arg-type]

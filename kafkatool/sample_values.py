@@ -34,23 +34,41 @@ def derive_seed(*parts: object) -> int:
 
 
 class Draws:
-    """Uniform draws in bulk from PCG64's raw 64-bit stream (stable across numpy versions)."""
+    """Uniform draws from PCG64's raw 64-bit stream (stable across numpy versions), drawn in chunks so a
+    small request costs a list slice, not a numpy call."""
 
-    __slots__ = ("bg",)
+    __slots__ = ("bg", "_buf", "_pos")
+    CHUNK = 1 << 14
 
     def __init__(self, seed: int) -> None:
         self.bg = np.random.PCG64(seed)
+        self._buf: list[int] = []
+        self._pos = 0
 
     def raw(self, n: int) -> np.ndarray:
+        """``n`` raw 64-bit draws as an array (bulk use; independent of the buffered ``take``)."""
         return self.bg.random_raw(n)
 
-    def below(self, n: int, bound: int) -> np.ndarray:
+    def take(self, n: int) -> list[int]:
+        """The next ``n`` raw draws as Python ints."""
+        pos = self._pos
+        if pos + n > len(self._buf):
+            self._buf = self._buf[pos:] + self.bg.random_raw(max(self.CHUNK, n)).tolist()
+            pos = 0
+        self._pos = pos + n
+        return self._buf[pos:pos + n]
+
+    def below(self, n: int, bound: int) -> list[int]:
         """``n`` integers in [0, bound) (modulo bias below 2**-40 for our bounds)."""
-        return self.raw(n) % np.uint64(max(1, bound))
+        b = max(1, bound)
+        return [x % b for x in self.take(n)]
 
     def unit(self, n: int) -> np.ndarray:
-        """``n`` floats in [0, 1) from the top 53 bits."""
+        """``n`` floats in [0, 1) from the top 53 bits (bulk)."""
         return (self.raw(n) >> np.uint64(11)).astype(np.float64) / _TWO53
+
+    def units(self, n: int) -> list[float]:
+        return [(x >> 11) / _TWO53 for x in self.take(n)]
 
 
 def text_dictionary(rng: random.Random, size: int = DICTIONARY_BYTES) -> bytes:
@@ -81,7 +99,7 @@ class ValuePool:
         runs = -(-size // RUN_BYTES)
         # Rows of RUN_BYTES: a window of the dictionary (text) or random bytes (noise).
         windows = np.lib.stride_tricks.sliding_window_view(dictionary, RUN_BYTES)
-        text = windows[draws.below(runs, len(windows)).astype(np.intp)]
+        text = windows[(draws.raw(runs) % np.uint64(len(windows))).astype(np.intp)]
         noise = draws.raw(runs * RUN_BYTES // 8).astype("<u8").view(np.uint8).reshape(runs, RUN_BYTES)
         from_text = (draws.unit(runs) < compressible)[:, None]
         self.data: bytes = np.where(from_text, text, noise).tobytes()[:size]
@@ -97,8 +115,15 @@ class ValuePool:
             reps = top // len(self.data) + 1
             self.data = self.data * reps  # values larger than the pool: repeat it (rare, huge values)
         data = self.data
-        starts = self.draws.below(len(sizes), len(data) - top + 1).tolist()
+        starts = self.draws.below(len(sizes), len(data) - top + 1)
         return [data[s:s + n] for s, n in zip(starts, sizes, strict=True)]
+
+    def fixed(self, count: int, size: int) -> list[bytes]:
+        """``count`` values of ``size`` bytes."""
+        if size >= len(self.data):
+            return self.values([size] * count)
+        data = self.data
+        return [data[s:s + size] for s in self.draws.below(count, len(data) - size + 1)]
 
 
 class KeyGen:
@@ -115,7 +140,7 @@ class KeyGen:
         self.width = width
         self.draws = Draws(derive_seed(seed, "keys"))
         self._cache: list[bytes] | None = None
-        if 0 < cardinality <= 1 << 20:
+        if 0 < cardinality <= 1 << 16:
             self._cache = [self._format(i) for i in range(cardinality)]
 
     def _format(self, i: int) -> bytes:
@@ -124,13 +149,16 @@ class KeyGen:
     def keys(self, n: int) -> list[bytes | None]:
         if self.cardinality <= 0:
             return [None] * n
-        idx = self.draws.below(n, self.cardinality).tolist()
+        idx = self.draws.below(n, self.cardinality)
         cache = self._cache
-        out: list[bytes | None] = [cache[i] for i in idx] if cache is not None else [self._format(i) for i in idx]
+        out: list[bytes | None]
+        if cache is not None:
+            out = [cache[i] for i in idx]
+        else:
+            out = [self._format(i) for i in idx]
         if self.null_fraction > 0:
-            for i, u in enumerate(self.draws.unit(n).tolist()):
-                if u < self.null_fraction:
-                    out[i] = None
+            f = self.null_fraction
+            out = [None if u < f else k for k, u in zip(out, self.draws.units(n), strict=True)]
         return out
 
 
