@@ -256,6 +256,7 @@ class GroupPlan:
     consumed: tuple[PartitionSummary, ...]
     interval_ms: int
     producer: Producer | None = None  # transactional offset commits (TxnOffsetCommit) by this producer
+    producer_until: float = 1.0  # ... up to this point of the timeline; plain commits after it
     abort_fraction: float = 0.0
     expire_fraction: float | None = None  # its offsets expire (tombstones) at this point of the timeline
     stop_fraction: float = 1.0  # the group stops committing at this point
@@ -274,8 +275,11 @@ def demo_groups(partitions: list[PartitionSummary], producers: dict[str, list[Pr
 
     txn = [p for p in producers.get("payments", []) if p.transactional]
     add("order-fulfilment", ("orders",), 5_000)
-    # The exactly-once app that reads orders and writes payments commits its offsets in its transactions.
-    add("payment-processor", ("orders",), 10_000, producer=txn[0] if txn else None, abort_fraction=0.2)
+    # The exactly-once app that reads orders and writes payments commits its offsets in its transactions,
+    # until an operator resets the group's offsets (kafka-consumer-groups --reset-offsets: plain commits) and
+    # it carries on at-least-once: the cleaner then keeps the producer's last batch as an empty batch.
+    add("payment-processor", ("orders",), 10_000, producer=txn[0] if txn else None, producer_until=0.6,
+        abort_fraction=0.2)
     add("clickstream-analytics", ("clickstream",), 5_000)
     add("legacy-etl", ("legacy-events", "sensors-2016", "sensors-2017"), 30_000, stop_fraction=0.8)
     add("audit-archiver", ("audit-log",), 5_000)
@@ -331,7 +335,7 @@ def _simulate_offsets(spec: SampleSpec, t: TopicSpec, partition: int, log: Parti
                        for i, c in enumerate(g.consumed)]
             # GroupMetadataManager builds commits with baseSequence 0, also without a producer id.
             batch = LogicalBatch(MAGIC_V2, base, records, base_sequence=0, leader_epoch=epoch)
-            if g.producer is not None:
+            if g.producer is not None and ms < start + g.producer_until * (end - start):
                 batch.producer_id, batch.producer_epoch = g.producer.producer_id, g.producer.producer_epoch
                 batch.transactional = True
                 outcome = rng.random() >= g.abort_fraction
