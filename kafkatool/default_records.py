@@ -471,8 +471,9 @@ def encode_records(records: Sequence[tuple[int, int, bytes | None, bytes | None,
     small = _SMALL_VARINTS
     limit = len(small) - 1  # small[v + 1] encodes v for -1 <= v < limit
     out: list[bytes] = []
-    app = out.append
+    ext = out.extend
     header_cache: dict[object, bytes] = {}
+    key_cache: dict[bytes, bytes] = {}  # key -> its length varint + the key (keys repeat within a batch)
     last = base_offset - 1
     max_ts = NO_TIMESTAMP
     for offset, ts, key, value, headers in records:
@@ -494,32 +495,22 @@ def encode_records(records: Sequence[tuple[int, int, bytes | None, bytes | None,
                 hb = _headers_bytes(headers)
         else:
             hb = b"\x00"
-        size = 1 + len(tsb) + len(ob) + len(hb)
         if key is None:
-            kb = b"\x01"
-            size += 1
+            kp = b"\x01"
         else:
-            n = len(key)
-            kb = small[n + 1] if n < limit else encode_varint(n)
-            size += len(kb) + n
+            cached = key_cache.get(key)
+            if cached is None:
+                n = len(key)
+                cached = key_cache[key] = (small[n + 1] if n < limit else encode_varint(n)) + key
+            kp = cached
         if value is None:
             vb = b"\x01"
-            size += 1
+            value = b""
         else:
             n = len(value)
             vb = small[n + 1] if n < limit else encode_varint(n)
-            size += len(vb) + n
-        app(small[size + 1] if size < limit else encode_varint(size))
-        app(b"\x00")
-        app(tsb)
-        app(ob)
-        app(kb)
-        if key is not None:
-            app(key)
-        app(vb)
-        if value is not None:
-            app(value)
-        app(hb)
+        size = 1 + len(tsb) + len(ob) + len(kp) + len(vb) + len(value) + len(hb)
+        ext((small[size + 1] if size < limit else encode_varint(size), b"\x00", tsb, ob, kp, vb, value, hb))
     return b"".join(out), last, max_ts
 
 

@@ -478,6 +478,7 @@ def _generate_into(root: Path, spec: SampleSpec, progress: Callable[[PartitionSu
     broker_epoch = 20 + random.Random(derive_seed(spec.seed, "broker-epoch")).randrange(5000)
     end_ms = max((s.last_append_ms for s in summaries), default=spec.start_ms) + 5000
     _write_root_files(root, spec, summaries, cluster_id, directory_id, broker_epoch, end_ms)
+    os.utime(root, ns=(end_ms * 1_000_000, end_ms * 1_000_000))
     return tuple(summaries), cluster_id, directory_id, broker_epoch
 
 

@@ -269,6 +269,7 @@ class PartitionLog:
         self.aborts = 0
         self.uncompressed_bytes = 0
         self.now_ms = start_ms
+        self.created_ms = start_ms
         self.first_append_ms = start_ms
         self.last_append_ms = start_ms
         self.rolls = 0
@@ -483,7 +484,8 @@ class PartitionLog:
             _set_mtime(p, now_ms)
         p = self.path / PARTITION_METADATA
         p.write_bytes(encode_partition_metadata(self.topic_id))
-        _set_mtime(p, self.segments[0].created_ms)
+        _set_mtime(p, self.created_ms)
+        _set_mtime(self.path, now_ms)  # last: writing files above changed it
         return PartitionSummary(
             self.topic, self.partition, self.topic_id, self.log_start_offset, self.segments[0].base_offset,
             self.next_offset, self.next_offset,

@@ -236,7 +236,7 @@ def demo_topics(records: int | None = None, segment_bytes: int | None = None) ->
                   segment_bytes=seg(48 * 1024), append_interval_ms=5_000),
         TopicSpec(GROUP_METADATA_TOPIC, partitions=3, records=0, value_kind="offsets", compacted=True,
                   key_cardinality=0, producers=0, transactional_producers=0, idempotent=False,
-                  segment_bytes=seg(24 * 1024), clean_every_rolls=3, leader_epochs=2),
+                  segment_bytes=seg(16 * 1024), clean_every_rolls=3, leader_epochs=2),
     )
 
 

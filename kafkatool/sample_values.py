@@ -7,7 +7,8 @@ versions for ``random()``/``getrandbits``-based draws). So a seed gives the same
 
 Value pool (``--compressible C``): a buffer of 32-byte runs; each run is, with probability C,
 a copy of a slice of a 4 KiB text-like dictionary (cheap to compress, repeated across the records of a
-batch), otherwise random bytes (incompressible). A batch therefore compresses roughly 1/(1-C) : 1.
+batch), otherwise random bytes (incompressible). Measured payload/segment bytes for 16 x 1 KiB batches:
+C=0.5 -> lz4 1.3, gzip 1.4; C=0.9 -> lz4 2.1, zstd 2.6, gzip 2.7; C=1 -> lz4 2.4, gzip 3.8.
 Record values are slices of the pool at random offsets, so building a value costs one slice.
 """
 

@@ -277,9 +277,9 @@ def _partition_line(p: PartitionSummary) -> str:
     if p.log_start_offset > p.first_segment_base:
         notes.append(f"DeleteRecords to {p.log_start_offset}")
     elif p.log_start_offset > 0:
-        notes.append("oldest segments deleted")
+        notes.append(f"retention deleted offsets < {p.log_start_offset}")
     if p.epochs:
-        notes.append("epochs " + ",".join(str(e.epoch) for e in p.epochs))
+        notes.append("leader epochs " + ",".join(str(e.epoch) for e in p.epochs))
     formats = "/".join(f"v{m}" for m in p.magics) or "-"
     codecs = ",".join(p.codecs) or "-"
     offsets = f"{p.log_start_offset}..{p.log_end_offset - 1}" if p.log_end_offset > p.log_start_offset else "empty"
