@@ -530,7 +530,7 @@ def build_batch(records: Iterable[tuple[int, int, bytes | None, bytes | None, Se
     ``override_last_offset`` is ``MemoryRecordsBuilder.overrideLastOffset``: the log cleaner keeps a
     rewritten batch's original last offset (so its last sequence survives) when trailing records go.
     """
-    recs = list(records)
+    recs = records if isinstance(records, list) else list(records)
     if not recs:
         raise ValueError("a v2 batch built from records needs at least one record (see build_empty_batch)")
     first_offset = recs[0][0]
@@ -599,12 +599,12 @@ def build_end_txn_marker(*, offset: int, timestamp: int, producer_id: int, produ
 def _assemble(base_offset: int, ple: int, attributes: int, last_offset_delta: int, base_ts: int, max_ts: int,
               producer_id: int, producer_epoch: int, base_sequence: int, count: int, body: bytes) -> bytes:
     size = RECORD_BATCH_OVERHEAD + len(body)
-    out = bytearray(size)
-    HEADER.pack_into(out, 0, base_offset, size - 12, ple, MAGIC_V2, 0, attributes, last_offset_delta, base_ts,
-                     max_ts, producer_id, producer_epoch, base_sequence, count)
-    out[RECORDS_OFFSET:] = body
-    _CRC_STRUCT.pack_into(out, CRC_OFFSET, _crc(memoryview(out)[ATTRIBUTES_OFFSET:]))
-    return bytes(out)
+    head = HEADER.pack(base_offset, size - 12, ple, MAGIC_V2, 0, attributes, last_offset_delta, base_ts, max_ts,
+                       producer_id, producer_epoch, base_sequence, count)
+    tail = head[ATTRIBUTES_OFFSET:]
+    # CRC-32C of attributes..end, computed over the two pieces (crc32c continues from a previous value).
+    crc = _crc(body, _crc(tail))
+    return b"".join((head[:CRC_OFFSET], _CRC_STRUCT.pack(crc), tail, body))
 
 
 def set_partition_leader_epoch(batch: bytearray, epoch: int) -> None:

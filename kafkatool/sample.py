@@ -125,17 +125,24 @@ class _PartitionSim:
         self.runs = [_ProducerRun(p, self.rng.randrange(-150, 151)) for p in producers]
         self.clock = spec.start_ms + self.rng.randrange(1000, 60_000)
         self.epoch_changes = sorted(self.rng.random() for _ in range(t.leader_epochs - 1))
+        self._epoch = t.first_epoch
+        self._next_change = 0  # index into epoch_changes
         self.written = 0
         self.next_clean = t.clean_every_rolls
 
     def progress(self) -> float:
         t = self.t
         if t.partition_bytes is not None:
-            return self.log.size / t.partition_bytes
+            return self.log.appended_bytes / t.partition_bytes
         return self.written / t.records if t.records else 1.0
 
     def epoch(self, progress: float) -> int:
-        return self.t.first_epoch + sum(1 for c in self.epoch_changes if c <= progress)
+        """The leader epoch at this point of the history (progress only grows)."""
+        changes = self.epoch_changes
+        while self._next_change < len(changes) and changes[self._next_change] <= progress:
+            self._next_change += 1
+            self._epoch += 1
+        return self._epoch
 
     def run(self) -> int:
         """Simulate until the record count (or size) is reached; returns the final leader epoch."""

@@ -268,6 +268,7 @@ class PartitionLog:
         self.commits = 0
         self.aborts = 0
         self.uncompressed_bytes = 0
+        self.appended_bytes = 0  # everything ever appended (retention and cleaning do not lower it)
         self.now_ms = start_ms
         self.created_ms = start_ms
         self.first_append_ms = start_ms
@@ -328,6 +329,7 @@ class PartitionLog:
             seg.bytes_since_index = 0
         seg.bytes_since_index += len(data)
         seg.size += len(data)
+        self.appended_bytes += len(data)
         seg.appends += 1
         seg.mtime_ms = now_ms
         self.next_offset = batch.last_offset + 1

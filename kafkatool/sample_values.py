@@ -72,6 +72,28 @@ class Draws:
         return [(x >> 11) / _TWO53 for x in self.take(n)]
 
 
+class BoundedDraws:
+    """Integers in [0, bound) from PCG64's raw stream, reduced in bulk by numpy and served from a list."""
+
+    __slots__ = ("bg", "bound", "_buf", "_pos")
+    CHUNK = 1 << 14
+
+    def __init__(self, seed: int, bound: int) -> None:
+        self.bg = np.random.PCG64(seed)
+        self.bound = np.uint64(max(1, bound))
+        self._buf: list[int] = []
+        self._pos = 0
+
+    def take(self, n: int) -> list[int]:
+        pos = self._pos
+        if pos + n > len(self._buf):
+            fresh = (self.bg.random_raw(max(self.CHUNK, n)) % self.bound).tolist()
+            self._buf = self._buf[pos:] + fresh
+            pos = 0
+        self._pos = pos + n
+        return self._buf[pos:pos + n]
+
+
 def text_dictionary(rng: random.Random, size: int = DICTIONARY_BYTES) -> bytes:
     """Text-like bytes: words from a 512-word vocabulary, skewed towards the first ones, punctuation, numbers."""
     vocab = ["".join(chr(97 + rng.randrange(26)) for _ in range(2 + rng.randrange(8))) for _ in range(512)]
@@ -105,7 +127,9 @@ class ValuePool:
         from_text = (draws.unit(runs) < compressible)[:, None]
         self.data: bytes = np.where(from_text, text, noise).tobytes()[:size]
         self.compressible = compressible
+        self.seed = seed
         self.draws = Draws(derive_seed(seed, "slices"))
+        self._fixed: dict[int, BoundedDraws] = {}
 
     def values(self, sizes: Sequence[int]) -> list[bytes]:
         """One value per size, each a slice of the pool at a random offset."""
@@ -123,8 +147,11 @@ class ValuePool:
         """``count`` values of ``size`` bytes."""
         if size >= len(self.data):
             return self.values([size] * count)
+        starts = self._fixed.get(size)
+        if starts is None:
+            starts = self._fixed[size] = BoundedDraws(derive_seed(self.seed, "slices", size), len(self.data) - size + 1)
         data = self.data
-        return [data[s:s + size] for s in self.draws.below(count, len(data) - size + 1)]
+        return [data[s:s + size] for s in starts.take(count)]
 
 
 class KeyGen:
@@ -139,7 +166,8 @@ class KeyGen:
         self.null_fraction = null_fraction
         self.prefix = prefix
         self.width = width
-        self.draws = Draws(derive_seed(seed, "keys"))
+        self.draws = Draws(derive_seed(seed, "null-keys"))
+        self.index = BoundedDraws(derive_seed(seed, "keys"), cardinality)
         self._cache: list[bytes] | None = None
         if 0 < cardinality <= 1 << 16:
             self._cache = [self._format(i) for i in range(cardinality)]
@@ -150,7 +178,7 @@ class KeyGen:
     def keys(self, n: int) -> list[bytes | None]:
         if self.cardinality <= 0:
             return [None] * n
-        idx = self.draws.below(n, self.cardinality)
+        idx = self.index.take(n)
         cache = self._cache
         out: list[bytes | None]
         if cache is not None:
