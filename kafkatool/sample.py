@@ -383,7 +383,13 @@ def generate_sample(path: str | os.PathLike[str], spec: SampleSpec, *,
     _check_destination(dest)
     parent = dest.absolute().parent
     parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{dest.name}.", dir=parent))
+    try:
+        staging = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{dest.name}.", dir=parent))
+    except PermissionError:
+        if not dest.is_dir():
+            raise
+        # An empty DIR we may write but whose parent we may not: stage inside it, move the entries up.
+        staging = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=dest))
     try:
         result = _generate_into(staging, spec, progress)
         if fsync:
@@ -412,12 +418,13 @@ def _check_destination(dest: Path) -> None:
 
 
 def _move_into_place(staging: Path, dest: Path) -> None:
-    try:
-        os.replace(staging, dest)  # atomic; also replaces an empty directory
-        return
-    except OSError:
-        if not dest.is_dir():
-            raise
+    if staging.parent != dest:
+        try:
+            os.replace(staging, dest)  # atomic; also replaces an empty directory
+            return
+        except OSError:
+            if not dest.is_dir():
+                raise
     # dest is an empty directory we cannot replace (a mount point, say): move the entries in.
     for child in sorted(staging.iterdir()):
         os.rename(child, dest / child.name)

@@ -9,15 +9,13 @@ from __future__ import annotations
 import enum
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from kafkatool.batch import TimestampType
 from kafkatool.codecs import CODEC_LABELS, Codec
 from kafkatool.errors import ExitCode, UsageError
-from kafkatool.sample import SampleResult, generate_sample
-from kafkatool.sample_log import PartitionSummary
 from kafkatool.sample_spec import (
     DEFAULT_START_MS,
     IntRange,
@@ -29,6 +27,10 @@ from kafkatool.sample_spec import (
 from kafkatool.units import format_size, parse_size, parse_time_ms
 
 from ._common import Output, QuietOpt, TracebackOpt
+
+if TYPE_CHECKING:  # the generator imports numpy: only when the command runs, not when the CLI starts
+    from kafkatool.sample import SampleResult
+    from kafkatool.sample_log import PartitionSummary
 
 
 class Profile(str, enum.Enum):
@@ -190,6 +192,8 @@ def sample(
     spec = SampleSpec(topic_specs, seed=seed,
                       start_ms=parse_time_ms(start_time) if start_time is not None else DEFAULT_START_MS,
                       clean_shutdown=active_indexes == ActiveIndexes.trimmed, profile=chosen.value)
+
+    from kafkatool.sample import generate_sample
 
     def progress(p: PartitionSummary) -> None:
         if fmt == SampleFormat.json:
