@@ -17,7 +17,6 @@ time-index entry, as a broker that died leaves them), ``.txnindex`` files, produ
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -532,12 +531,6 @@ class PartitionLog:
             if seg.file is not None:
                 seg.file.close()
                 seg.file = None
-
-    def iter_batches(self) -> Iterator[LogicalBatch]:
-        for seg in self.segments:
-            for b, _ in seg.batches or ():
-                yield b
-
 
 def _coordinator_epoch(b: LogicalBatch) -> int:
     from kafkatool.default_records import parse_end_txn_marker

@@ -111,7 +111,6 @@ class SampleSpec:
     clean_shutdown: bool = True  # False: active segment indexes preallocated, no .kafka_cleanshutdown
     node_id: int = 1
     profile: str = "demo"
-    offsets_partitions: int = 3  # offsets.topic.num.partitions for the demo's __consumer_offsets
 
 
 def validate(spec: SampleSpec) -> None:
