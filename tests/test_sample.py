@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
 import sys
 import zlib
@@ -480,41 +479,22 @@ def test_cli_refuses_a_live_brokers_dir(tmp_path):
 
 # ---------------------------------------------------------------------------------------------- interop
 
-def _kafka_ref() -> str:
-    path = os.environ.get("KAFKA_REF", "/tmp/kafka-ref-build/kafka-ref")
-    if not os.access(path, os.X_OK):
-        pytest.fail(f"kafka-ref launcher not found at {path}: build it (/work/shared/kafka-ref/build.sh) or set "
-                    "KAFKA_REF")
-    return path
-
-
 @pytest.mark.interop
-def test_kafka_reads_every_log_of_the_default_dir(demo):
+def test_kafka_reads_every_log_of_the_default_dir(demo, kafka_ref):
     """Kafka's own FileRecords reads every segment of the default dir: every batch valid, every record
     decoded, the same batches and record counts as ours."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    ref = _kafka_ref()
     path, result = demo
-    env = dict(os.environ, KAFKA_REF_JAVA_OPTS="-Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
     logs = [path / f"{s.topic}-{s.partition}" / f"{seg.base_offset:020d}.log" for s in result.partitions
             for seg in s.segments]
-
-    def dump(log: Path) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([ref, "dump", "--in", str(log), "--deep", "--payload", "crc32"], capture_output=True,
-                              text=True, env=env, timeout=300)
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        runs = list(pool.map(dump, logs))
+    groups = [[kafka_ref.dump_args(log, deep=True, payload="crc32")] for log in logs]
+    runs = [g[0] for g in kafka_ref.run_batches(groups)]
     facts = {d: read_partition(d) for d in {log.parent for log in logs}}
-    for log, p in zip(logs, runs, strict=True):
-        assert p.returncode == 0, (log, p.stdout[-2000:], p.stderr[-2000:])
-        lines = [json.loads(x) for x in p.stdout.splitlines()]
-        batches = [x for x in lines if x["type"] == "batch"]
+    for log, run in zip(logs, runs, strict=True):
+        assert run.returncode == 0, (log, run.lines[-3:], run.stderr[-2000:])
+        batches = run.of_type("batch")
         assert all(b["isValid"] for b in batches)
         base = int(log.name.split(".")[0])
         ours = [b for b in facts[log.parent].batches if b.segment == base]
         assert [(b["baseOffset"], b["lastOffset"], b["magic"]) for b in batches] == \
             [(b.base_offset, b.last_offset, b.magic) for b in ours]
-        records = [x for x in lines if x["type"] == "record"]
-        assert len(records) == sum(len(b.offsets) for b in ours)
+        assert len(run.of_type("record")) == sum(len(b.offsets) for b in ours)
