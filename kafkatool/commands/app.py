@@ -39,6 +39,8 @@ def root(
 
 # Subcommand modules, in the order ``--help`` lists them. Each has ``register(app)``.
 COMMAND_MODULES: list[str] = [
+    "downconvert",
+    "upconvert",
 ]
 
 _registered = False
