@@ -347,9 +347,10 @@ def reframe_v2_records(d: bytes, count: int, base_offset: int, base_timestamp: i
                                          position=start)
             if d[p] == 0:
                 p += 1
+                headers = False
             else:
                 _, p = _parse_headers(d, p, rec_end, start)
-                with_headers += 1
+                headers = True
             if p != rec_end:
                 raise InvalidRecordError(
                     f"Invalid record size: expected to read {length} bytes in record payload, but instead read "
@@ -360,6 +361,8 @@ def reframe_v2_records(d: bytes, count: int, base_offset: int, base_timestamp: i
                 continue
             if first < 0:
                 first = offset
+            if headers:
+                with_headers += 1
             if per_record_head:
                 ts = base_timestamp + ts_delta
                 if ts > max_ts:
