@@ -21,18 +21,18 @@ from kafkatool.commands._convert import (
 from kafkatool.convert import ConvertOptions, convert_log
 from kafkatool.errors import ExitCode, UsageError
 
-HELP = """Convert SRC (a .log segment, a partition dir or a log dir) to message format v1 or v0 in DST.
-
-Down-conversion follows Kafka's RecordsUtil.downConvert exactly, so old consumers can be served
-without the broker converting at fetch time (KIP-283's CPU and heap problem): control batches
-(transaction markers) dropped, headers and producer id/epoch/sequence dropped, offsets preserved, v1
-inner offsets relative, timestamps kept for v1 and dropped for v0, codec kept. Kafka cannot write zstd
-below v2: the run stops naming the first zstd batch unless --zstd-to says what to recompress it to.
-
-DST must be new or empty; it receives one complete partition dir per input partition (segments,
-.index, .timeindex, leader-epoch-checkpoint, partition.metadata), written crash-safely. Source files
-are never modified. Stop the broker before moving the result into a log dir.
-"""
+HELP = "\n\n".join([
+    'Convert SRC (a .log segment, a partition dir or a log dir) to message format v1 or v0 in DST.',
+    "Down-conversion follows Kafka's RecordsUtil.downConvert exactly, so old consumers can be served "
+    "without the broker converting at fetch time (KIP-283's CPU and heap problem): control batches "
+    '(transaction markers) dropped, headers and producer id/epoch/sequence dropped, offsets preserved, v1 '
+    'inner offsets relative, timestamps kept for v1 and dropped for v0, codec kept. Kafka cannot write '
+    'zstd below v2: the run stops naming the first zstd batch unless --zstd-to says what to recompress it '
+    'to.',
+    'DST must be new or empty; it receives one complete partition dir per input partition (segments, '
+    '.index, .timeindex, leader-epoch-checkpoint, partition.metadata), written crash-safely. Source files '
+    'are never modified. Stop the broker before moving the result into a log dir.',
+])
 
 
 def register(app: typer.Typer) -> None:
@@ -40,8 +40,9 @@ def register(app: typer.Typer) -> None:
 
 
 def downconvert(
-    src: Annotated[Path, typer.Argument(help="A .log segment file, a partition dir or a log dir.", show_default=False)],
-    dst: Annotated[Path, typer.Argument(help="New or empty output directory.", show_default=False)],
+    src: Annotated[Path, typer.Argument(metavar="SRC", help="A .log segment file, a partition dir or a log dir.",
+                                                  show_default=False)],
+    dst: Annotated[Path, typer.Argument(metavar="DST", help="New or empty output directory.", show_default=False)],
     to_magic: Annotated[int, typer.Option("--to-magic", min=0, max=1, help="Target message format: 0 or 1.",
                                           show_default=False)],
     codec: Annotated[str, typer.Option(

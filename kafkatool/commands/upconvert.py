@@ -21,18 +21,18 @@ from kafkatool.commands._convert import (
 from kafkatool.convert import ConvertOptions, convert_log
 from kafkatool.errors import ExitCode
 
-HELP = """Convert the v0/v1 data of SRC (a .log segment, a partition dir or a log dir) to message format v2 in DST.
-
-Kafka 4 no longer writes v0/v1 (KIP-724); its log cleaner converts legacy batches when it rewrites a
-segment, and this does the same offline: a compressed legacy wrapper becomes one v2 batch, v0 records
-get timestamp -1 with CreateTime, LogAppendTime is kept, offsets are preserved, v2 batches are copied
-unchanged. Uncompressed legacy messages are grouped into v2 batches of up to --batch-bytes
-(--batch-bytes 0 keeps one batch per message, as the cleaner does).
-
-DST must be new or empty; it receives one complete partition dir per input partition (segments,
-.index, .timeindex, .txnindex, producer snapshots, leader-epoch-checkpoint, partition.metadata),
-written crash-safely. Source files are never modified.
-"""
+HELP = "\n\n".join([
+    'Convert the v0/v1 data of SRC (a .log segment, a partition dir or a log dir) to message format v2 in '
+    'DST.',
+    'Kafka 4 no longer writes v0/v1 (KIP-724); its log cleaner converts legacy batches when it rewrites a '
+    'segment, and this does the same offline: a compressed legacy wrapper becomes one v2 batch, v0 '
+    'records get timestamp -1 with CreateTime, LogAppendTime is kept, offsets are preserved, v2 batches '
+    'are copied unchanged. Uncompressed legacy messages are grouped into v2 batches of up to '
+    '--batch-bytes (--batch-bytes 0 keeps one batch per message, as the cleaner does).',
+    'DST must be new or empty; it receives one complete partition dir per input partition (segments, '
+    '.index, .timeindex, .txnindex, producer snapshots, leader-epoch-checkpoint, partition.metadata), '
+    'written crash-safely. Source files are never modified.',
+])
 
 
 def register(app: typer.Typer) -> None:
@@ -40,8 +40,9 @@ def register(app: typer.Typer) -> None:
 
 
 def upconvert(
-    src: Annotated[Path, typer.Argument(help="A .log segment file, a partition dir or a log dir.", show_default=False)],
-    dst: Annotated[Path, typer.Argument(help="New or empty output directory.", show_default=False)],
+    src: Annotated[Path, typer.Argument(metavar="SRC", help="A .log segment file, a partition dir or a log dir.",
+                                                  show_default=False)],
+    dst: Annotated[Path, typer.Argument(metavar="DST", help="New or empty output directory.", show_default=False)],
     codec: Annotated[str, typer.Option(
         "--codec", help="Codec of converted batches: keep (each legacy batch's own), none, gzip, snappy, lz4, "
         "zstd.")] = "keep",
