@@ -12,7 +12,15 @@ import pytest
 
 from kafkatool.codecs import Codec
 from tests.conftest import ROOT, run_cli
-from tests.convert_fixtures import legacy_log, make_partition, read_segments, records_of, tree_digest, v2_log, v2_txn_log
+from tests.convert_fixtures import (
+    legacy_log,
+    make_partition,
+    read_segments,
+    records_of,
+    tree_digest,
+    v2_log,
+    v2_txn_log,
+)
 
 
 def test_downconvert_text_summary(tmp_path):
