@@ -263,7 +263,7 @@ def convert_log(src: str | os.PathLike[str], dst: str | os.PathLike[str], opts: 
     obs = observer or ConvertObserver()
     src_p, dst_p = Path(src), Path(dst)
     sources = resolve_sources(src_p)
-    check_destination(src_p, dst_p, dry_run=opts.dry_run)
+    check_destination(src_p, dst_p)
     if not opts.up and opts.codec is None and opts.zstd_to is None:
         scan_for_zstd(sources)
     obs.start(sources, sum(s.total_bytes() for s in sources))

@@ -99,7 +99,7 @@ def _inside(child: Path, parent: Path) -> bool:
         return False
 
 
-def check_destination(src: Path, dst: Path, *, dry_run: bool) -> None:
+def check_destination(src: Path, dst: Path) -> None:
     """DST must be new or empty, not inside SRC, and not in a log dir a live broker holds (exit 3)."""
     src_r = src.resolve()
     dst_r = dst.resolve()
@@ -115,7 +115,6 @@ def check_destination(src: Path, dst: Path, *, dry_run: bool) -> None:
     parent = dst_r.parent
     if parent.is_dir() and is_log_dir(parent):
         refuse_if_live(parent)
-    del dry_run
 
 
 def scan_for_zstd(sources: list[PartitionSource]) -> None:

@@ -32,7 +32,7 @@ from kafkatool.default_records import DefaultRecordBatch, _parse_headers, build_
 from kafkatool.errors import InvalidRecordError, KafkaToolError, UnsupportedCodecError
 from kafkatool.estimator import batch_header_size, legacy_entry_size, v2_record_size
 from kafkatool.file_records import RecordBatch
-from kafkatool.legacy_records import build_entries, compute_attributes, encode_entry, encode_message
+from kafkatool.legacy_records import build_entries, compute_attributes
 from kafkatool.varint import read_varint, read_varlong
 
 # LazyDownConversionRecords.MAX_READ_SIZE: source bytes converted per chunk.
@@ -205,8 +205,9 @@ class Reframed:
     max_timestamp: int  # largest record timestamp written (-1 for v0 and LogAppendTime)
 
 
-_HEAD_V1 = struct.Struct(">bbq")  # magic, attributes, timestamp: the CRC-covered head of a v1 message
-_HEAD_V0 = struct.Struct(">bb")
+# The CRC-covered head of a message up to its key: magic, attributes, [timestamp (v1)], key length.
+_HEAD_KEY_V1 = struct.Struct(">bbqi")
+_HEAD_KEY_V0 = struct.Struct(">bbi")
 _ENTRY = struct.Struct(">qiI")  # offset, size, crc
 _I32 = struct.Struct(">i")
 _NULL_LEN = b"\xff\xff\xff\xff"
@@ -249,9 +250,22 @@ def reframe_v2_batch(batch: DefaultRecordBatch, to_magic: int, first_offset: int
     if to_magic > MAGIC_V0:
         wrapper_ts = log_append_time if log_append_time is not None else r.max_timestamp
     value = compress(codec, inner, magic=to_magic)
-    wrapper = encode_message(to_magic, compute_attributes(to_magic, codec, ts_type), wrapper_ts, None, value)
-    return Reframed(encode_entry(r.last_offset, wrapper), r.records, r.filtered, r.with_headers, r.record_bytes,
-                    len(inner), r.first_offset, r.last_offset, wrapper_ts)
+    wrapper = wrapper_entry(to_magic, compute_attributes(to_magic, codec, ts_type), wrapper_ts, r.last_offset, value)
+    return Reframed(wrapper, r.records, r.filtered, r.with_headers, r.record_bytes, len(inner), r.first_offset,
+                    r.last_offset, wrapper_ts)
+
+
+def wrapper_entry(magic: int, attributes: int, timestamp: int, last_offset: int, value: bytes) -> bytes:
+    """``encode_entry(last_offset, encode_message(magic, attributes, timestamp, None, value))`` with one copy
+    of the compressed value instead of three (the CRC is computed incrementally)."""
+    if magic == MAGIC_V0:
+        head = _HEAD_KEY_V0.pack(MAGIC_V0, attributes, -1) + _I32.pack(len(value))
+    else:
+        if timestamp < NO_TIMESTAMP:
+            raise InvalidRecordError(f"Invalid message timestamp {timestamp}", position=0)
+        head = _HEAD_KEY_V1.pack(MAGIC_V1, attributes, timestamp, -1) + _I32.pack(len(value))
+    crc = zlib.crc32(value, zlib.crc32(head))
+    return b"".join((_ENTRY.pack(last_offset, 4 + len(head) + len(value), crc), head, value))
 
 
 def reframe_v2_records(d: bytes, count: int, base_offset: int, base_timestamp: int, log_append_time: int | None,
@@ -260,6 +274,9 @@ def reframe_v2_records(d: bytes, count: int, base_offset: int, base_timestamp: i
 
     Checks are ``parse_records``'s (Kafka's ``DefaultRecord.readFrom``). ``relative``: inner offsets of
     a v1 wrapper (relative to the first record); ``first_offset``: drop records below it (None: keep all).
+    The loop is the hot path of ``downconvert``: varints of one and two bytes are decoded inline, and
+    each message costs one ``pack`` of its head (with the key length), one join, one CRC and one
+    ``pack`` of its log header.
     """
     end = len(d)
     if count * 7 > end:
@@ -267,25 +284,24 @@ def reframe_v2_records(d: bytes, count: int, base_offset: int, base_timestamp: i
             f"Incorrect declared batch size, premature EOF reached (record count {count} cannot fit in "
             f"{end} bytes)", position=0)
     v1 = to_magic == MAGIC_V1
-    head_v1 = _HEAD_V1.pack
+    if v1 and log_append_time is not None and log_append_time < NO_TIMESTAMP:
+        raise InvalidRecordError(f"Invalid message timestamp {log_append_time}", position=0)
+    # v0 heads and LogAppendTime v1 heads carry the same timestamp for every record.
+    per_record_ts = v1 and log_append_time is None
+    fixed_ts = NO_TIMESTAMP if log_append_time is None else log_append_time
+    head_v1 = _HEAD_KEY_V1.pack
+    head_v0 = _HEAD_KEY_V0.pack
     entry_pack = _ENTRY.pack
     i32 = _I32.pack
     crc32 = zlib.crc32
     join = b"".join
     null = _NULL_LEN
     parts: list[bytes] = []
-    append = parts.append
+    extend = parts.extend
     p = 0
     written = filtered = with_headers = 0
     first = last = max_ts = -1
-    # v0 heads and LogAppendTime v1 heads are the same for every record; CreateTime v1 heads carry the ts.
-    per_record_head = v1 and log_append_time is None
-    if v1 and log_append_time is not None and log_append_time < NO_TIMESTAMP:
-        raise InvalidRecordError(f"Invalid message timestamp {log_append_time}", position=0)
-    if not v1:
-        head = _HEAD_V0.pack(MAGIC_V0, attributes)
-    else:
-        head = _HEAD_V1.pack(MAGIC_V1, attributes, NO_TIMESTAMP if log_append_time is None else log_append_time)
+    rel_base = 0
     try:
         for _ in range(count):
             start = p
@@ -293,6 +309,10 @@ def reframe_v2_records(d: bytes, count: int, base_offset: int, base_timestamp: i
             if b < 0x80:
                 length = (b >> 1) ^ -(b & 1)
                 p += 1
+            elif d[p + 1] < 0x80:
+                u = (b & 0x7F) | (d[p + 1] << 7)
+                length = (u >> 1) ^ -(u & 1)
+                p += 2
             else:
                 length, p = read_varint(d, p, end)
             rec_end = p + length
@@ -300,39 +320,46 @@ def reframe_v2_records(d: bytes, count: int, base_offset: int, base_timestamp: i
                 raise InvalidRecordError(
                     f"Invalid record size: expected {length} bytes in record payload, but instead the buffer "
                     f"has only {end - p} remaining bytes.", position=start)
-            p += 1  # attributes
-            b = d[p]
+            b = d[p + 1]  # after the unused attributes byte
             if b < 0x80:
                 ts_delta = (b >> 1) ^ -(b & 1)
-                p += 1
+                p += 2
             else:
-                ts_delta, p = read_varlong(d, p, end)
+                ts_delta, p = read_varlong(d, p + 1, end)
             b = d[p]
             if b < 0x80:
                 offset_delta = (b >> 1) ^ -(b & 1)
                 p += 1
+            elif d[p + 1] < 0x80:
+                u = (b & 0x7F) | (d[p + 1] << 7)
+                offset_delta = (u >> 1) ^ -(u & 1)
+                p += 2
             else:
                 offset_delta, p = read_varint(d, p, end)
             b = d[p]
             if b < 0x80:
-                n = (b >> 1) ^ -(b & 1)
+                kn = (b >> 1) ^ -(b & 1)
                 p += 1
             else:
-                n, p = read_varint(d, p, end)
-            if n >= 0:
-                key = d[p:p + n]
-                klen = i32(n)
-                p += n
-            elif n == -1:
-                key = b""
-                klen = null
+                kn, p = read_varint(d, p, end)
+            kp = p
+            if kn >= 0:
+                p += kn
+                klen = kn
+            elif kn == -1:
+                kn = 0
+                klen = -1
             else:
-                raise InvalidRecordError(f"Invalid negative key length {n} (Kafka reads it as a null key)",
+                raise InvalidRecordError(f"Invalid negative key length {kn} (Kafka reads it as a null key)",
                                          position=start)
             b = d[p]
             if b < 0x80:
                 n = (b >> 1) ^ -(b & 1)
                 p += 1
+            elif d[p + 1] < 0x80:
+                u = (b & 0x7F) | (d[p + 1] << 7)
+                n = (u >> 1) ^ -(u & 1)
+                p += 2
             else:
                 n, p = read_varint(d, p, end)
             if n >= 0:
@@ -361,19 +388,21 @@ def reframe_v2_records(d: bytes, count: int, base_offset: int, base_timestamp: i
                 continue
             if first < 0:
                 first = offset
+                if relative and v1:
+                    rel_base = offset
             if headers:
                 with_headers += 1
-            if per_record_head:
+            if per_record_ts:
                 ts = base_timestamp + ts_delta
                 if ts > max_ts:
                     max_ts = ts
                 elif ts < NO_TIMESTAMP:  # LegacyRecord.write: IllegalArgumentException
                     raise InvalidRecordError(f"Invalid message timestamp {ts}", position=start)
-                body = join((head_v1(MAGIC_V1, attributes, ts), klen, key, vlen, value))
             else:
-                body = join((head, klen, key, vlen, value))
-            append(entry_pack(offset - first if relative and v1 else offset, len(body) + 4, crc32(body)))
-            append(body)
+                ts = fixed_ts
+            head = head_v1(MAGIC_V1, attributes, ts, klen) if v1 else head_v0(MAGIC_V0, attributes, klen)
+            body = join((head, d[kp:kp + kn], vlen, value)) if kn else join((head, vlen, value))
+            extend((entry_pack(offset - rel_base, len(body) + 4, crc32(body)), body))
             written += 1
             last = offset
     except IndexError:

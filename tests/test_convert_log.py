@@ -313,3 +313,18 @@ def test_offsets_preserved_with_compaction_gaps(tmp_path):
         rel.append(off)
         p += 12 + size
     assert rel == [0, 4, 17] and wrapper.last_offset == 20  # v1: inner offsets relative, gaps kept
+
+
+def test_up_splits_a_wrapper_whose_v2_batch_would_be_too_large(tmp_path):
+    from kafkatool import legacy_records as legacy
+
+    recs = [(i, TS + i, None, os.urandom(500)) for i in range(30)]
+    wrapper = legacy.build_entries(recs, magic=1, codec=Codec.GZIP)
+    src = make_partition(tmp_path / "src", "t-0", {0: wrapper})
+    limit = len(wrapper) // 2
+    (st,) = convert(src, tmp_path / "out", to_magic=2, codec=Codec.NONE, max_message_bytes=limit)
+    batches = list(iter_batches(read_segments(tmp_path / "out" / "t-0")))
+    assert st.counters.splits >= 1 and len(batches) >= 2 and all(b.size <= limit for b in batches)
+    assert records_of(read_segments(tmp_path / "out" / "t-0")) == records_of(wrapper)
+    with pytest.raises(LimitExceededError, match="record at offset 0"):
+        convert(src, tmp_path / "tiny", to_magic=2, max_message_bytes=400)

@@ -100,7 +100,8 @@ def render_partition(output: Output, form: OutputFormat, s: PartitionStats, comm
         f"copied unchanged)",
         f"  dropped    {s.control_batches_dropped} control batches, {s.empty_batches_dropped} empty batches, "
         f"headers of {s.headers_dropped} records, producer fields of {s.producer_fields_dropped} batches",
-        f"  codec      {c.recompressed_batches} batches compressed anew, {c.codec_changed_batches} changed codec",
+        f"  codec      {c.recompressed_batches} batches compressed anew, {c.codec_changed_batches} source batches "
+        f"changed codec",
         f"  KIP-126    {c.splits} splits into {c.split_batches} batches, split rate {s.split_rate:.4f}",
         f"  log end    {s.log_end_offset_in} in, {s.log_end_offset_out} out",
         f"  files      carried: {', '.join(s.files_carried) or '-'}; dropped: {', '.join(s.files_dropped) or '-'}",
