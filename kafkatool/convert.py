@@ -43,7 +43,7 @@ from kafkatool.convert_io import (
     valid_batches,
 )
 from kafkatool.down_convert import MAX_READ_SIZE, DownConverted, down_convert_batch, iter_chunks
-from kafkatool.errors import LimitExceededError, UsageError
+from kafkatool.errors import KafkaToolError, LimitExceededError, UsageError
 from kafkatool.estimator import CompressionRatioEstimator, build_within_limit
 from kafkatool.file_records import FileRecords, RecordBatch
 from kafkatool.legacy_records import build_entries
@@ -326,23 +326,27 @@ def _convert_into(source: PartitionSource, tmp: Path | None, opts: ConvertOption
         conv = DownConverter(opts, estimator, source.topic, c)
     writer = SegmentWriter(tmp, opts.segment_bytes, opts.index_interval_bytes)
     log_end = -1
-    for seg in source.segments:
+    for i, seg in enumerate(source.segments):
         stats.segments_in += 1
         writer.begin_source_segment(seg.base_offset)
         log_end = max(log_end, seg.base_offset)
         with FileRecords(seg.log) as fr:
             stats.bytes_in += fr.size
-            for chunk in iter_chunks(valid_batches(fr, stats.skipped), opts.chunk_size):
-                units: list[Unit] = []
-                for batch in chunk:
-                    stats.batches_in += 1
-                    log_end = max(log_end, batch.last_offset + 1)
-                    units.extend(conv.add(batch))
-                for unit in units:
+            try:
+                for chunk in iter_chunks(valid_batches(fr, stats.skipped, last=i == len(source.segments) - 1),
+                                         opts.chunk_size):
+                    units: list[Unit] = []
+                    for batch in chunk:
+                        stats.batches_in += 1
+                        log_end = max(log_end, batch.last_offset + 1)
+                        units.extend(conv.add(batch))
+                    for unit in units:
+                        writer.append(unit)
+                    obs.advance(sum(b.size for b in chunk), source.name)
+                for unit in conv.flush():
                     writer.append(unit)
-                obs.advance(sum(b.size for b in chunk), source.name)
-            for unit in conv.flush():
-                writer.append(unit)
+            except KafkaToolError as e:
+                raise e.at(fr.path) from None  # errors of records and batches name the segment they are in
         txn = []
         if opts.up and seg.txn_index.exists():
             txn = read_txn_index(seg.txn_index)

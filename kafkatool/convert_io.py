@@ -142,10 +142,11 @@ def _zero_from(fr: FileRecords, pos: int) -> bool:
     return True
 
 
-def valid_batches(fr: FileRecords, skipped: Callable[[str, int], None]) -> Iterator[RecordBatch]:
-    """The batches the broker's recovery would keep, CRC-checked. A torn tail (size past the end, too few
-    bytes for a header) or zero padding (``log.preallocate``) is skipped with a warning, as recovery
-    truncates it; damage in the middle stops the run with its position."""
+def valid_batches(fr: FileRecords, skipped: Callable[[str, int], None], *, last: bool = True) -> Iterator[RecordBatch]:
+    """The batches the broker's recovery would keep, CRC-checked. In the last segment a torn tail (size past
+    the end, too few bytes for a header) or zero padding (``log.preallocate``) is skipped with a warning, as
+    recovery truncates it; anywhere else, and for damage in the middle, the run stops with the position
+    (recovery would also delete every later segment: that is for an operator to decide, not a converter)."""
     stream = fr.batches()
     it = iter(stream)
     while True:
@@ -155,17 +156,24 @@ def valid_batches(fr: FileRecords, skipped: Callable[[str, int], None]) -> Itera
             break
         except CorruptRecordError:
             end = stream.end_state
-            if end is not None and _zero_from(fr, end.position):
+            if last and end is not None and _zero_from(fr, end.position):
                 skipped(f"{fr.path}: {end.trailing_bytes} zero bytes from byte {end.position} (preallocated "
                         "file) skipped", end.trailing_bytes)
                 return
             raise
+        if batch.magic > MAGIC_V2:
+            # Kafka's file reader takes it for v2, but its consumers' reader rejects it (CorruptRecordException).
+            raise CorruptRecordError(f"Invalid magic found in record: {batch.magic}", path=fr.path,
+                                     position=batch.position)
         try:
             batch.ensure_valid()
         except KafkaToolError as e:
             raise e.at(fr.path) from None
         yield batch
     end = stream.end_state
+    if end is not None and end.kind != "end" and not last:
+        raise CorruptRecordError(f"{end.trailing_bytes} bytes that are not a complete batch ({end.message}) end a "
+                                 "segment that is not the last one", path=fr.path, position=end.position)
     if end is not None and end.kind != "end":
         skipped(f"{fr.path}: {end.trailing_bytes} bytes from byte {end.position} skipped ({end.message}); "
                 "the broker's recovery truncates them too", end.trailing_bytes)

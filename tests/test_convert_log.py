@@ -11,7 +11,7 @@ from kafkatool.batch import TimestampType
 from kafkatool.codecs import Codec, decompress
 from kafkatool.convert import ConvertOptions, convert_log
 from kafkatool.down_convert import ZstdDownConversionError, down_convert
-from kafkatool.errors import CorruptRecordError, LimitExceededError, UsageError
+from kafkatool.errors import CorruptRecordError, KafkaToolError, LimitExceededError, UsageError
 from kafkatool.file_records import iter_batches
 from kafkatool.index import encode_offset_index, encode_time_index
 from kafkatool.recover import recover_segment
@@ -328,3 +328,32 @@ def test_up_splits_a_wrapper_whose_v2_batch_would_be_too_large(tmp_path):
     assert records_of(read_segments(tmp_path / "out" / "t-0")) == records_of(wrapper)
     with pytest.raises(LimitExceededError, match="record at offset 0"):
         convert(src, tmp_path / "tiny", to_magic=2, max_message_bytes=400)
+
+
+def test_errors_inside_batches_name_the_segment_file(tmp_path):
+    from kafkatool import default_records as v2
+
+    good = v2.build_batch([(0, TS, b"k", b"v", ())])
+    bad = bytearray(good)
+    bad[61] = 0x20  # the record's length runs past the batch; the CRC is then fixed so only decoding fails
+    struct.pack_into(">I", bad, 17, v2.crc32c(bytes(bad[21:])))
+    src = make_partition(tmp_path / "src", "t-0", {0: v2_log(0, 1) + bytes(bad)})
+    with pytest.raises(KafkaToolError) as e:
+        convert(src, tmp_path / "out", to_magic=1)
+    assert e.value.path and e.value.path.endswith(f"{0:020d}.log")
+    assert e.value.position is not None and e.value.position >= len(v2_log(0, 1))
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_torn_tail_is_only_accepted_in_the_last_segment_and_magic_3_is_refused(tmp_path):
+    torn = v2_log(0, batches=2) + v2_log(10, batches=1)[:40]
+    src = make_partition(tmp_path / "src", "t-0", {0: torn, 15: v2_log(15, batches=1)})
+    with pytest.raises(CorruptRecordError, match="not the last one") as e:
+        convert(src, tmp_path / "out", to_magic=1)
+    assert e.value.position == len(v2_log(0, batches=2)) and not (tmp_path / "out").exists()
+    magic3 = bytearray(v2_log(0, batches=1))
+    magic3[16] = 3  # outside the CRC: Kafka's file reader takes it for v2, its consumers reject it
+    src3 = make_partition(tmp_path / "src3", "t-0", {0: bytes(magic3)})
+    for to_magic in (1, 2):
+        with pytest.raises(CorruptRecordError, match="Invalid magic found in record: 3"):
+            convert(src3, tmp_path / f"out3-{to_magic}", to_magic=to_magic)
