@@ -56,6 +56,7 @@ def root(
 COMMAND_MODULES: list[str] = [
     "downconvert",
     "upconvert",
+    "fetch_sim",
 ]
 
 _registered = False
