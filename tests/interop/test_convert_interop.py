@@ -186,3 +186,19 @@ def test_lz4_downconvert_is_byte_identical_too(tmp_path, to_magic):
     kafka_ref("downconvert", "--in", log, "--out", ref, "--to-magic", str(to_magic))
     assert ours("downconvert", partition(tmp_path, log), tmp_path / "out", "--to-magic", str(to_magic)) == \
         ref.read_bytes()
+
+
+@pytest.mark.parametrize("codec", ["none", "gzip"])
+def test_conversion_stats_match_records_util(tmp_path, codec):
+    # RecordValidationStats of one RecordsUtil.downConvert over the whole file: records converted and
+    # temporaryMemoryBytes (source batch sizes + MemoryRecordsBuilder.uncompressedBytesWritten()).
+    from kafkatool.down_convert import down_convert
+    from kafkatool.file_records import FileRecords
+
+    log = gen(tmp_path / "in.log", codec=codec, **SOURCES["v2-txn-headers"])
+    for to_magic in (0, 1):
+        (ref,) = kafka_ref("downconvert", "--in", log, "--out", tmp_path / "ref.log", "--to-magic", str(to_magic))
+        with FileRecords(log) as fr:
+            got = down_convert(fr.batches(), to_magic, 0)
+        assert (got.records_converted, got.temporary_memory_bytes) == (
+            ref["records_converted"], ref["temporary_memory_bytes"])
