@@ -44,7 +44,7 @@ from kafkatool.convert_io import (
 )
 from kafkatool.down_convert import MAX_READ_SIZE, DownConverted, down_convert_batch, iter_chunks
 from kafkatool.errors import KafkaToolError, LimitExceededError, UsageError
-from kafkatool.estimator import CompressionRatioEstimator, build_within_limit
+from kafkatool.estimator import CompressionRatioEstimator, build_within_limit, compressed_payload
 from kafkatool.file_records import FileRecords, RecordBatch
 from kafkatool.legacy_records import build_entries
 from kafkatool.txn_index import read_txn_index
@@ -195,8 +195,10 @@ class DownConverter:
             c.batches_built += n
             return [(res.data, res.first_offset, res.last_offset, n)]
         if len(res.data) <= max_bytes:
-            self.estimator.update_estimation(self.topic, res.codec,
-                                             (len(res.data) - _wrapper_header(opts.to_magic)) / res.uncompressed_bytes)
+            # MemoryRecordsBuilder.close: the wrapper value over the inner messages; the producer then updates
+            # the estimate for (topic, codec), as KIP-126 does after every batch.
+            ratio = compressed_payload(opts.to_magic, res.data) / res.uncompressed_bytes
+            self.estimator.update_estimation(self.topic, res.codec, ratio)
             c.records_out += n
             c.batches_out += 1
             c.batches_built += 1
@@ -231,10 +233,6 @@ class DownConverter:
 
     def flush(self) -> list[Unit]:
         return []
-
-
-def _wrapper_header(magic: int) -> int:
-    return 12 + (14 if magic == 0 else 22)
 
 
 _LOG = struct.Struct(">qi")
