@@ -17,20 +17,16 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli
+from tests.kafkaref import ensure_kafka_ref
 
 pytestmark = pytest.mark.interop
 
-KAFKA_REF = os.environ.get("KAFKA_REF", "/tmp/kafka-ref-build/kafka-ref")
-
-
 def kafka_ref(*args: str | os.PathLike[str], ok: tuple[int, ...] = (0,)) -> list[dict]:
-    """Run kafka-ref; its JSON lines. (Interim helper until tests/kafkaref.py lands on main.)"""
-    if not os.access(KAFKA_REF, os.X_OK):
-        pytest.fail(f"kafka-ref not found at {KAFKA_REF}: build it with /work/shared/kafka-ref/build.sh or set "
-                    "$KAFKA_REF")
+    """Run kafka-ref (located or built by tests/kafkaref.py, never skipped); its JSON lines."""
+    launcher = ensure_kafka_ref()
     env = dict(os.environ)
     env.setdefault("KAFKA_REF_JAVA_OPTS", "-Xmx1g -XX:TieredStopAtLevel=1")
-    p = subprocess.run([KAFKA_REF, *map(str, args)], capture_output=True, text=True, env=env, timeout=600)
+    p = subprocess.run([str(launcher), *map(str, args)], capture_output=True, text=True, env=env, timeout=600)
     assert p.returncode in ok, f"kafka-ref {' '.join(map(str, args))}: rc {p.returncode}\n{p.stdout[-2000:]}{p.stderr}"
     return [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
 
