@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import zlib
 from collections.abc import Iterable, Iterator
 from itertools import count as _count
@@ -236,13 +237,18 @@ class DumpEngine:
         display = str(path)
         self.totals.files += 1
         try:
-            size = os.stat(path).st_size
+            st = os.stat(path)
+            problem = None if stat.S_ISREG(st.st_mode) else "not a regular file"
         except OSError as e:
+            st, problem = None, f"cannot read: {e.strerror}"
+        if st is None or problem is not None:
+            # Never open FIFOs or devices: a read could block forever.
             yield FileStart(display, kind, 0)
             self.totals.io_errors += 1
-            yield self.finding("io-error", ERROR, display, f"cannot read: {e.strerror}")
+            yield self.finding("io-error", ERROR, display, problem or "unreadable")
             yield FileEnd(display, kind, 0)
             return
+        size = st.st_size
         try:
             if kind.is_records:
                 yield from self._dump_records_file(path, display, kind, size)
@@ -287,7 +293,7 @@ class DumpEngine:
         strict = opts.strict
         need_records = opts.needs_records
         exact_counts = opts.exact_counts
-        emit = opts.emit_batches
+        emit = opts.emit_data
         emit_records = opts.deep and emit
         limit = opts.decompress_limit
         verify_inner = opts.verify
@@ -367,8 +373,7 @@ class DumpEngine:
                             kind_ = "decompress-limit" if isinstance(e, LimitExceededError) else "invalid-records"
                             yield self.finding(kind_, ERROR, display,
                                                f"records of the batch at byte {pos} (offsets ..{last_off}) do not "
-                                               f"decode: {e.message}", pos if e.position is None else e.position,
-                                               last_off)
+                                               f"decode: {e.message}", pos, last_off, error_position=e.position)
                     if recs is not None and verify_inner and not is_v2 and codec_id:
                         for r in recs:
                             if r.crc_valid is False:
@@ -417,7 +422,8 @@ class DumpEngine:
                     if recs is not None:
                         n_records += len(recs)
                     elif is_v2:
-                        n_records += h[12]
+                        if crc_ok:  # a damaged header's count means nothing
+                            n_records += h[12]
                     elif not codec_id:
                         n_records += 1
                     else:

@@ -69,7 +69,7 @@ class DumpOptions:
     max_bytes: int | None = None  # only the first N bytes of each .log (KIP-824)
     decompress_limit: int = DEFAULT_DECOMPRESS_LIMIT
     resync_limit: int = DEFAULT_RESYNC_LIMIT  # how far to scan for the next valid batch after corruption
-    emit_batches: bool = True  # False: walk and validate, yield only findings, file ends and the summary
+    emit_data: bool = True  # False: walk and validate; no batch or entry events, only findings, file ends, summary
     exact_counts: bool = False  # decompress legacy wrappers even in a shallow walk, to count their records
     # DumpLogSegments 3.9 compatibility: index checks always run when an index is dumped, and slot 0 of an
     # index is an entry even when it is zero padding (Kafka prints it).

@@ -222,7 +222,7 @@ def _dump_offset_index(engine: DumpEngine, path: Path, display: str, size: int) 
                 fr = item
             else:
                 yield item
-    show = not opts.verify_index_only
+    show = opts.emit_data and not opts.verify_index_only
     try:
         buf, end = (fr.buf, fr.size) if fr is not None else (b"", 0)
         prev_off = prev_pos = -1
@@ -283,7 +283,7 @@ def _dump_time_index(engine: DumpEngine, path: Path, display: str, size: int) ->
         if fr is not None:
             # No .index: Kafka's OffsetIndex would create an empty one; lookups then start at byte 0.
             lookup = load_offset_lookup(index, base) if index.is_file() else OffsetLookup(base, array("q"), array("q"))
-    show = not opts.verify_index_only
+    show = opts.emit_data and not opts.verify_index_only
     limit = opts.decompress_limit
     try:
         prev_ts = NO_TIMESTAMP
@@ -355,12 +355,14 @@ def _dump_txn_index(engine: DumpEngine, path: Path, display: str, size: int) -> 
     except CorruptDataError as e:
         yield engine.finding("txnindex-corrupt", ERROR, display, e.message, e.position)
         entries = []
+    show = engine.opts.emit_data
     for i, txn in enumerate(entries):
         if engine.verify_index and txn.last_offset < base:
             yield engine.finding("txnindex-sanity", ERROR, display,
                                  f"aborted transaction {i} ends at offset {txn.last_offset}, before the segment's "
                                  f"base offset {base}", i * TXN_ENTRY_SIZE, txn.last_offset)
-        yield IndexEntryEvent(display, EntryKind.TXN, i, txn)
+        if show:
+            yield IndexEntryEvent(display, EntryKind.TXN, i, txn)
     if size % TXN_ENTRY_SIZE:
         yield engine.finding("txnindex-partial-entry", ERROR, display,
                              f"Unexpected partial transaction index entry: {size % TXN_ENTRY_SIZE} bytes after the "
@@ -377,8 +379,9 @@ def _dump_producer_snapshot(engine: DumpEngine, path: Path, display: str, size: 
         # DumpLogSegments prints CorruptSnapshotException's message on stderr and goes on.
         yield engine.finding("snapshot-corrupt", ERROR, display, e.message, e.position)
         entries = []
-    for i, entry in enumerate(entries):
-        yield IndexEntryEvent(display, EntryKind.PRODUCER_SNAPSHOT, i, entry)
+    if engine.opts.emit_data:
+        for i, entry in enumerate(entries):
+            yield IndexEntryEvent(display, EntryKind.PRODUCER_SNAPSHOT, i, entry)
     yield FileEnd(display, FileKind.PRODUCER_SNAPSHOT, size, entries=len(entries))
 
 
@@ -409,7 +412,8 @@ def _dump_text_file(engine: DumpEngine, path: Path, display: str, kind: FileKind
             entries = list(_clean_shutdown_entries(engine, path, display, size))
     except CorruptDataError as e:
         yield engine.finding("checkpoint-corrupt", ERROR, display, e.message, e.position)
-    yield from entries
+    if engine.opts.emit_data:
+        yield from entries
     yield FileEnd(display, kind, size, entries=len(entries))
 
 

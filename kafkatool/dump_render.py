@@ -98,6 +98,8 @@ class JsonWriter:
     def handle(self, ev: Event) -> None:
         t = type(ev)
         w = self.out.write
+        if self.summary_only and t is not Finding and t is not Notice and t is not Summary:
+            return
         if t is BatchEvent:
             assert isinstance(ev, BatchEvent)
             lines = [_obj("batch", batch_fields(ev, self.limit))]
@@ -124,10 +126,9 @@ class JsonWriter:
                                "position": ev.position, "offset": ev.offset, "message": ev.message, **ev.data}) + "\n")
         elif t is FileEnd:
             assert isinstance(ev, FileEnd)
-            if not self.summary_only:
-                w(_obj("file_end", {"path": ev.path, "kind": ev.kind.value, "size": ev.size, "batches": ev.batches,
-                                    "records": ev.records, "entries": ev.entries, "valid_bytes": ev.valid_bytes,
-                                    "invalid_bytes": ev.invalid_bytes, "stopped": ev.stopped}) + "\n")
+            w(_obj("file_end", {"path": ev.path, "kind": ev.kind.value, "size": ev.size, "batches": ev.batches,
+                                "records": ev.records, "entries": ev.entries, "valid_bytes": ev.valid_bytes,
+                                "invalid_bytes": ev.invalid_bytes, "stopped": ev.stopped}) + "\n")
         elif t is Notice:
             assert isinstance(ev, Notice)
             w(_obj("notice", {"path": ev.path, "kind": ev.kind.value}) + "\n")
@@ -215,15 +216,20 @@ class TextWriter:
         self.encoding = encoding
         self.summary_only = summary_only
         self.gaps = 0
-        self._ts_cache: dict[int, str] = {}
+        self._second = -1
+        self._second_text = ""
 
     def ts(self, ms: int) -> str:
-        s = self._ts_cache.get(ms)
-        if s is None:
-            if len(self._ts_cache) > 4096:
-                self._ts_cache.clear()
-            s = self._ts_cache[ms] = format_time_ms(ms) if ms >= 0 else str(ms)
-        return s
+        """ISO-8601 UTC with milliseconds; the date part is formatted once per second (hot path)."""
+        if ms < 0:
+            return str(ms)
+        second, milli = divmod(ms, 1000)
+        if second != self._second:
+            text = format_time_ms(second * 1000)
+            if not text.endswith(".000Z"):
+                return format_time_ms(ms)
+            self._second, self._second_text = second, text[:-4]
+        return f"{self._second_text}{milli:03d}Z"
 
     def handle(self, ev: Event) -> None:
         t = type(ev)

@@ -47,6 +47,7 @@ from kafkatool.dump_events import (
     NoticeKind,
     OffsetCheckpointEntry,
     PropertyEntry,
+    Severity,
 )
 from kafkatool.file_records import RecordBatch
 from kafkatool.index import OffsetPosition, TimestampOffset
@@ -303,7 +304,7 @@ class DumpLogWriter:
                 self.err(f"kafkatool: {f}")
         elif k == "snapshot-corrupt":
             self.err(f.message)
-        else:
+        elif f.severity != Severity.INFO:  # kafkatool's own findings; info ones stay out of Kafka's stderr
             self.err(f"kafkatool: {f}")
 
     def close(self) -> None:

@@ -7,6 +7,7 @@ or the ``table`` below, the only one that needs rich).
 from __future__ import annotations
 
 import enum
+import os
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -138,7 +139,7 @@ def dump(
         index_sanity_check=index_sanity_check, strict=strict, from_offset=from_offset, to_offset=to_offset,
         from_time=from_ms, to_time=to_ms, max_bytes=parse_size(max_bytes) if max_bytes else None,
         decompress_limit=limit, resync_limit=parse_size(resync_limit) if resync_limit else DEFAULT_RESYNC_LIMIT,
-        emit_batches=not quiet_output, exact_counts=count, kafka_compat=form == DumpFormat.dump_log)
+        emit_data=not quiet_output, exact_counts=count, kafka_compat=form == DumpFormat.dump_log)
     engine = DumpEngine(opts)
     writer: Any
     if form == DumpFormat.dump_log:
@@ -153,6 +154,28 @@ def dump(
     if quiet_output and form != DumpFormat.json:
         writer = _FindingsOnly(writer)
     progress = _ProgressView() if not quiet and sys.stderr.isatty() else None
+    try:
+        summary = _run(engine, paths, writer, progress)
+        if count:
+            if form != DumpFormat.json:
+                out.write(f"{'?' if summary.records is None else summary.records}\n")
+        elif summary_only and form != DumpFormat.json:
+            out.write(summary_text(summary) + "\n")
+        elif not quiet and form in (DumpFormat.text, DumpFormat.table):
+            _err(f"kafkatool: summary: {summary_text(summary)}")
+        out.flush()
+    except BrokenPipeError:
+        # `| head`: the reader is gone; that is not an error. (click would turn EPIPE into exit 1.)
+        _silence_stdout()
+        return ExitCode.OK
+    if summary.io_errors:
+        return ExitCode.USAGE
+    if summary.errors or summary.warnings:
+        return ExitCode.FINDINGS
+    return ExitCode.OK
+
+
+def _run(engine: DumpEngine, paths: list[Path], writer: Any, progress: _ProgressView | None) -> Summary:
     summary: Summary | None = None
     try:
         for ev in engine.run(paths):
@@ -171,18 +194,15 @@ def dump(
         if progress is not None:
             progress.close()
     assert summary is not None
-    if count:
-        if form != DumpFormat.json:
-            out.write(f"{'?' if summary.records is None else summary.records}\n")
-    elif summary_only and form != DumpFormat.json:
-        out.write(summary_text(summary) + "\n")
-    elif not quiet and form in (DumpFormat.text, DumpFormat.table):
-        _err(f"kafkatool: {summary_text(summary)}")
-    if summary.io_errors:
-        return ExitCode.USAGE
-    if summary.errors or summary.warnings:
-        return ExitCode.FINDINGS
-    return ExitCode.OK
+    return summary
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 class _FindingsOnly:
