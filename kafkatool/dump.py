@@ -169,11 +169,11 @@ def base_offset_of(path: Path) -> int | None:
 
 class _Totals:
     __slots__ = ("files", "batches", "records", "records_known", "bytes", "invalid_batches", "errors", "warnings",
-                 "infos", "io_errors", "first_offset", "last_offset", "max_timestamp", "codecs", "magics")
+                 "infos", "io_errors", "first_offset", "last_offset", "max_timestamp", "codecs", "magics", "entries")
 
     def __init__(self) -> None:
         self.files = self.batches = self.records = self.bytes = self.invalid_batches = 0
-        self.errors = self.warnings = self.infos = self.io_errors = 0
+        self.errors = self.warnings = self.infos = self.io_errors = self.entries = 0
         self.records_known = True
         self.first_offset: int | None = None
         self.last_offset: int | None = None
@@ -203,7 +203,7 @@ class _Totals:
         return Summary(self.files, self.batches, self.records if self.records_known else None, self.bytes,
                        self.invalid_batches, self.errors, self.warnings, self.infos, self.io_errors,
                        self.first_offset, self.last_offset, self.max_timestamp, codecs,
-                       dict(sorted(self.magics.items())))
+                       dict(sorted(self.magics.items())), self.entries)
 
 
 class DumpEngine:
@@ -257,7 +257,10 @@ class DumpEngine:
                 yield Notice(display, NoticeKind.UNKNOWN_FILE)
                 yield FileEnd(display, kind, size)
             else:
-                yield from dump_index.dump_file(self, path, display, kind, size)
+                for ev in dump_index.dump_file(self, path, display, kind, size):
+                    if type(ev) is FileEnd:
+                        self.totals.entries += ev.entries
+                    yield ev
         except KafkaToolError as e:
             # Unreadable or refused input (exit 2): report it and go on with the other files.
             self.totals.io_errors += 1
@@ -275,7 +278,7 @@ class DumpEngine:
             if m:
                 end_offset, epoch = int(m.group(1)), int(m.group(2))
             bootstrap = path.name == KRAFT_BOOTSTRAP_FILE
-        fr = FileRecords(path, max_bytes=self.opts.max_bytes if kind == FileKind.LOG else None)
+        fr = FileRecords(path, max_bytes=self.opts.max_bytes)
         try:
             yield FileStart(display, kind, size, base, end_offset, epoch, bootstrap)
             start = 0

@@ -223,6 +223,7 @@ class Summary:
     max_timestamp: int | None
     codecs: dict[str, int]
     magics: dict[int, int]
+    entries: int = 0  # index, snapshot and checkpoint entries
 
 
 Event = FileStart | BatchEvent | IndexEntryEvent | Notice | Finding | Progress | FileEnd | Summary

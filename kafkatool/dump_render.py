@@ -176,7 +176,7 @@ def summary_fields(s: Summary) -> dict[str, Any]:
             "invalid_batches": s.invalid_batches,
             "findings": {"error": s.errors, "warning": s.warnings, "info": s.infos}, "io_errors": s.io_errors,
             "first_offset": s.first_offset, "last_offset": s.last_offset, "max_timestamp": s.max_timestamp,
-            "codecs": s.codecs, "magics": {str(k): v for k, v in s.magics.items()}}
+            "codecs": s.codecs, "magics": {str(k): v for k, v in s.magics.items()}, "entries": s.entries}
 
 
 def _n(n: int, one: str, many: str) -> str:
@@ -187,6 +187,8 @@ def summary_text(s: Summary) -> str:
     recs = "?" if s.records is None else str(s.records)
     codecs = ", ".join(f"{k} {v}" for k, v in s.codecs.items()) or "-"
     offsets = "" if s.first_offset is None else f", offsets {s.first_offset}..{s.last_offset}"
+    if s.entries:
+        offsets += f", {_n(s.entries, 'entry', 'entries')}"
     return (f"{_n(s.files, 'file', 'files')}, {_n(s.batches, 'batch', 'batches')}, {recs} records, "
             f"{format_size(s.bytes)}{offsets}; "
             f"codecs: {codecs}; findings: {s.errors} errors, {s.warnings} warnings, {s.infos} info"

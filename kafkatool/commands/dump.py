@@ -9,41 +9,33 @@ from __future__ import annotations
 import enum
 import os
 import sys
-from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich import box
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
-from rich.table import Table
 
 from kafkatool.codecs import DEFAULT_DECOMPRESS_LIMIT
-from kafkatool.default_records import DefaultRecordBatch
 from kafkatool.dump import DumpEngine
-from kafkatool.dump_control import describe_control
 from kafkatool.dump_events import (
     DEFAULT_RESYNC_LIMIT,
-    BatchEvent,
     DumpOptions,
     Event,
     FileEnd,
     FileStart,
     Finding,
-    IndexEntryEvent,
     Notice,
-    NoticeKind,
-    Severity,
     Summary,
 )
 from kafkatool.dump_events import Progress as ProgressEvent
-from kafkatool.dump_render import JsonWriter, TextWriter, codec_label, summary_text, text_bytes
+from kafkatool.dump_render import JsonWriter, TextWriter, summary_text
 from kafkatool.dumplog_format import DumpLogWriter, make_decoder
 from kafkatool.errors import ExitCode, InputError, UsageError
-from kafkatool.units import format_size, format_time_ms, parse_size, parse_time_ms
+from kafkatool.units import parse_size, parse_time_ms
 
 from ._common import QuietOpt, TracebackOpt
+from ._dump_table import TableWriter
 
 
 class DumpFormat(str, enum.Enum):
@@ -246,118 +238,6 @@ class _ProgressView:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.stop()
-
-
-class TableWriter:
-    """The terminal view: a table per file, printed in chunks so a large segment streams."""
-
-    CHUNK = 200
-
-    def __init__(self, console: Console, *, print_data: bool, encoding: str) -> None:
-        self.console = console
-        self.err = Console(stderr=True, highlight=False)
-        self.print_data = print_data
-        self.encoding = encoding
-        self.table: Table | None = None
-        self.rows = 0
-        self.header = True
-        self.columns: list[str] = []
-
-    def _new_table(self, columns: list[str]) -> Table:
-        t = Table(box=box.SIMPLE_HEAD, show_header=self.header, header_style="bold", pad_edge=False)
-        for c in columns:
-            t.add_column(c, no_wrap=c != "Data", overflow="fold")
-        self.columns = columns
-        return t
-
-    def _row(self, columns: list[str], cells: list[str], style: str | None = None) -> None:
-        if self.table is None or self.columns != columns:
-            self._flush()
-            self.table = self._new_table(columns)
-        self.table.add_row(*cells, style=style)
-        self.rows += 1
-        if self.rows >= self.CHUNK:
-            self._flush()
-
-    def _flush(self) -> None:
-        if self.table is not None and self.rows:
-            self.console.print(self.table)
-            self.header = False
-        self.table = None
-        self.rows = 0
-
-    BATCH_COLUMNS = ["Position", "Offsets", "Count", "Format", "Size", "Timestamp", "CRC", "Producer", "Flags",
-                     "Data"]
-
-    def handle(self, ev: Event) -> None:
-        if isinstance(ev, BatchEvent):
-            self._batch(ev)
-        elif isinstance(ev, IndexEntryEvent):
-            fields = asdict(ev.entry)
-            self._row([k.replace("_", " ").capitalize() for k in fields], [str(v) for v in fields.values()])
-        elif isinstance(ev, FileStart):
-            self._flush()
-            self.header = True
-            extra = "" if ev.base_offset is None else f" · base offset {ev.base_offset}"
-            self.console.rule(f"[bold]{ev.path}[/] · {ev.kind.value} · {format_size(ev.size)}{extra}", align="left")
-        elif isinstance(ev, FileEnd):
-            self._flush()
-            if ev.kind.is_records:
-                recs = "?" if ev.records is None else str(ev.records)
-                bad = f" · [red]{ev.invalid_bytes} invalid bytes[/]" if ev.invalid_bytes else ""
-                self.console.print(f"[dim]{ev.batches} batches · {recs} records · {format_size(ev.valid_bytes)}[/]"
-                                   f"{bad}")
-        elif isinstance(ev, Finding):
-            style = {Severity.ERROR: "bold red", Severity.WARNING: "yellow"}.get(ev.severity, "dim")
-            self.err.print(f"kafkatool: {ev}", style=style, markup=False, soft_wrap=True)
-        elif isinstance(ev, Notice):
-            if ev.kind == NoticeKind.UNKNOWN_FILE:
-                self.err.print(f"Ignoring unknown file {ev.path}", markup=False)
-            else:
-                self.console.print("(no entries)" if ev.kind == NoticeKind.INDEX_EMPTY else "passed sanity check")
-
-    def _batch(self, ev: BatchEvent) -> None:
-        b = ev.batch
-        ts = b.max_timestamp
-        tstr = f"{b.timestamp_type.label} {format_time_ms(ts) if ts >= 0 else ts}"
-        crc = "ok" if ev.crc_valid else "BAD"
-        flags = []
-        if b.is_transactional:
-            flags.append("txn")
-        if b.is_control:
-            flags.append("control")
-        if type(b) is DefaultRecordBatch:
-            offsets = f"{b.base_offset}..{b.last_offset}"
-            n = str(b.records_count)
-            producer = f"{b.producer_id}/{b.producer_epoch} seq {b.base_sequence}" if b.producer_id >= 0 else ""
-        else:
-            base = ev.base_offset
-            offsets = f"{base}..{b.last_offset}" if base is not None and base != b.last_offset else str(b.last_offset)
-            n = "1" if not b.codec_id else ""
-            producer = ""
-        self._row(self.BATCH_COLUMNS, [str(b.position), offsets, n, f"v{b.magic} {codec_label(b.codec_id)}",
-                                       str(b.size), tstr, crc, producer, " ".join(flags), ""],
-                  style=None if ev.crc_valid else "red")
-        for r in ev.records or ():
-            key, value = r[2], r[3]
-            if b.is_control:
-                c = describe_control(key, value)
-                data = c.name + (f" coordinatorEpoch {c.coordinator_epoch}" if c.coordinator_epoch is not None else "")
-            elif self.print_data:
-                data = (f"key={'null' if key is None else text_bytes(key, self.encoding)} "
-                        f"value={'null' if value is None else text_bytes(value, self.encoding)}")
-            else:
-                data = (f"key {'null' if key is None else f'{len(key)}B'} "
-                        f"value {'null' if value is None else f'{len(value)}B'}")
-            if r[4]:
-                data += " headers " + ",".join(h[0] for h in r[4])
-            rts = r[1]
-            self._row(self.BATCH_COLUMNS, ["", str(r[0]), "", "", str(r[6]),
-                                           format_time_ms(rts) if rts >= 0 else str(rts), "", "", "", data],
-                      style="dim")
-
-    def close(self) -> None:
-        self._flush()
 
 
 def register(app: typer.Typer) -> None:
