@@ -47,7 +47,13 @@ from kafkatool.batch import (
     increment_sequence,
 )
 from kafkatool.codecs import DEFAULT_DECOMPRESS_LIMIT, Codec, compress, decompress
-from kafkatool.errors import CorruptRecordError, InvalidRecordError, KafkaToolError, UnsupportedCodecError
+from kafkatool.errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    KafkaToolError,
+    TruncatedError,
+    UnsupportedCodecError,
+)
 from kafkatool.varint import encode_varint_fast, encode_varlong, read_varint, read_varlong
 
 Buffer = bytes | bytearray | memoryview
@@ -301,11 +307,8 @@ def parse_records(d: bytes, p: int, end: int, count: int, base_offset: int, base
             if n >= 0:
                 key: bytes | None = d[p:p + n]
                 p += n
-            elif n == -1:
-                key = None
             else:
-                raise InvalidRecordError(f"Invalid negative key length {n} (Kafka reads it as a null key)",
-                                         position=start)
+                key = None  # any negative length is a null key (DefaultRecord.readFrom: `if (keySize >= 0)`)
             b = d[p]
             if b < 0x80:
                 n = (b >> 1) ^ -(b & 1)
@@ -315,11 +318,8 @@ def parse_records(d: bytes, p: int, end: int, count: int, base_offset: int, base
             if n >= 0:
                 value: bytes | None = d[p:p + n]
                 p += n
-            elif n == -1:
-                value = None
             else:
-                raise InvalidRecordError(f"Invalid negative value length {n} (Kafka reads it as a null value)",
-                                         position=start)
+                value = None  # likewise any negative value length
             b = d[p]
             if b == 0:
                 headers = no_headers
@@ -341,6 +341,10 @@ def parse_records(d: bytes, p: int, end: int, count: int, base_offset: int, base
                            key, value, headers, seq, rec_end - start, None, None)))
     except IndexError:
         raise InvalidRecordError("Incorrect declared batch size, premature EOF reached", position=p) from None
+    except TruncatedError as e:
+        # A varint cut by its record's end: DefaultRecord.readFrom turns the BufferUnderflowException into
+        # InvalidRecordException("Found invalid record structure") (checked against kafka-clients 3.9.1).
+        raise InvalidRecordError(f"Found invalid record structure ({e.message})", position=e.position) from None
     if p != end:
         raise InvalidRecordError("Incorrect declared batch size, records still remaining in file", position=p)
     return out
@@ -368,10 +372,8 @@ def _parse_headers(d: bytes, p: int, rec_end: int, start: int) -> tuple[tuple[He
                 raise InvalidRecordError("Header value runs past the end of the record", position=start)
             hval: bytes | None = d[p:p + vl]
             p += vl
-        elif vl == -1:
-            hval = None
         else:
-            raise InvalidRecordError(f"Invalid negative header value size {vl}", position=start)
+            hval = None  # any negative header value length is null in Kafka; a negative key length is an error
         headers.append(Header(hkey, hval))
     return tuple(headers), p
 

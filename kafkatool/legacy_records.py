@@ -275,10 +275,8 @@ def _key_value(buf: Buffer, start: int, length: int, magic: int) -> tuple[bytes 
             raise InvalidRecordError(f"key length {n} runs past the end of the message", position=start)
         key = bytes(buf[p:p + n])
         p += n
-    elif n == -1:
-        key = None
     else:
-        raise InvalidRecordError(f"Invalid negative key length {n} (Kafka reads it as a null key)", position=start)
+        key = None  # LegacyRecord.key(): Utils.sizeDelimited returns null for any negative size
     (n,) = I32.unpack_from(buf, p)
     p += 4
     value: bytes | None
@@ -286,11 +284,8 @@ def _key_value(buf: Buffer, start: int, length: int, magic: int) -> tuple[bytes 
         if p + n > end:
             raise InvalidRecordError(f"value length {n} runs past the end of the message", position=start)
         value = bytes(buf[p:p + n])
-    elif n == -1:
-        value = None
     else:
-        raise InvalidRecordError(f"Invalid negative value length {n} (Kafka reads it as a null value)",
-                                 position=start)
+        value = None
     return key, value
 
 

@@ -40,6 +40,7 @@ def root(
 # Subcommand modules, in the order ``--help`` lists them. Each has ``register(app)``.
 COMMAND_MODULES: list[str] = [
     "dump",
+    "fetch_sim",
 ]
 
 _registered = False
