@@ -195,14 +195,33 @@ def summary_text(s: Summary) -> str:
             + (f"; {s.io_errors} unreadable" if s.io_errors else ""))
 
 
+_SIMPLE_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", '"': '\\"', "\\": "\\\\"}
+
+
 def text_bytes(b: bytes, encoding: str) -> str:
-    """Keys and values for human eyes: hex/base64, or UTF-8 with anything unprintable escaped."""
+    """Keys and values for human eyes: hex/base64, or a double-quoted UTF-8 string in which quotes,
+    backslashes and unprintable characters are escaped and bytes that are not UTF-8 show as ``\\xNN``."""
     if encoding == "hex":
         return b.hex()
     if encoding == "base64":
         return base64.b64encode(b).decode("ascii")
-    s = b.decode("utf-8", "backslashreplace")
-    return s if s.isprintable() else repr(s)[1:-1]
+    try:
+        s = b.decode("utf-8")
+        if s.isprintable() and '"' not in s and "\\" not in s:
+            return f'"{s}"'
+    except UnicodeDecodeError:
+        s = b.decode("utf-8", "surrogateescape")
+    out: list[str] = []
+    for ch in s:
+        if ch in _SIMPLE_ESCAPES:
+            out.append(_SIMPLE_ESCAPES[ch])
+        elif "\udc80" <= ch <= "\udcff":
+            out.append(f"\\x{ord(ch) - 0xDC00:02x}")
+        elif not ch.isprintable():
+            out.append(f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
 
 
 class TextWriter:
