@@ -293,43 +293,34 @@ def _dump_time_index(engine: DumpEngine, path: Path, display: str, size: int) ->
             if fr is not None and lookup is not None:
                 start = lookup.position_for(off)
                 begin = cursor[2] if start == cursor[0] and off >= cursor[1] else start
-                try:
-                    batch, stopped_at = _first_batch_reaching(fr, begin, off)
-                except CorruptRecordError as e:
-                    yield engine.finding("time-index-unverifiable", ERROR, display,
-                                         f"entry {i} (offset {off}): the log does not parse from byte {begin}: "
-                                         f"{e.message}", i * TIME_ENTRY_SIZE, off)
-                    batch, stopped_at = None, -1
-                    cursor = (-1, 0, 0)
+                batch, stopped_at = _first_batch_reaching(fr, begin, off, opts.resync_limit)
+                cursor = (start, off, stopped_at)
+                if batch is None or batch.last_offset != off:
+                    found = -1 if batch is None else batch.last_offset
+                    yield engine.finding("time-index-offset-not-found", ERROR, display,
+                                         f"entry {i} (timestamp {ts}) indexes offset {off}, but the batch "
+                                         f"reaching it ends at {found}", i * TIME_ENTRY_SIZE, off,
+                                         index_offset=off, log_offset=found)
                 else:
-                    cursor = (start, off, stopped_at)
-                if stopped_at >= 0:
-                    if batch is None or batch.last_offset != off:
-                        found = -1 if batch is None else batch.last_offset
-                        yield engine.finding("time-index-offset-not-found", ERROR, display,
-                                             f"entry {i} (timestamp {ts}) indexes offset {off}, but the batch "
-                                             f"reaching it ends at {found}", i * TIME_ENTRY_SIZE, off,
-                                             index_offset=off, log_offset=found)
+                    try:
+                        max_ts = max((r[1] for r in batch.records(limit=limit)), default=NO_TIMESTAMP)
+                        max_ts = max(max_ts, NO_TIMESTAMP)
+                    except KafkaToolError as e:
+                        yield engine.finding("time-index-unverifiable", ERROR, display,
+                                             f"entry {i} (offset {off}): records of the batch at byte "
+                                             f"{batch.position} do not decode: {e.message}",
+                                             i * TIME_ENTRY_SIZE, off)
                     else:
-                        try:
-                            max_ts = max((r[1] for r in batch.records(limit=limit)), default=NO_TIMESTAMP)
-                            max_ts = max(max_ts, NO_TIMESTAMP)
-                        except KafkaToolError as e:
-                            yield engine.finding("time-index-unverifiable", ERROR, display,
-                                                 f"entry {i} (offset {off}): records of the batch at byte "
-                                                 f"{batch.position} do not decode: {e.message}",
-                                                 i * TIME_ENTRY_SIZE, off)
-                        else:
-                            if max_ts != ts:
-                                yield engine.finding("time-index-mismatch", ERROR, display,
-                                                     f"entry {i} (offset {off}) says timestamp {ts}, the batch's "
-                                                     f"max record timestamp is {max_ts}", i * TIME_ENTRY_SIZE, off,
-                                                     index_timestamp=ts, log_timestamp=max_ts)
-                            if prev_ts >= ts:
-                                yield engine.finding("time-index-out-of-order", ERROR, display,
-                                                     f"entry {i} (offset {off}) timestamp {ts} does not increase "
-                                                     f"on {prev_ts}", i * TIME_ENTRY_SIZE, off,
-                                                     index_timestamp=ts, previous_timestamp=prev_ts)
+                        if max_ts != ts:
+                            yield engine.finding("time-index-mismatch", ERROR, display,
+                                                 f"entry {i} (offset {off}) says timestamp {ts}, the batch's "
+                                                 f"max record timestamp is {max_ts}", i * TIME_ENTRY_SIZE, off,
+                                                 index_timestamp=ts, log_timestamp=max_ts)
+                        if prev_ts >= ts:
+                            yield engine.finding("time-index-out-of-order", ERROR, display,
+                                                 f"entry {i} (offset {off}) timestamp {ts} does not increase "
+                                                 f"on {prev_ts}", i * TIME_ENTRY_SIZE, off,
+                                                 index_timestamp=ts, previous_timestamp=prev_ts)
             if show:
                 yield IndexEntryEvent(display, EntryKind.TIME, i, TimestampOffset(ts, off))
             prev_ts = ts
@@ -339,12 +330,30 @@ def _dump_time_index(engine: DumpEngine, path: Path, display: str, size: int) ->
     yield FileEnd(display, FileKind.TIME_INDEX, size, entries=n)
 
 
-def _first_batch_reaching(fr: FileRecords, begin: int, target: int) -> tuple[RecordBatch | None, int]:
-    """The first batch from ``begin`` whose last offset is >= ``target`` and its position; (None, end) if none."""
-    for batch in fr.batches(begin):
-        if batch.last_offset >= target:
-            return batch, batch.position
-    return None, fr.size
+def _first_batch_reaching(fr: FileRecords, begin: int, target: int,
+                          resync_limit: int) -> tuple[RecordBatch | None, int]:
+    """The first batch from ``begin`` whose last offset is >= ``target`` and its position; (None, end) if none.
+
+    Where Kafka's walk would throw (a corrupt size field) the scan resumes at the next valid batch, as the
+    log dump does, instead of giving up on every later entry."""
+    from kafkatool.dump import find_next_batch
+
+    p = begin
+    while True:
+        stream = fr.batches(p)
+        try:
+            for batch in stream:
+                if batch.last_offset >= target:
+                    return batch, batch.position
+        except CorruptRecordError:
+            pass
+        st = stream.end_state
+        if st is None or st.kind in ("end", "short-tail"):
+            return None, fr.size
+        q = find_next_batch(fr.buf, st.position + 1, fr.size, resync_limit)
+        if q is None:
+            return None, fr.size
+        p = q
 
 
 def _dump_txn_index(engine: DumpEngine, path: Path, display: str, size: int) -> Iterator[Event]:

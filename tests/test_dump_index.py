@@ -186,3 +186,14 @@ def test_partition_dir_dump_order(tmp_path):
                      "00000000000000000020.log", "00000000000000000020.index", "00000000000000000020.timeindex",
                      "00000000000000000020.txnindex", "00000000000000000060.index", "00000000000000000040.snapshot",
                      "leader-epoch-checkpoint", "partition.metadata", "00000000000000000000.log.deleted"]
+
+
+def test_time_index_verification_resumes_after_a_corrupt_region(tmp_path):
+    log = segment(tmp_path)
+    data = bytearray(log.read_bytes())
+    data[4582 + 8:4582 + 12] = b"\x00\x00\x00\x02"  # the batch 35..39 now has a size field of 2
+    log.write_bytes(bytes(data))
+    tix = log.with_suffix(".timeindex")
+    fs = findings(events([tix], verify_index_only=True))
+    # Only the entry that points into the destroyed batch is reported; Kafka's tool would have crashed.
+    assert fs == [("time-index-offset-not-found", "error", {"index_offset": 39, "log_offset": 44})]
