@@ -235,7 +235,7 @@ def _dump_offset_index(engine: DumpEngine, path: Path, display: str, size: int) 
                                          f"(offset {prev_off}, position {prev_pos})", i * OFFSET_ENTRY_SIZE, off)
                 if pos < 0 or pos >= end:
                     yield engine.finding("index-entry-past-end", ERROR, display,
-                                         f"entry {i} maps offset {off} to byte {pos}, past the end of the "
+                                         f"entry {i} maps offset {off} to byte {pos}, outside the "
                                          f"{end}-byte log", i * OFFSET_ENTRY_SIZE, off, index_offset=off,
                                          log_position=pos)
                 else:
@@ -292,6 +292,8 @@ def _dump_time_index(engine: DumpEngine, path: Path, display: str, size: int) ->
             off = base + rel
             if fr is not None and lookup is not None:
                 start = lookup.position_for(off)
+                if not 0 <= start < fr.size:
+                    start = 0  # a damaged .index entry (reported when the .index is checked): scan from the start
                 begin = cursor[2] if start == cursor[0] and off >= cursor[1] else start
                 batch, stopped_at = _first_batch_reaching(fr, begin, off, opts.resync_limit)
                 cursor = (start, off, stopped_at)

@@ -197,3 +197,11 @@ def test_time_index_verification_resumes_after_a_corrupt_region(tmp_path):
     fs = findings(events([tix], verify_index_only=True))
     # Only the entry that points into the destroyed batch is reported; Kafka's tool would have crashed.
     assert fs == [("time-index-offset-not-found", "error", {"index_offset": 39, "log_offset": 44})]
+
+
+def test_negative_index_position_does_not_break_time_index_checks(tmp_path):
+    # Found by fuzzing: a lookup position below 0 (Kafka's slice() throws IllegalArgumentException).
+    log = segment(tmp_path)
+    patch_index_entry(log.with_suffix(".index"), 0, pos_delta=-10**6)
+    evs = events([log.with_suffix(".index"), log.with_suffix(".timeindex")], verify_index=True)
+    assert [f[0] for f in findings(evs)] == ["index-entry-past-end"]
