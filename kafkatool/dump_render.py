@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Callable
 from dataclasses import asdict, is_dataclass
 from json.encoder import encode_basestring
@@ -195,12 +196,19 @@ def summary_text(s: Summary) -> str:
             + (f"; {s.io_errors} unreadable" if s.io_errors else ""))
 
 
-_SIMPLE_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", '"': '\\"', "\\": "\\\\"}
+# C0/C1 controls, DEL and the quote, escaped so a value cannot move the cursor or end the quoted string.
+_ESCAPES = {**{chr(c): f"\\x{c:02x}" for c in range(0x20)}, **{chr(c): f"\\u{c:04x}" for c in range(0x7F, 0xA0)},
+            "\n": "\\n", "\r": "\\r", "\t": "\\t", '"': '\\"'}
+_NEEDS_ESCAPE = re.compile('[\x00-\x1f\x7f-\x9f"]')
+
+
+def _escape(m: re.Match[str]) -> str:
+    return _ESCAPES[m.group()]
 
 
 def text_bytes(b: bytes, encoding: str) -> str:
     """Keys and values for human eyes: hex/base64, or a double-quoted UTF-8 string in which quotes,
-    backslashes and unprintable characters are escaped and bytes that are not UTF-8 show as ``\\xNN``."""
+    backslashes and control characters are escaped and bytes that are not UTF-8 show as ``\\xNN``."""
     if encoding == "hex":
         return b.hex()
     if encoding == "base64":
@@ -210,18 +218,9 @@ def text_bytes(b: bytes, encoding: str) -> str:
         if s.isprintable() and '"' not in s and "\\" not in s:
             return f'"{s}"'
     except UnicodeDecodeError:
-        s = b.decode("utf-8", "surrogateescape")
-    out: list[str] = []
-    for ch in s:
-        if ch in _SIMPLE_ESCAPES:
-            out.append(_SIMPLE_ESCAPES[ch])
-        elif "\udc80" <= ch <= "\udcff":
-            out.append(f"\\x{ord(ch) - 0xDC00:02x}")
-        elif not ch.isprintable():
-            out.append(f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
+        pass
+    # Doubling the backslashes first keeps the \\xNN of undecodable bytes unambiguous.
+    return '"' + _NEEDS_ESCAPE.sub(_escape, b.replace(b"\\", b"\\\\").decode("utf-8", "backslashreplace")) + '"'
 
 
 class TextWriter:
