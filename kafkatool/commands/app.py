@@ -54,6 +54,7 @@ def root(
 
 # Subcommand modules, in the order ``--help`` lists them. Each has ``register(app)``.
 COMMAND_MODULES: list[str] = [
+    "dump",
     "downconvert",
     "upconvert",
     "fetch_sim",
