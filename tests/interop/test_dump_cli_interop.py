@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -19,15 +18,14 @@ from typing import Any
 import pytest
 
 from tests.conftest import run_cli
+from tests.kafkaref import ensure_kafka_ref
 
 pytestmark = pytest.mark.interop
 
 
 def kafka_ref(*args: str | os.PathLike[str]) -> subprocess.CompletedProcess[str]:
-    """Run kafka-ref (the one place that knows where it lives; to be switched to ``tests/kafkaref.py``)."""
-    exe = os.environ.get("KAFKA_REF", "/tmp/kafka-ref-build/kafka-ref")
-    if not (Path(exe).is_file() and shutil.which("java")):
-        pytest.skip(f"kafka-ref not built at {exe} (set $KAFKA_REF) or no java")
+    """Run kafka-ref, located or built by tests/kafkaref.py (a failure, never a skip, when it cannot be)."""
+    exe = str(ensure_kafka_ref())
     env = dict(os.environ)
     env.setdefault("KAFKA_REF_JAVA_OPTS", "-Xmx1g -XX:TieredStopAtLevel=1")
     return subprocess.run([exe, *map(str, args)], capture_output=True, text=True, env=env, timeout=300)
