@@ -336,8 +336,12 @@ def _walk_cuts(segment: SegmentFile, targets: list[int]) -> list[int]:
 
 def make_plan(segments: Iterable[SegmentFile], *, split_bytes: int = DEFAULT_SPLIT_BYTES, parallelism: int = 2,
               share_slots: dict[tuple[str, int], int] | None = None,
-              topic_partitions: dict[str, int] | None = None, notes: Iterable[str] = ()) -> Plan:
-    """Ranges of at most about ``split_bytes``, packed into tasks of about equal bytes (longest first)."""
+              topic_partitions: dict[str, int] | None = None, notes: Iterable[str] = (),
+              task_bytes: int | None = None) -> Plan:
+    """Ranges of at most about ``split_bytes``, packed into tasks of about equal bytes (longest first).
+
+    Tasks aim at ``task_bytes`` each (default: the split size) and number at least ``3 x parallelism``.
+    """
     if split_bytes < 1:
         raise UsageError("the split size must be positive")
     segs = tuple(segments)
@@ -354,7 +358,7 @@ def make_plan(segments: Iterable[SegmentFile], *, split_bytes: int = DEFAULT_SPL
         for r in range(n):
             items.append(WorkItem(len(items), seg.topic, seg.partition, seg.path, seg.base_offset, bounds[r],
                                   bounds[r + 1], seg.size, r, n, slots, tp))
-    return Plan(segs, tuple(items), balance(items, split_bytes, parallelism), tuple(out_notes))
+    return Plan(segs, tuple(items), balance(items, task_bytes or split_bytes, parallelism), tuple(out_notes))
 
 
 def balance(items: Sequence[WorkItem], split_bytes: int, parallelism: int) -> tuple[tuple[int, ...], ...]:

@@ -99,7 +99,7 @@ class RangeBatches:
         self.range_end = end
         self.file_size = file_size
         self.last = last
-        self.chunk_bytes = max(chunk_bytes, 64 * 1024)
+        self.chunk_bytes = max(chunk_bytes, 1024)
         self.max_batch_bytes = max_batch_bytes
         self.end: RangeEnd | None = None
         self.bytes_read = 0

@@ -20,6 +20,7 @@ Contents (deterministic: seeded):
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import shutil
@@ -78,8 +79,12 @@ def _v2_partition(rng: random.Random, offset: int, n_batches: int, keys_for: lis
     return b"".join(out), offset
 
 
-def build_mixed_logdir(root: Path, *, with_kafka_ref: bool = True) -> Path:
-    """Write the log dir described in the module docstring under ``root``; returns ``root``."""
+def build_mixed_logdir(root: Path, *, with_kafka_ref: bool = True) -> list[dict[str, object]]:
+    """Write the log dir described in the module docstring under ``root``.
+
+    Returns kafka-ref's own ``gen`` reports for ``ref-0`` ([] without kafka-ref): Kafka's figures to
+    compare ours with.
+    """
     rng = random.Random(20240607)
     root.mkdir(parents=True, exist_ok=True)
     (root / "meta.properties").write_text("version=1\nbroker.id=1\n")
@@ -153,22 +158,22 @@ def build_mixed_logdir(root: Path, *, with_kafka_ref: bool = True) -> Path:
     (pdir / f"{0:020d}.log").write_bytes(torn)
 
     ref = kafka_ref_launcher() if with_kafka_ref else None
-    if ref:
-        _kafka_ref_partition(ref, root / "ref-0")
-    return root
+    return _kafka_ref_partition(ref, root / "ref-0") if ref else []
 
 
-def _kafka_ref_partition(launcher: str, pdir: Path) -> None:
+def _kafka_ref_partition(launcher: str, pdir: Path) -> list[dict[str, object]]:
     pdir.mkdir()
     log = pdir / f"{0:020d}.log"
     env = dict(os.environ, KAFKA_REF_JAVA_OPTS="-Xmx512m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
     common = ["--key-cardinality", "12", "--null-key-fraction", "0.1", "--value-bytes", "120"]
-    subprocess.run([launcher, "gen", "--out", str(log), "--magic", "1", "--codec", "none,gzip,snappy,lz4",
-                    "--records", "160", "--batch-records", "8", "--seed", "11", *common],
-                   check=True, capture_output=True, env=env, timeout=120)
-    subprocess.run([launcher, "gen", "--out", str(log), "--append", "--magic", "2",
-                    "--codec", "none,gzip,snappy,lz4,zstd", "--records", "300", "--batch-records", "10",
-                    "--seed", "12", "--base-offset", "160", "--start-ts", str(TS + 10_000_000), "--transactional",
-                    "--producer-id", "77", "--control-every", "4", "--headers", "1", *common],
-                   check=True, capture_output=True, env=env, timeout=120)
+    first = subprocess.run([launcher, "gen", "--out", str(log), "--magic", "1", "--codec", "none,gzip,snappy,lz4",
+                            "--records", "160", "--batch-records", "8", "--seed", "11", *common],
+                           check=True, capture_output=True, text=True, env=env, timeout=120)
+    second = subprocess.run([launcher, "gen", "--out", str(log), "--append", "--magic", "2",
+                             "--codec", "none,gzip,snappy,lz4,zstd", "--records", "300", "--batch-records", "10",
+                             "--seed", "12", "--base-offset", "160", "--start-ts", str(TS + 10_000_000),
+                             "--transactional", "--producer-id", "77", "--control-every", "4", "--headers", "1",
+                             *common],
+                            check=True, capture_output=True, text=True, env=env, timeout=120)
     _write_indexes(log, 0, 1024)
+    return [json.loads(first.stdout.strip().splitlines()[-1]), json.loads(second.stdout.strip().splitlines()[-1])]

@@ -1,0 +1,23 @@
+"""Fixtures of the scan tests: one mixed-format log dir per test session (read-only: copy to modify)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.scan.mixed_logdir import build_mixed_logdir
+
+
+@dataclass
+class MixedDir:
+    path: Path
+    kafka_ref_gen: list[dict[str, object]]  # kafka-ref's own reports for ref-0 ([] without kafka-ref)
+
+
+@pytest.fixture(scope="session")
+def mixed_dir(tmp_path_factory: pytest.TempPathFactory) -> MixedDir:
+    root = tmp_path_factory.mktemp("mixed") / "kafka-logs"
+    gen = build_mixed_logdir(root)
+    return MixedDir(root, gen)
