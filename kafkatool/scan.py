@@ -344,7 +344,7 @@ def _flush_keys(item: WorkItem, st: Stats, ks: KeyShareStats | None, keys: list[
         ks.murmur2_match += int(np.count_nonzero(positive % np.uint32(parts) == item.partition))
         crc = np.fromiter(map(zlib.crc32, keys), dtype=np.uint32, count=len(keys))
         ks.crc32_match += int(np.count_nonzero(crc % np.uint32(parts) == item.partition))
-    ks.hot.update(keys, sizes, h32.tolist())
+    ks.hot.update(keys, size_arr, h64, h32)
 
 
 # ---------------------------------------------------------------------------------------------- merging

@@ -6,17 +6,19 @@ tasks gives exactly the figures of the same ranges scanned in one process.
 * ``HyperLogLog``: Flajolet et al. 2007 with linear counting for small cardinalities; ``p = 12``
   (4096 one-byte registers, standard error 1.04/sqrt(4096) = 1.6%) over a 64-bit key hash. Merging
   is the register-wise maximum, so the estimate does not depend on how the keys were split.
-* ``HotKeys``: exact per-key counts until the table holds ``4 * capacity`` keys, then pruned to the
-  ``capacity`` heaviest; ``error`` bounds how many records of any key may have been pruned away
-  (the largest pruned count, summed over prunes). With fewer distinct keys than ``4 * capacity`` the
-  counts are exact.
+* ``HotKeys``: each chunk of keys is counted exactly by 64-bit hash (numpy) and its ``capacity``
+  heaviest keys are added to a table, which is pruned back to the ``capacity`` heaviest when it
+  holds ``4 * capacity``; ``error`` bounds how many records of any key may have been dropped (the
+  largest count left out, summed over chunks and prunes). A key among the ``capacity`` heaviest of
+  every chunk it appears in is counted exactly; so is every key when a chunk has at most
+  ``capacity`` distinct keys.
 """
 
 from __future__ import annotations
 
 import math
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,17 +95,38 @@ class HotKeys:
     counts: dict[bytes, list[int]] = field(default_factory=dict)  # key -> [records, bytes, murmur2]
     error: int = 0
 
-    def update(self, keys: Iterable[bytes], sizes: Iterable[int], hashes: Iterable[int]) -> None:
-        counts = self.counts
-        get = counts.get
-        for k, s, h in zip(keys, sizes, hashes, strict=False):
-            e = get(k)
+    def update(self, keys: Sequence[bytes], sizes: Any, h64: Any, h32: Any) -> None:
+        """Count one chunk of keys (with their record sizes and 64/32-bit hashes, numpy arrays).
+
+        The chunk is aggregated by 64-bit hash in numpy; only its ``capacity`` heaviest keys reach the
+        table, and the next heaviest count of the chunk is added to ``error``.
+        """
+        import numpy as np
+
+        n = len(keys)
+        if n == 0:
+            return
+        uniq, first, inverse, counts = np.unique(h64, return_index=True, return_inverse=True, return_counts=True)
+        byts = np.bincount(inverse, weights=sizes, minlength=len(uniq)).astype(np.int64)
+        cap = self.capacity
+        if len(uniq) > cap:
+            top = np.argpartition(-counts, cap - 1)[:cap]
+            rest = np.ones(len(uniq), dtype=bool)
+            rest[top] = False
+            self.error += int(counts[rest].max())
+        else:
+            top = np.arange(len(uniq))
+        table = self.counts
+        for u in top.tolist():
+            i = int(first[u])
+            k = keys[i]
+            e = table.get(k)
             if e is None:
-                counts[k] = [1, s, h]
+                table[k] = [int(counts[u]), int(byts[u]), int(h32[i])]
             else:
-                e[0] += 1
-                e[1] += s
-        if len(counts) > 4 * self.capacity:
+                e[0] += int(counts[u])
+                e[1] += int(byts[u])
+        if len(table) > 4 * cap:
             self._prune()
 
     def _prune(self) -> None:

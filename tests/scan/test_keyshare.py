@@ -17,6 +17,7 @@ from kafkatool.codecs import Codec
 from kafkatool.keyshare import (
     HASH_SPACE,
     assign,
+    hash64_many,
     hash_range,
     librdkafka_consistent_partition,
     murmur2,
@@ -184,15 +185,24 @@ def test_plain_loads_leave_surplus_consumers_idle():
 
 
 def test_hot_keys_exact_below_capacity_and_bounded_above():
+    def update(hk: HotKeys, keys: list[bytes], sizes: list[int]) -> None:
+        h32, h64 = hash64_many(keys)
+        hk.update(keys, np.asarray(sizes, dtype=np.int64), h64, h32)
+
     hk = HotKeys(capacity=4)
     keys = [b"a"] * 50 + [b"b"] * 30 + [b"k%d" % i for i in range(100)]
-    hk.update(keys, [1] * len(keys), [0] * len(keys))
+    update(hk, keys, [1] * len(keys))
     top = hk.top(2)
-    assert [(h.key, h.records) for h in top] == [(b"a", 50), (b"b", 30)]
-    assert hk.error <= 1  # pruned keys had a count of 1
+    assert [(h.key, h.records, h.hash) for h in top] == [(b"a", 50, murmur2(b"a") & 0xFFFFFFFF), (b"b", 30,
+                                                         murmur2(b"b") & 0xFFFFFFFF)]
+    assert hk.error == 1  # the heaviest key left out of the chunk had a count of 1
+    for _ in range(3):  # more chunks: the table is pruned, the heavy keys stay exact
+        update(hk, keys, [2] * len(keys))
+    assert [(h.key, h.records, h.bytes) for h in hk.top(2)] == [(b"a", 200, 350), (b"b", 120, 210)]
     small = HotKeys(capacity=64)
-    small.update([b"x", b"y", b"x"], [5, 6, 7], [1, 2, 1])
+    update(small, [b"x", b"y", b"x"], [5, 6, 7])
     assert [(h.key, h.records, h.bytes) for h in small.top(5)] == [(b"x", 2, 12), (b"y", 1, 6)]
+    assert small.error == 0
 
 
 def test_hyperloglog_estimates_and_merges_as_a_union():
