@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import os
 import time
 from typing import Annotated, Any
@@ -19,6 +20,17 @@ from kafkatool.errors import ExitCode, UsageError
 from kafkatool.units import format_size, parse_size, parse_time_ms
 
 DEFAULT_MEMORY = "2GiB"
+
+
+class Level(str, enum.Enum):
+    TOPIC = "topic"
+    PARTITION = "partition"
+    SEGMENT = "segment"
+
+
+class Engine(str, enum.Enum):
+    SPARK = "spark"
+    LOCAL_PROCESSES = "local-processes"
 
 
 def _pairs(values: list[str] | None, what: str) -> list[tuple[str, str]]:
@@ -77,7 +89,7 @@ def spark_scan(
     output: Annotated[str | None, typer.Option("--output", "-o", help="Write the figures as Parquet files into "
                                                "this directory.")] = None,
     fmt: FormatOpt = None,
-    level: Annotated[str, typer.Option("--level", help="Table rows: topic, partition or segment.")] = "partition",
+    level: Annotated[Level, typer.Option("--level", help="Rows of the printed table.")] = Level.PARTITION,
     stats: Annotated[bool, typer.Option("--stats", help="Also print the stats when another analysis is "
                                         "chosen (they are the default otherwise).")] = False,
     export_records: Annotated[str | None, typer.Option("--export-records", help="Write every record as Parquet "
@@ -105,8 +117,8 @@ def spark_scan(
                                             "size.")] = "128MiB",
     max_message_bytes: Annotated[int, typer.Option("--max-message-bytes", min=1, help="max.message.bytes to "
                                                    "compare batch sizes with.")] = 1048588,
-    engine: Annotated[str, typer.Option("--engine", help="spark, or local-processes (a process pool, no "
-                                        "JVM).")] = "spark",
+    engine_opt: Annotated[Engine, typer.Option("--engine", help="spark, or local-processes (a process pool, no "
+                                               "JVM).")] = Engine.SPARK,
     jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Processes for --engine "
                                              "local-processes (default: CPU count).")] = None,
     executor_cores: Annotated[int, typer.Option("--executor-cores", min=1, help="Cores per executor on a "
@@ -126,10 +138,9 @@ def spark_scan(
     """
     out = Output(quiet=quiet)
     form = out.resolve_format(fmt)
-    if level not in ("topic", "partition", "segment"):
-        raise UsageError(f"--level is topic, partition or segment, not {level!r}")
-    if engine not in ("spark", "local-processes"):
-        raise UsageError(f"--engine is spark or local-processes, not {engine!r}")
+    engine = engine_opt.value
+    if engine == "spark" and master.startswith("sc://"):
+        raise UsageError("Spark Connect (sc://) is not supported yet: give a spark://, yarn, k8s:// or local master")
     flt_from = parse_time_ms(from_time) if from_time is not None else None
     flt_to = parse_time_ms(to_time) if to_time is not None else None
     if (flt_from is not None or flt_to is not None) and export_records is None:
@@ -193,7 +204,7 @@ def spark_scan(
         rc = ExitCode.OK
         tables: dict[str, list[dict[str, Any]]] = {}
         if want_stats or setup is not None:
-            rc = max(rc, _stats(spark, plan, opts, engine, cores, out, form, level, want_stats, setup, hot_keys,
+            rc = max(rc, _stats(spark, plan, opts, engine, cores, out, form, level.value, want_stats, setup, hot_keys,
                                 tables))
         if verify_index:
             rc = max(rc, _verify(spark, plan, index_interval_bytes, engine, cores, parallelism, out, form, tables))

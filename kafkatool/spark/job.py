@@ -9,14 +9,16 @@ estimated as the finished share of the planned bytes.
 from __future__ import annotations
 
 import os
+import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from types import TracebackType
 from typing import Any
 
 import pyarrow as pa
 
-from kafkatool.errors import UsageError
+from kafkatool.errors import KafkaToolError, UsageError
 from kafkatool.scan import DEFAULT_OPTIONS, RangeResult, ScanOptions, ScanReport, merge_results, scan_range
 from kafkatool.spark.executor import export_fn, index_check_fn, stats_fn
 from kafkatool.spark.export import NO_FILTER, ExportFilter, prepare_output
@@ -83,9 +85,30 @@ def task_frame(spark: Any, n_tasks: int) -> Any:
 
 def collect_arrow(df: Any) -> pa.Table:
     """``DataFrame.toArrow`` (Spark 4), or the Arrow collect of Spark 3.5."""
-    if hasattr(df, "toArrow"):
-        return df.toArrow()
-    return pa.Table.from_batches(df._collect_as_arrow())  # pyspark 3.5
+    with spark_errors():
+        if hasattr(df, "toArrow"):
+            return df.toArrow()
+        return pa.Table.from_batches(df._collect_as_arrow())  # pyspark 3.5
+
+
+@contextmanager
+def spark_errors() -> Iterator[None]:
+    """Turn a failed Spark job (a Py4J exception of many screens) into one line naming the cause."""
+    try:
+        yield
+    except (KafkaToolError, KeyboardInterrupt):
+        raise
+    except Exception as e:
+        raise UsageError(f"the Spark job failed: {short_error(e)}") from e
+
+
+def short_error(e: BaseException) -> str:
+    """The innermost Python exception line of a Spark failure, else its first line."""
+    text = str(e)
+    causes = [ln.strip() for ln in text.splitlines()
+              if re.match(r"^\s*[A-Za-z_.]*(Error|Exception)(: |$)", ln) and "py4j" not in ln.lower()]
+    pick = causes[-1] if causes else (text.splitlines()[0] if text else type(e).__name__)
+    return pick if len(pick) <= 300 else pick[:297] + "..."
 
 
 def run_stats(spark: Any, plan: Plan, opts: ScanOptions = DEFAULT_OPTIONS, *,
@@ -117,7 +140,7 @@ def run_export(spark: Any, plan: Plan, out_dir: str, opts: ScanOptions = DEFAULT
             os.rmdir(out_dir)  # empty (checked): Spark's errorifexists refuses any existing path
     fn = export_fn(plan.items, plan.tasks, opts, flt)
     df = task_frame(spark, max(len(plan.tasks), 1)).mapInArrow(fn, spark_schema(RECORD_SCHEMA))
-    with StageProgress(spark, len(plan.tasks), plan.total_bytes, progress):
+    with StageProgress(spark, len(plan.tasks), plan.total_bytes, progress), spark_errors():
         df.write.mode("errorifexists").partitionBy("topic", "partition").parquet(out_dir)
     return int(spark.read.parquet(out_dir).count())
 
@@ -142,7 +165,8 @@ def preflight(spark: Any) -> list[dict[str, str]]:
 
     sc = spark.sparkContext
     n = max(int(sc.defaultParallelism), 1)
-    probes: list[dict[str, str]] = sc.parallelize(range(n), n).map(lambda _: preflight_probe()).collect()
+    with spark_errors():
+        probes: list[dict[str, str]] = sc.parallelize(range(n), n).map(lambda _: preflight_probe()).collect()
     broken = [p for p in probes if p["missing"] or p["kafkatool"] == "missing"]
     if broken:
         p = broken[0]

@@ -247,3 +247,16 @@ def test_verify_index_equal_differs_missing(mixed_dir, tmp_path):
     assert "entry 1" in verdicts[("orders", 1, 0)]["detail"]
     assert verdicts[("damaged", 0, 0)]["classification"] == "missing"
     assert sum(r["classification"] == "equal" for r in rows) == len(rows) - 2
+
+
+def test_discovery_of_urls_matches_local_paths(mixed_dir):
+    part = mixed_dir.path / "orders-0"
+    local = discover([str(part)]).segments
+    remote = discover([part.as_uri()]).segments
+    assert [(s.topic, s.partition, s.base_offset, s.size) for s in remote] == \
+        [(s.topic, s.partition, s.base_offset, s.size) for s in local] and len(local) == 2
+    assert all(s.index_path and s.index_path.endswith(".index") for s in remote)
+    (one,) = discover([(part / f"{0:020d}.log").as_uri()]).segments
+    assert (one.topic, one.partition, one.base_offset) == ("orders", 0, 0)
+    whole = discover([mixed_dir.path.as_uri()])
+    assert len(whole.segments) == len(discover([str(mixed_dir.path)]).segments)
