@@ -50,8 +50,8 @@ class ProgressLine:
         self.out = out
         self.label = label
         self.start = time.monotonic()
-        self.last = 0.0
         self.tty = out.err.is_terminal
+        self.last = 0.0 if self.tty else self.start  # piped: the first line after 10 s
 
     def __call__(self, done_bytes: int, total_bytes: int, done_tasks: int = -1, total_tasks: int = -1) -> None:
         if self.out.quiet:
