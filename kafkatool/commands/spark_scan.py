@@ -152,6 +152,12 @@ def spark_scan(
     if split < 1:
         raise UsageError("--split-size must be positive")
     want_stats = stats or not (export_records or verify_index or key_sharing)
+    from kafkatool.spark.source import is_url
+
+    if output and is_url(output):
+        raise UsageError("--output writes to a local directory (the figures are small); give a local path")
+    if export_records and is_url(export_records) and engine != "spark":
+        raise UsageError("--engine local-processes exports to a local directory; use Spark to write to a URL")
 
     from kafkatool.scan import ScanOptions
     from kafkatool.scan_report import keyshare_setup

@@ -101,3 +101,14 @@ def test_tasks_are_balanced_by_bytes():
     assert len(many) == 6 and max(map(len, many)) - min(map(len, many)) <= 1  # empty segments spread too
     segs = [SegmentFile("t", 0, f"/x/{i}", i, s) for i, s in enumerate([50, 40, 30, 20])]
     assert sorted(i for t in balance_segments(segs, 1) for i in t) == [0, 1, 2, 3]
+
+
+def test_a_failed_spark_job_is_one_line_naming_the_python_cause():
+    from kafkatool.spark.job import short_error
+
+    text = ("An error occurred while calling o45.toArrow.\n"
+            ": org.apache.spark.SparkException: Job aborted due to stage failure: Task 0 in stage 1.0 failed\n"
+            '  File "/x/worker.py", line 1, in main\n    raise ValueError("boom")\nValueError: boom\n'
+            "\tat org.apache.spark.api.python.BasePythonRunner")
+    assert short_error(Exception(text)) == "ValueError: boom"
+    assert short_error(Exception("plain failure\nsecond")) == "plain failure"
