@@ -35,7 +35,7 @@ from kafkatool.errors import KafkaToolError
 from kafkatool.keyshare import hash64_many, slots_of_many
 from kafkatool.legacy_records import RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1
 from kafkatool.sketches import HotKeys, HyperLogLog
-from kafkatool.spark.plan import Plan, WorkItem, whole_segment_item
+from kafkatool.spark.plan import Plan, WorkItem, parent_of, whole_segment_item
 from kafkatool.spark.source import DEFAULT_CHUNK_BYTES, DEFAULT_MAX_BATCH_BYTES, RangeBatches, RangeEnd
 
 DEFAULT_MAX_MESSAGE_BYTES = 1048588  # message.max.bytes (Kafka 3.9 default: 1 MiB + 12)
@@ -371,6 +371,7 @@ class SegmentResult:
 class PartitionResult:
     topic: str
     partition: int
+    dir: str  # the partition dir (several log dirs may hold copies of one partition)
     segments: int
     stats: Stats
     keyshare: KeyShareStats | None
@@ -430,7 +431,7 @@ def merge_segment(items: Sequence[WorkItem], results: Mapping[int, RangeResult])
 def merge_results(plan: Plan, results: Mapping[int, RangeResult],
                   rescan: Callable[[WorkItem], RangeResult], notes: Iterable[str] = ()) -> ScanReport:
     """Segments, partitions, topics and the total, merged in plan order (deterministic)."""
-    by_segment: dict[tuple[str, int, int], list[WorkItem]] = {}
+    by_segment: dict[tuple[str, int, str, int], list[WorkItem]] = {}
     for it in plan.items:
         by_segment.setdefault(it.segment_key, []).append(it)
     out_notes = list(plan.notes) + list(notes)
@@ -448,14 +449,16 @@ def merge_results(plan: Plan, results: Mapping[int, RangeResult],
         segments.append(seg)
     partitions: list[PartitionResult] = []
     for seg in segments:
-        if partitions and (partitions[-1].topic, partitions[-1].partition) == (seg.topic, seg.partition):
+        pdir = parent_of(seg.path)
+        if partitions and (partitions[-1].topic, partitions[-1].partition, partitions[-1].dir) == \
+                (seg.topic, seg.partition, pdir):
             p = partitions[-1]
             p.stats.merge(seg.stats, sequential=True)
             if p.keyshare is not None and seg.keyshare is not None:
                 p.keyshare.merge(seg.keyshare)
             p.segments += 1
         else:
-            p = PartitionResult(seg.topic, seg.partition, 1, _copy(seg.stats), _copy_ks(seg.keyshare), [])
+            p = PartitionResult(seg.topic, seg.partition, pdir, 1, _copy(seg.stats), _copy_ks(seg.keyshare), [])
             partitions.append(p)
         if seg.end.abnormal:
             p.abnormal.append(seg)

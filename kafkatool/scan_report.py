@@ -68,7 +68,7 @@ def segment_row(seg: SegmentResult) -> dict[str, Any]:
 
 
 def partition_row(p: PartitionResult) -> dict[str, Any]:
-    return {"topic": p.topic, "partition": p.partition, "segments": p.segments, **stats_fields(p.stats),
+    return {"topic": p.topic, "partition": p.partition, "dir": p.dir, "segments": p.segments, **stats_fields(p.stats),
             "unread_bytes": sum(s.unread_bytes for s in p.abnormal)}
 
 
@@ -185,10 +185,12 @@ def topic_shares(report: ScanReport, setup: KeyShareSetup, hot: int = 5) -> list
         details: list[PartitionShare] = []
         hot_rows: list[HotKeyRow] = []
         bound = 0
+        seen: set[int] = set()
         for p in parts:
             ks = p.keyshare
-            if ks is None or not 0 <= p.partition < a.partitions:
-                continue
+            if ks is None or not 0 <= p.partition < a.partitions or p.partition in seen:
+                continue  # a second copy (replica) of a partition is not a second partition
+            seen.add(p.partition)
             slot_records[p.partition] = list(ks.slot_records)
             slot_bytes[p.partition] = list(ks.slot_bytes)
             part_records[p.partition] = sum(ks.slot_records)

@@ -91,9 +91,10 @@ def render_stats(report: ScanReport, out: Output, form: OutputFormat, level: str
                      "ok" if not s.end.abnormal else s.end.kind] for s in report.segments]
             lines = table(["TOPIC", "PARTITION", "SEGMENT", *_STATS_HEADERS, "END"], rows)
         elif level == "partition":
-            rows = [[p.topic, p.partition, p.segments, *_stats_cells(stats_fields(p.stats))]
-                    for p in report.partitions]
-            lines = table(["TOPIC", "PARTITION", "SEGMENTS", *_STATS_HEADERS], rows)
+            copies = len({(p.topic, p.partition) for p in report.partitions}) < len(report.partitions)
+            rows = [[p.topic, p.partition, *([p.dir] if copies else []), p.segments,
+                     *_stats_cells(stats_fields(p.stats))] for p in report.partitions]
+            lines = table(["TOPIC", "PARTITION", *(["DIR"] if copies else []), "SEGMENTS", *_STATS_HEADERS], rows)
         else:
             rows = [[t.topic, t.partitions, t.segments, *_stats_cells(stats_fields(t.stats))] for t in report.topics]
             lines = table(["TOPIC", "PARTITIONS", "SEGMENTS", *_STATS_HEADERS], rows)

@@ -112,9 +112,13 @@ def spark_scan(
                                                          "--key-sharing (default: highest found + 1).")] = None,
     hot_keys: Annotated[int, typer.Option("--hot-keys", min=0, help="Hot keys shown per partition.")] = 5,
     memory: Annotated[str | None, typer.Option("--memory", help="The run's memory budget (local: the whole "
-                                               "run; cluster: one executor). Env KAFKATOOL_MEMORY.")] = None,
+                                               "run; cluster: one executor). Env KAFKATOOL_MEMORY; default "
+                                               "2GiB with Spark, 256MiB for local-processes.")] = None,
     split_size: Annotated[str, typer.Option("--split-size", help="Cut segments into byte ranges of about this "
                                             "size.")] = "128MiB",
+    task_size: Annotated[str | None, typer.Option("--task-size", help="Pack ranges into tasks of about this "
+                                                  "many bytes (default: the split size; at least 3 tasks per "
+                                                  "core).")] = None,
     max_message_bytes: Annotated[int, typer.Option("--max-message-bytes", min=1, help="max.message.bytes to "
                                                    "compare batch sizes with.")] = 1048588,
     engine_opt: Annotated[Engine, typer.Option("--engine", help="spark, or local-processes (a process pool, no "
@@ -147,10 +151,12 @@ def spark_scan(
         raise UsageError("--from-time/--to-time filter --export-records")
     part_counts = {k: _positive(v, k) for k, v in _pairs(partitions, "--partitions")}
     conf_pairs = _pairs(conf, "--conf")
-    budget = parse_size(memory or env_memory_default() or DEFAULT_MEMORY)
+    given = memory or env_memory_default()
+    budget = parse_size(given or DEFAULT_MEMORY)
     split = parse_size(split_size)
-    if split < 1:
-        raise UsageError("--split-size must be positive")
+    task_bytes = parse_size(task_size) if task_size else split
+    if split < 1 or task_bytes < 1:
+        raise UsageError("--split-size and --task-size must be positive")
     want_stats = stats or not (export_records or verify_index or key_sharing)
     from kafkatool.spark.source import is_url
 
@@ -161,7 +167,7 @@ def spark_scan(
 
     from kafkatool.scan import ScanOptions
     from kafkatool.scan_report import keyshare_setup
-    from kafkatool.spark.memory import is_local_master, local_cores, plan_memory
+    from kafkatool.spark.memory import is_local_master, local_cores, plan_memory, plan_processes
     from kafkatool.spark.plan import discover, make_plan
 
     found = discover(paths, topic or ())
@@ -169,18 +175,25 @@ def spark_scan(
         out.note(f"note: {note}")
     if not found.segments:
         raise UsageError("no .log segments found under " + ", ".join(paths))
+    unknown = sorted(set(part_counts) - {s.topic for s in found.segments})
+    if unknown:
+        raise UsageError(f"--partitions names topics not scanned: {', '.join(unknown)}")
     local = engine == "local-processes" or is_local_master(master)
     if engine == "local-processes":
         cores = jobs or os.cpu_count() or 1
     else:
         cores = local_cores(master, os.cpu_count() or 1) if local else executor_cores
-    mem = plan_memory(budget, cores, local=local)
-    opts = ScanOptions(decompress_limit=mem.decompress_limit, chunk_bytes=mem.chunk_bytes,
-                       max_batch_bytes=mem.max_batch_bytes, max_message_bytes=max_message_bytes)
+    if engine == "spark":
+        mem = plan_memory(budget, cores, local=local)
+        opts = ScanOptions(decompress_limit=mem.decompress_limit, chunk_bytes=mem.chunk_bytes,
+                           max_batch_bytes=mem.max_batch_bytes, max_message_bytes=max_message_bytes)
+    else:
+        pool = plan_processes(parse_size(given) if given else None, cores)
+        opts = ScanOptions(decompress_limit=pool.worker.decompress_limit, chunk_bytes=pool.worker.chunk_bytes,
+                           max_batch_bytes=max(pool.worker.decompress_limit, pool.worker.chunk_bytes),
+                           max_message_bytes=max_message_bytes)
+        out.note(pool.describe())
     setup = keyshare_setup(found.segments, key_sharing, part_counts) if key_sharing else None
-    unknown = sorted(set(part_counts) - {s.topic for s in found.segments})
-    if unknown:
-        raise UsageError(f"--partitions names topics not scanned: {', '.join(unknown)}")
 
     spark: Any = None
     if engine == "spark":
@@ -200,7 +213,7 @@ def spark_scan(
     else:
         parallelism = cores
     try:
-        plan = make_plan(found.segments, split_bytes=split, parallelism=parallelism,
+        plan = make_plan(found.segments, split_bytes=split, parallelism=parallelism, task_bytes=task_bytes,
                          share_slots=setup.share_slots() if setup else None,
                          topic_partitions=setup.topic_partitions() if setup else None)
         for note in plan.notes:

@@ -6,18 +6,20 @@ between its JVM heap and its Python workers (one per executor core, counted in t
 ``memoryOverhead`` as YARN and Kubernetes account for them); the driver, on this machine, takes a
 quarter of it (0.5 to 2 GiB): it only merges small per-range figures.
 
-Per Python worker (one task at a time) the share bounds a task: the largest decompressed batch it
-accepts (``decompress_limit``, 1/8 of the share: parsed records take several times their bytes as
-Python objects), the remote read chunk and the Arrow batch being filled (``chunk_bytes``, 1/16) and a
-single batch read whole from a remote file (``max_batch_bytes``, 1/4). ``spark.executor.pyspark.memory``
-is deliberately not set: it limits the worker's *address space*, and the scan memory-maps segments
-of any size.
+The Python side is then divided by the run's budget rules (``kafkatool.budget``: reserved overhead
+per process, then per worker the chunk buffers and the largest decompressed batch with the records
+made from it). Per Python worker (one task at a time) that bounds a task: the largest decompressed
+batch it accepts (``decompress_limit``), the remote read chunk and the Arrow batch being filled
+(``chunk_bytes``, 1/16 of the worker's share) and a single batch read whole from a remote file
+(``max_batch_bytes``, 1/4). ``spark.executor.pyspark.memory`` is deliberately not set: it limits the
+worker's *address space*, and the scan memory-maps segments of any size.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kafkatool import budget as run_budget
 from kafkatool.errors import UsageError
 
 MiB = 1 << 20
@@ -73,14 +75,16 @@ def plan_memory(budget: int, cores: int, *, local: bool) -> MemoryPlan:
         raise UsageError(f"--memory {budget // MiB}MiB is too small for {cores} task(s) at once: give at least "
                          f"{-(-need // MiB)}MiB, or fewer cores")
     driver = heap if local else _clamp(budget // 4, 512 * MiB, 2 * GiB)
+    chunk = _clamp(worker // 16, 1 * MiB, 64 * MiB)
+    workers = run_budget.plan(python_total, workers=cores, chunk_bytes=chunk, processes=cores)
     return MemoryPlan(
         budget=budget, cores=cores, local=local,
         driver_memory=driver,
         executor_memory=heap,
         executor_overhead=budget - heap,
         python_worker_memory=worker,
-        decompress_limit=_clamp(worker // 8, 8 * MiB, 512 * MiB),
-        chunk_bytes=_clamp(worker // 16, 1 * MiB, 64 * MiB),
+        decompress_limit=workers.worker.decompress_limit,
+        chunk_bytes=chunk,
         max_batch_bytes=_clamp(worker // 4, 16 * MiB, 1 * GiB),
     )
 
@@ -101,3 +105,10 @@ def local_cores(master: str, cpu_count: int) -> int:
 
 def is_local_master(master: str) -> bool:
     return master.strip() == "local" or master.strip().startswith("local[")
+
+
+def plan_processes(total: int | None, jobs: int) -> run_budget.MemoryBudget:
+    """``--engine local-processes``: no JVM, so the whole budget is the process pool's (``kafkatool.budget``)."""
+    probe = run_budget.plan(total, workers=jobs, processes=jobs)
+    chunk = _clamp(probe.worker.total // 16, run_budget.DEFAULT_CHUNK, 64 * MiB)
+    return run_budget.plan(total, workers=jobs, chunk_bytes=chunk, processes=jobs)

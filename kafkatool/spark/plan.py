@@ -85,8 +85,9 @@ class WorkItem:
         return self.end - self.start
 
     @property
-    def segment_key(self) -> tuple[str, int, int]:
-        return (self.topic, self.partition, self.base_offset)
+    def segment_key(self) -> tuple[str, int, str, int]:
+        """Segments sort by topic, partition, partition dir (replicas from several log dirs stay apart)."""
+        return (self.topic, self.partition, parent_of(self.path), self.base_offset)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,8 +105,12 @@ class Plan:
         return sum(self.items[i].bytes for i in self.tasks[task])
 
     def items_of(self, segment: SegmentFile) -> list[WorkItem]:
-        key = (segment.topic, segment.partition, segment.base_offset)
-        return [it for it in self.items if it.segment_key == key]
+        return [it for it in self.items if it.path == segment.path]
+
+
+def parent_of(path: str) -> str:
+    """The partition dir of a segment path or URL."""
+    return path.rstrip("/").rsplit("/", 1)[0] if is_url(path) else os.path.dirname(path)
 
 
 @dataclass(slots=True)
@@ -140,6 +145,13 @@ def discover(paths: Sequence[str], topics: Sequence[str] = ()) -> Discovery:
             seen.add(s.path)
             unique.append(s)
     out.segments = unique
+    dirs: dict[tuple[str, int], set[str]] = {}
+    for s in unique:
+        dirs.setdefault((s.topic, s.partition), set()).add(parent_of(s.path))
+    copies = sorted(f"{t}-{p}" for (t, p), ds in dirs.items() if len(ds) > 1)
+    if copies:
+        out.notes.append(f"{', '.join(copies[:5])}{' ...' if len(copies) > 5 else ''}: found in more than one log "
+                         "dir (replicas?); each copy is its own partition row and topic totals count every copy")
     return out
 
 

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from kafkatool.sample import generate_sample
+from kafkatool.sample_spec import SampleSpec, demo_topics
 from tests.scan.mixed_logdir import build_mixed_logdir
 
 
@@ -21,3 +23,11 @@ def mixed_dir(tmp_path_factory: pytest.TempPathFactory) -> MixedDir:
     root = tmp_path_factory.mktemp("mixed") / "kafka-logs"
     gen = build_mixed_logdir(root)
     return MixedDir(root, gen)
+
+
+@pytest.fixture(scope="session")
+def sample_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``kafkatool sample``'s default log dir (v0/v1/v2, every codec, transactions, compaction, retention)."""
+    root = tmp_path_factory.mktemp("sample") / "kafka-logs"
+    generate_sample(root, SampleSpec(demo_topics()), fsync=False)
+    return root

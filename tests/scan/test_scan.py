@@ -204,6 +204,8 @@ def test_remote_url_source_reads_the_same_as_mmap(mixed_dir, whole, tmp_path):
     want = comparable(report)
     for seg in strip["segments"]:
         seg[2][:] = [(p.removeprefix("file://"), x) for p, x in seg[2]]
+    for row in strip["partitions"]:
+        row["dir"] = row["dir"].removeprefix("file://")
     assert strip == want
 
 
@@ -260,3 +262,15 @@ def test_discovery_of_urls_matches_local_paths(mixed_dir):
     assert (one.topic, one.partition, one.base_offset) == ("orders", 0, 0)
     whole = discover([mixed_dir.path.as_uri()])
     assert len(whole.segments) == len(discover([str(mixed_dir.path)]).segments)
+
+
+def test_copies_of_a_partition_in_two_log_dirs_stay_apart(mixed_dir, tmp_path):
+    for broker in ("b1", "b2"):
+        shutil.copytree(mixed_dir.path / "txn-0", tmp_path / broker / "txn-0")
+    found = discover([str(tmp_path / "b1"), str(tmp_path / "b2")])
+    assert any("found in more than one log dir" in n for n in found.notes)
+    rep = run_local(make_plan(found.segments, split_bytes=512))
+    one = run_local(make_plan(discover([str(tmp_path / "b1")]).segments))
+    assert [p.dir for p in rep.partitions] == [str(tmp_path / "b1" / "txn-0"), str(tmp_path / "b2" / "txn-0")]
+    assert [p.stats.records for p in rep.partitions] == [one.total.records] * 2
+    assert rep.total.records == 2 * one.total.records and rep.total.out_of_order == 2 * one.total.out_of_order

@@ -57,6 +57,20 @@ def test_stats_and_key_sharing_equal_the_single_process_scan(spark, plan):
     assert got.total.crc_failures == 1 and got.findings == 2
 
 
+def test_a_kafkatool_sample_dir_equals_the_single_process_scan(spark, sample_dir):
+    from kafkatool.spark.job import run_stats
+
+    found = discover([str(sample_dir)])
+    setup = keyshare_setup(found.segments, 4)
+    p = make_plan(found.segments, split_bytes=16384, task_bytes=1 << 30, share_slots=setup.share_slots(),
+                  topic_partitions=setup.topic_partitions())
+    got, want = run_stats(spark, p), run_local(p)
+    assert comparable(got) == comparable(want)
+    assert keyshare_tables(topic_shares(got, setup)) == keyshare_tables(topic_shares(want, setup))
+    assert want.total.records > 30_000 and want.findings == 0
+    assert {m for (m, _) in want.total.formats} == {0, 1, 2}
+
+
 def test_urls_are_read_through_pyarrow_fs_on_executors(spark, mixed_dir):
     from kafkatool.spark.job import run_stats
 

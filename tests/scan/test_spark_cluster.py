@@ -88,15 +88,18 @@ def cluster(tmp_path_factory):
             _stop(p)
 
 
-def test_spark_scan_on_a_standalone_cluster_equals_the_single_process_scan(cluster, mixed_dir, tmp_path):
+def test_spark_scan_on_a_standalone_cluster_equals_the_single_process_scan(cluster, mixed_dir, sample_dir, tmp_path):
     out = tmp_path / "out"
-    r = run_cli("spark-scan", mixed_dir.path, "--master", cluster, "--driver-host", "127.0.0.1", "--memory", "1536MiB",
-                "--split-size", "16KiB", "--stats", "--key-sharing", "5", "--format", "json", "--output", out,
+    # The mixed dir (damage, kafka-ref batches, known key routing) and a `kafkatool sample` dir in one run;
+    # many ranges (16 KiB) in few tasks: one 1-core worker.
+    r = run_cli("spark-scan", mixed_dir.path, sample_dir, "--master", cluster, "--driver-host", "127.0.0.1",
+                "--memory", "1536MiB", "--split-size", "16KiB", "--task-size", "1GiB", "--stats", "--key-sharing", "5",
+                "--format", "json", "--output", out,
                 env={"SPARK_LOCAL_IP": "127.0.0.1", "KAFKATOOL_SPARK_FAST_JVM": "1"}, timeout=300)
     assert r.returncode == 1, r.stderr  # damaged-0 holds a CRC failure and a torn tail
     assert "Traceback" not in r.stderr
     objs = [json.loads(line) for line in r.stdout.splitlines()]
-    found = discover([str(mixed_dir.path)])
+    found = discover([str(mixed_dir.path), str(sample_dir)])
     setup = keyshare_setup(found.segments, 5)
     want = run_local(make_plan(found.segments, split_bytes=16384, share_slots=setup.share_slots(),
                                topic_partitions=setup.topic_partitions()))

@@ -9,7 +9,7 @@ import zipfile
 import pytest
 
 from kafkatool.errors import UsageError
-from kafkatool.spark.memory import GiB, MiB, local_cores, plan_memory
+from kafkatool.spark.memory import GiB, MiB, local_cores, plan_memory, plan_processes
 from kafkatool.spark.plan import SegmentFile, WorkItem, balance, balance_segments
 from kafkatool.spark.session import FAST_JVM_OPTS, SessionSettings, session_conf, spark_home_warning
 from kafkatool.spark.ship import archive_settings, package_zip
@@ -19,8 +19,13 @@ def test_local_budget_is_split_between_the_jvm_and_one_python_worker_per_core():
     m = plan_memory(2 * GiB, 2, local=True)
     assert m.driver_memory == m.executor_memory == int(2 * GiB * 0.3)
     assert m.python_worker_memory == (2 * GiB - m.executor_memory - 384 * MiB) // 2
-    assert m.decompress_limit == m.python_worker_memory // 8
     assert m.chunk_bytes == m.python_worker_memory // 16
+    # The Python side follows the run's budget rules: reserved per process, then chunks, then batches.
+    from kafkatool import budget
+
+    b = budget.plan(2 * GiB - m.executor_memory - 384 * MiB, workers=2, chunk_bytes=m.chunk_bytes, processes=2)
+    assert m.decompress_limit == b.worker.decompress_limit
+    assert m.python_worker_memory > m.decompress_limit * (1 + budget.RECORD_EXPANSION)
     conf = m.spark_conf()
     assert conf["spark.driver.memory"] == f"{m.driver_memory // MiB}m"
     assert conf["spark.python.worker.memory"] == f"{m.python_worker_memory // MiB}m"
@@ -40,9 +45,11 @@ def test_cluster_budget_is_one_executor_container():
 
 def test_limits_are_clamped_and_a_too_small_budget_is_refused():
     big = plan_memory(64 * GiB, 1, local=True)
-    assert big.executor_memory == 8 * GiB and big.decompress_limit == 512 * MiB and big.chunk_bytes == 64 * MiB
+    assert big.executor_memory == 8 * GiB and big.decompress_limit == 256 * MiB and big.chunk_bytes == 64 * MiB
     with pytest.raises(UsageError, match="too small for 8 task"):
         plan_memory(1 * GiB, 8, local=True)
+    pool = plan_processes(None, 2)  # no JVM: the budget's default total for the process pool
+    assert pool.total == 256 * MiB and pool.workers == 2 and pool.worker.decompress_limit >= 2 * MiB
 
 
 @pytest.mark.parametrize("master,cores", [("local", 1), ("local[3]", 3), ("local[*]", 7), ("local[2,4]", 2)])
