@@ -57,6 +57,8 @@ class ProgressLine:
         if self.out.quiet:
             return
         now = time.monotonic()
+        if not self.tty and done_bytes >= total_bytes:
+            return  # finish() says it
         if done_bytes < total_bytes and now - self.last < (0.5 if self.tty else 10.0):
             return
         self.last = now
