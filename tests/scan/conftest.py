@@ -9,19 +9,20 @@ import pytest
 
 from kafkatool.sample import generate_sample
 from kafkatool.sample_spec import SampleSpec, demo_topics
+from tests.kafkaref import KafkaRef
 from tests.scan.mixed_logdir import build_mixed_logdir
 
 
 @dataclass
 class MixedDir:
     path: Path
-    kafka_ref_gen: list[dict[str, object]]  # kafka-ref's own reports for ref-0 ([] without kafka-ref)
+    kafka_ref_gen: list[dict[str, object]]  # kafka-ref's own gen reports for ref-0
 
 
 @pytest.fixture(scope="session")
-def mixed_dir(tmp_path_factory: pytest.TempPathFactory) -> MixedDir:
+def mixed_dir(tmp_path_factory: pytest.TempPathFactory, kafka_ref: KafkaRef) -> MixedDir:
     root = tmp_path_factory.mktemp("mixed") / "kafka-logs"
-    gen = build_mixed_logdir(root)
+    gen = build_mixed_logdir(root, kafka_ref.launcher)
     return MixedDir(root, gen)
 
 

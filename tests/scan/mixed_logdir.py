@@ -1,10 +1,11 @@
-"""A small mixed-format broker log dir for scan tests (until ``kafkatool sample`` lands on main).
+"""A small mixed-format broker log dir for scan tests, with properties ``kafkatool sample`` does not have:
+a damaged segment, keys routed by murmur2 and by CRC32, Kafka-written batches with Kafka's own figures.
 
 Origin of the bytes: batches built with kafkatool's own builders, which reproduce Kafka's
 ``MemoryRecordsBuilder`` (v2 batches byte-identical to kafka-clients 3.9.1 for uncompressed data,
-see tests/test_records.py), plus, when the kafka-ref launcher is present, segments written by Kafka's
-own ``MemoryRecordsBuilder`` through ``kafka-ref gen``. Index files are rebuilt by ``recover.py``
-(Kafka 3.9 ``LogSegment.recover`` rules) so planning can cut segments at their entries.
+see tests/test_records.py), and segments written by Kafka's own ``MemoryRecordsBuilder`` through
+``kafka-ref gen`` (``tests/kafkaref.py`` locates or builds it). Index files are rebuilt by
+``recover.py`` (Kafka 3.9 ``LogSegment.recover`` rules) so planning can cut segments at their entries.
 
 Contents (deterministic: seeded):
 
@@ -15,7 +16,7 @@ Contents (deterministic: seeded):
   after a format upgrade, in the same segment.
 * ``txn-0``: transactional batches with commit and abort markers.
 * ``damaged-0``: a batch whose CRC no longer matches, and a torn last batch.
-* ``ref-0`` (kafka-ref only): Kafka-written v1 and v2 batches in every codec, transactional markers.
+* ``ref-0``: Kafka-written v1 and v2 batches in every codec, transactional markers.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
 import subprocess
 import zlib
 from pathlib import Path
@@ -38,13 +38,6 @@ from kafkatool.recover import recover_segment
 
 TS = 1_700_000_000_000
 CODECS = [Codec.NONE, Codec.GZIP, Codec.SNAPPY, Codec.LZ4, Codec.ZSTD]
-
-
-def kafka_ref_launcher() -> str | None:
-    for cand in (os.environ.get("KAFKA_REF"), "/tmp/kafka-ref-build/kafka-ref"):
-        if cand and os.path.exists(cand) and shutil.which("java"):
-            return cand
-    return None
 
 
 def _write_segment(pdir: Path, base_offset: int, data: bytes, *, index_interval: int = 1024) -> Path:
@@ -79,11 +72,11 @@ def _v2_partition(rng: random.Random, offset: int, n_batches: int, keys_for: lis
     return b"".join(out), offset
 
 
-def build_mixed_logdir(root: Path, *, with_kafka_ref: bool = True) -> list[dict[str, object]]:
+def build_mixed_logdir(root: Path, kafka_ref: str | os.PathLike[str] | None) -> list[dict[str, object]]:
     """Write the log dir described in the module docstring under ``root``.
 
-    Returns kafka-ref's own ``gen`` reports for ``ref-0`` ([] without kafka-ref): Kafka's figures to
-    compare ours with.
+    ``kafka_ref`` is the kafka-ref launcher (``tests/kafkaref.py``); returns its own ``gen`` reports for
+    ``ref-0`` ([] when no launcher is given): Kafka's figures to compare ours with.
     """
     rng = random.Random(20240607)
     root.mkdir(parents=True, exist_ok=True)
@@ -157,8 +150,7 @@ def build_mixed_logdir(root: Path, *, with_kafka_ref: bool = True) -> list[dict[
     pdir.mkdir()
     (pdir / f"{0:020d}.log").write_bytes(torn)
 
-    ref = kafka_ref_launcher() if with_kafka_ref else None
-    return _kafka_ref_partition(ref, root / "ref-0") if ref else []
+    return _kafka_ref_partition(os.fspath(kafka_ref), root / "ref-0") if kafka_ref else []
 
 
 def _kafka_ref_partition(launcher: str, pdir: Path) -> list[dict[str, object]]:
