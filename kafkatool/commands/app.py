@@ -58,6 +58,7 @@ COMMAND_MODULES: list[str] = [
     "downconvert",
     "upconvert",
     "fetch_sim",
+    "spark_scan",
     "sample",
 ]
 
