@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import struct
 import subprocess
 from pathlib import Path
 
@@ -82,3 +83,51 @@ def run_kafka_ref(*args: str) -> str:
     if p.returncode not in (0, 2):
         raise AssertionError(f"kafka-ref {' '.join(args)} failed ({p.returncode}): {p.stderr[-2000:]}")
     return p.stdout
+
+
+def append_path_indexes(batches: list[bytes], chunks: list[int] | None = None, *, base: int = 0,
+                        interval: int = 4096, record_level: bool = False, roll: bool = True) -> tuple[bytes, bytes]:
+    """The .index/.timeindex a 3.9 broker writes through ``LogSegment.append`` (KAFKA-FORMATS §4.2), then
+    ``onBecomeInactiveSegment`` at roll (the final time entry) when ``roll``.
+
+    ``chunks`` are the number of batches per ``append()`` call: a leader appends one produce batch at a
+    time (all 1s); a follower or the cleaner appends multi-batch chunks, indexed as (largest offset of the
+    chunk, position of its first batch). ``record_level`` is a <= 3.6 leader: for an uncompressed v2
+    CreateTime batch, the shallow offset of the max timestamp is the *record's* offset, not the batch's last.
+    """
+    from kafkatool.file_records import iter_batches
+
+    parsed = list(iter_batches(b"".join(batches)))
+    chunks = chunks or [1] * len(parsed)
+    assert sum(chunks) == len(parsed)
+    offsets, times = [], []
+    size = since = 0
+    max_ts, max_off = -1, base
+    t_last_ts = -1
+    i = 0
+    for n in chunks:
+        group = parsed[i:i + n]
+        i += n
+        largest = group[-1].last_offset
+        largest_ts, shallow = -1, -1
+        for b in group:
+            ts, off = b.max_timestamp, b.last_offset
+            if record_level and b.magic == 2 and not b.is_compressed and b.timestamp_type.label == "CreateTime":
+                rec = max(b.records(), key=lambda r: (r.timestamp, -r.offset))
+                off = rec.offset
+            if ts > largest_ts:
+                largest_ts, shallow = ts, off
+        position = size
+        size += sum(b.size for b in group)
+        if largest_ts > max_ts:
+            max_ts, max_off = largest_ts, shallow
+        if since > interval:
+            offsets.append(struct.pack(">ii", largest - base, position))
+            if max_ts > t_last_ts:
+                times.append(struct.pack(">qi", max_ts, max_off - base))
+                t_last_ts = max_ts
+            since = 0
+        since += sum(b.size for b in group)
+    if roll and max_ts > t_last_ts:
+        times.append(struct.pack(">qi", max_ts, max_off - base))
+    return b"".join(offsets), b"".join(times)

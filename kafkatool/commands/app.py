@@ -39,6 +39,7 @@ def root(
 
 # Subcommand modules, in the order ``--help`` lists them. Each has ``register(app)``.
 COMMAND_MODULES: list[str] = [
+    "reindex_time",
 ]
 
 _registered = False
