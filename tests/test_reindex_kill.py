@@ -1,0 +1,106 @@
+"""``--in-place`` under ``kill -9``: every index file is the old one or the new one, never torn.
+
+The real CLI is started on a copy of a damaged log dir and its whole process group (workers included)
+is killed with SIGKILL after delays spread over the run; after each kill every index file must hold
+exactly its old or its rebuilt bytes, every ``.bak`` the old bytes, every ``.log`` its bytes. A final run
+completes the job and removes the temp files the kills left.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import ROOT
+from segments import T0, v2_sized, write_segment
+
+from kafkatool.atomic import TEMP_PREFIX
+from kafkatool.recover import recover_segment
+
+pytestmark = pytest.mark.slow
+SEGMENTS = 120
+
+
+def build(root):
+    old, new = {}, {}
+    for p in range(3):
+        part = root / f"orders-{p}"
+        for s in range(SEGMENTS // 3):
+            base = s * 10
+            log = write_segment(part, base, [v2_sized(base + i, 1000, ts=T0 + base + i) for i in range(10)])
+            r = recover_segment(log, base)
+            # Stale entries after the real ones: every file needs replacing.
+            old[log.with_suffix(".index")] = r.encode_offset_index() + b"\x00\x00\x7f\x00\x00\x7f\x00\x00" * (s + 1)
+            old[log.with_suffix(".timeindex")] = r.encode_time_index() + (
+                (T0 + 10**6).to_bytes(8, "big") + (10**6).to_bytes(4, "big")) * (s + 1)
+            new[log.with_suffix(".index")] = r.encode_offset_index()
+            new[log.with_suffix(".timeindex")] = r.encode_time_index()
+    for path, data in old.items():
+        path.write_bytes(data)
+    logs = {p: p.read_bytes() for p in root.rglob("*.log")}
+    return old, new, logs
+
+
+def start(root, jobs):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1")
+    return subprocess.Popen([sys.executable, "-m", "kafkatool", "reindex-time", str(root), "--in-place", "--jobs",
+                             str(jobs), "--quiet"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+                            start_new_session=True)
+
+
+def test_in_place_survives_sigkill_anywhere(tmp_path):
+    template = tmp_path / "template"
+    old, new, logs = build(template)
+    rel = {p.relative_to(template): (old[p], new[p]) for p in old}
+    rel_logs = {p.relative_to(template): b for p, b in logs.items()}
+
+    # How long a complete run takes here, to spread the kills over it.
+    probe = tmp_path / "probe"
+    shutil.copytree(template, probe)
+    t = time.monotonic()
+    assert start(probe, 2).wait(timeout=300) == 0
+    total = time.monotonic() - t
+
+    rng = random.Random(20241021)
+    mid_run = 0
+    for attempt in range(12):
+        root = tmp_path / f"run{attempt}"
+        shutil.copytree(template, root)
+        proc = start(root, rng.choice([1, 2]))
+        time.sleep(rng.uniform(0.15, 1.0) * total)
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(timeout=60)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # the workers too: a syscall in flight completes before death
+            try:
+                os.killpg(proc.pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.01)
+        replaced = 0
+        for r, (o, n) in rel.items():
+            data = (root / r).read_bytes()
+            assert data in (o, n), f"{r} is torn after kill #{attempt}"
+            replaced += data == n
+            bak = root / r.parent / (r.name + ".bak")
+            if bak.exists():
+                assert bak.read_bytes() == o, f"{bak.name} is not the old file"
+        for r, b in rel_logs.items():
+            assert (root / r).read_bytes() == b
+        mid_run += 0 < replaced < len(rel)
+        # A complete run afterwards finishes the job and clears the kill's temp files.
+        assert start(root, 1).wait(timeout=300) == 0
+        for r, (_, n) in rel.items():
+            assert (root / r).read_bytes() == n
+        assert not [p for p in root.rglob("*") if p.name.startswith(TEMP_PREFIX)]
+        shutil.rmtree(root)
+    assert mid_run >= 1, "no kill landed in the middle of the writes: the timing calibration failed"
