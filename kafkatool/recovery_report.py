@@ -112,8 +112,11 @@ def _outcome(r: SegmentRecovery) -> str:
     if r.fatal == "offset-overflow":
         return "splits the segment (offsets beyond its int32 range) and reloads"
     if r.truncated_bytes:
-        why = r.error.message if r.error is not None else (r.stop.message if r.stop else "")
-        return f"truncates {r.truncated_bytes} bytes at byte {r.valid_bytes} (first invalid batch: {why})"
+        if r.error is not None:
+            why = f"first invalid batch: {r.error.message}"
+        else:
+            why = f"a torn tail: {r.stop.message}" if r.stop else "a torn tail"
+        return f"truncates {r.truncated_bytes} bytes at byte {r.valid_bytes} ({why})"
     return "clean"
 
 

@@ -139,10 +139,11 @@ def _run(out: Output, form: OutputFormat, tasks: list[SegmentTask], options: Rei
     seconds = time.perf_counter() - started
     rate = f", {format_size(int(total / seconds))}/s" if seconds > 0 else ""
     verb = {"check": "checked", "output": "rebuilt", "in-place": "rebuilt"}[options.mode]
-    summary = (f"{verb} {len(tasks)} segments ({format_size(total)}) in {seconds:.2f} s{rate}: "
-               f"{counts[Severity.ERROR]} errors, {counts[Severity.WARNING]} warnings, {counts[Severity.INFO]} info")
+    summary = (f"{verb} {_n(len(tasks), 'segment')} ({format_size(total)}) in {seconds:.2f} s{rate}: "
+               f"{_n(counts[Severity.ERROR], 'error')}, {_n(counts[Severity.WARNING], 'warning')}, "
+               f"{counts[Severity.INFO]} info")
     if options.mode != "check":
-        summary += f"; {written} files written"
+        summary += f"; {_n(written, 'file')} written"
     if form == OutputFormat.json:
         out.json({"type": "summary", "mode": options.mode, "segments": len(tasks), "bytes": total,
                   "seconds": round(seconds, 6), "errors": counts[Severity.ERROR],
@@ -150,6 +151,10 @@ def _run(out: Output, form: OutputFormat, tasks: list[SegmentTask], options: Rei
                   "exit": int(ExitCode.FINDINGS if remaining_errors else ExitCode.OK)})
     out.note(summary)
     return ExitCode.FINDINGS if remaining_errors else ExitCode.OK
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "s")
 
 
 def _errors_remain(res: SegmentResult, options: ReindexOptions) -> bool:
