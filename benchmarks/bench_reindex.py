@@ -100,7 +100,7 @@ def cli_pass(data: Path, out: Path, jobs: int, iterations: int) -> float:
         shutil.rmtree(out, ignore_errors=True)
         w = time.perf_counter()
         subprocess.run([sys.executable, "-m", "kafkatool", "reindex-time", str(data), "--output", str(out), "--jobs",
-                        str(jobs), "--quiet"], check=True, env=env)
+                        str(jobs), "--quiet"], check=True, env=env, stdout=subprocess.DEVNULL)
         walls.append(time.perf_counter() - w)
     shutil.rmtree(out, ignore_errors=True)
     return statistics.median(walls)
