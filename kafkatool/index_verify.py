@@ -215,6 +215,10 @@ class SegmentFacts:
     broker_rebuilds: bool  # the broker recovers this segment at startup anyway (its .index is missing)
 
 
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word[:-1]}ies" if word.endswith("y") else f"{count} {word}s"
+
+
 def _cap(sev: Severity, facts: SegmentFacts) -> Severity:
     # A segment the broker rebuilds at startup cannot be misled by its old files.
     return Severity.WARNING if facts.broker_rebuilds and sev == Severity.ERROR else sev
@@ -246,7 +250,7 @@ def _common(check: IndexCheck, disk: OnDiskIndex, facts: SegmentFacts, entry_siz
                                           "entries fall back to position 0 and scan the whole segment")
         check.findings.append(Finding(
             UNTRIMMED, _cap(sev, facts), "zero-padded",
-            f"{disk.entries} entries followed by {disk.padding_slots} zero slots ({disk.length} bytes, "
+            f"{_n(disk.entries, 'entry')} followed by {disk.padding_slots} zero slots ({disk.length} bytes, "
             f"preallocated and never trimmed): {why}", disk.entries, disk.padding_slots))
 
 
@@ -288,7 +292,8 @@ def check_offset_index(disk: OnDiskIndex | None, answers: OffsetEntriesCheck | N
                 i, count = _first(mask)
                 check.findings.append(Finding(
                     kind, _cap(Severity.ERROR, facts), reason,
-                    f"{count} of {n} entries: {text} (first: entry {i}, offset {int(off[i])} position {int(pos[i])})",
+                    f"{count} of {_n(n, 'entry')}: {text} (first: entry {i}, offset {int(off[i])} position "
+                    f"{int(pos[i])})",
                     i, count))
     if any(f.kind in (CORRUPT, STALE) for f in check.findings):
         return check
@@ -301,22 +306,22 @@ def _offset_difference(disk: OnDiskIndex, answers: OffsetEntriesCheck | None, re
     n = disk.entries
     if n == 0:
         return Finding(VALID_DIFFERENT, Severity.WARNING, "empty",
-                       f"empty, the rebuild has {len(rebuilt) // OFFSET_ENTRY_SIZE} entries: valid, but every "
+                       f"empty, the rebuild has {_n(len(rebuilt) // OFFSET_ENTRY_SIZE, 'entry')}: valid, but every "
                        "lookup scans the segment from its start")
     reasons = []
     if answers is not None:
         multi = int((disk.first > answers.batch_last).sum())
         inside = int((disk.first < answers.batch_last).sum())
         if multi:
-            reasons.append(f"{multi} entries span several batches (a follower's or the cleaner's multi-batch "
+            reasons.append(f"{_n(multi, 'entry')} span several batches (a follower's or the cleaner's multi-batch "
                            "appends before KAFKA-806: last offset of a chunk's last batch at its first batch)")
         if inside:
-            reasons.append(f"{inside} entries name an offset inside their batch")
+            reasons.append(f"{_n(inside, 'entry')} name an offset inside their batch")
     if not reasons:
         reasons.append("different index points (another index.interval.bytes, or counting restarted with the "
                        "broker)")
     return Finding(VALID_DIFFERENT, Severity.INFO, "multi-batch-append" if "span" in reasons[0] else "index-points",
-                   f"{n} entries, the rebuild has {len(rebuilt) // OFFSET_ENTRY_SIZE}; every entry is a valid "
+                   f"{_n(n, 'entry')}, the rebuild has {len(rebuilt) // OFFSET_ENTRY_SIZE}; every entry is a valid "
                    "lookup: " + "; ".join(reasons))
 
 
@@ -363,7 +368,7 @@ def check_time_index(disk: OnDiskIndex | None, answers: TimeEntriesCheck | None,
                 i, count = _first(mask)
                 check.findings.append(Finding(
                     kind, _cap(Severity.ERROR, facts), reason,
-                    f"{count} of {n} entries: {text} (first: entry {i}, timestamp {int(ts[i])} offset "
+                    f"{count} of {_n(n, 'entry')}: {text} (first: entry {i}, timestamp {int(ts[i])} offset "
                     f"{int(off[i])})", i, count))
     if not any(f.kind in (CORRUPT, STALE) for f in check.findings):
         disk_max = int(ts[-1]) if n else -1
@@ -394,11 +399,11 @@ def _time_difference(disk: OnDiskIndex, answers: TimeEntriesCheck | None, rebuil
         inside = int((disk.second < answers.batch_last).sum())
         if inside:
             reason = "record-level-offset"
-            reasons.append(f"{inside} entries name the record holding the max timestamp inside its batch (a leader "
-                           "up to 3.6 did so for uncompressed v2 batches)")
+            reasons.append(f"{_n(inside, 'entry')} name the record holding the max timestamp inside its batch "
+                           "(a leader up to 3.6 did so for uncompressed v2 batches)")
     if not reasons:
         reasons.append("different index points (a follower's or cleaner's multi-batch appends, another "
                        "index.interval.bytes, or counting restarted with the broker)")
     return Finding(VALID_DIFFERENT, Severity.INFO, reason,
-                   f"{n} entries, the rebuild has {len(rebuilt) // TIME_ENTRY_SIZE}; every entry is a valid lookup: "
-                   + "; ".join(reasons))
+                   f"{_n(n, 'entry')}, the rebuild has {len(rebuilt) // TIME_ENTRY_SIZE}; every entry is a valid "
+                   "lookup: " + "; ".join(reasons))

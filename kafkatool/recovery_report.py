@@ -204,9 +204,10 @@ def simulate(part: PartitionDir, state: LogDirState, *, index_interval_bytes: in
             if base not in out.rebuilt_segments:
                 out.rebuilt_segments.append(base)
             lost = r.fatal == "invalid-offset" or (bool(r.truncated_bytes) and base not in truncated_in_load)
+            outcome = "clean (truncated at load already)" if base in truncated_in_load and not lost else _outcome(r)
             steps.append(Step("recover", prefix + LOG_SUFFIX,
                               f"unflushed (recovery point {rp}): rebuilds .index, .timeindex, .txnindex and producer "
-                              f"state: {_outcome(r)}", loses_data=lost))
+                              f"state: {outcome}", loses_data=lost))
             if r.fatal == "offset-overflow":
                 continue
             if lost:
