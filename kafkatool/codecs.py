@@ -13,8 +13,10 @@
 
 Decompression never produces more than ``limit`` bytes: exceeding it raises
 :class:`LimitExceededError` (a decompression bomb is a finding, not an out-of-memory).
-The compressed bytes we write are not byte-identical to Kafka's Java libraries (JDK zlib,
-snappy-java, lz4-java, zstd-jni); they are frame-compatible and Kafka reads them.
+gzip and lz4 (default level) output is byte-identical to Kafka's (JDK zlib with GZIPOutputStream's
+header; lz4-java's fast compressor, whose blocks equal cramjam's LZ4 block compressor). snappy
+(cramjam, not snappy-java's C++ snappy) and zstd bytes differ from Kafka's Java libraries; they are
+frame-compatible and Kafka reads them.
 """
 
 from __future__ import annotations
@@ -109,9 +111,15 @@ def _too_big(limit: int) -> LimitExceededError:
 # ---------------------------------------------------------------------------------------------- gzip
 
 def _gzip(data: Buffer, level: int) -> bytes:
-    # 16 + MAX_WBITS: a gzip member with a zeroed mtime, like Java's GZIPOutputStream (which writes OS 0xff).
-    c = zlib.compressobj(level, zlib.DEFLATED, 31)
-    return c.compress(data) + c.flush()
+    # Java's GZIPOutputStream writes a fixed 10-byte header (mtime 0, XFL 0, OS 0xff "unknown") before raw
+    # deflate; zlib's own gzip wrapper would say OS 3. JDK and CPython share the system zlib, so with the same
+    # level the deflate bytes, and so the whole member, are Kafka's (checked against kafka-ref).
+    c = zlib.compressobj(level, zlib.DEFLATED, -zlib.MAX_WBITS)
+    body = c.compress(data) + c.flush()
+    return _GZIP_HEADER + body + struct.pack("<II", zlib.crc32(data) & 0xFFFFFFFF, len(data) & 0xFFFFFFFF)
+
+
+_GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
 
 
 def _gunzip(data: Buffer, limit: int) -> bytes:
@@ -228,13 +236,15 @@ def lz4_kafka_compress(data: Buffer, *, magic: int = 2, level: int = 9) -> bytes
     mv = memoryview(data)
     hc = _LZ4_HC_V0 if magic == 0 else _LZ4_HC_GOOD
     parts = [struct.pack("<I", LZ4_MAGIC), bytes((LZ4_FLG, LZ4_BD, hc))]
-    if level == 9:
-        mode, kw = "default", {}
-    else:
-        mode, kw = "high_compression", {"compression": level}
+    kw = {"compression": level}
     for i in range(0, len(mv), LZ4_BLOCK):
         block = mv[i:i + LZ4_BLOCK]
-        packed = lz4.block.compress(block, mode=mode, store_size=False, **kw)
+        if level == 9:
+            # lz4-java 1.8.0's fast compressor (Kafka's default level): cramjam's block compressor gives the
+            # same bytes (tests/vectors/lz4_java); python-lz4 1.10's default mode picks other matches.
+            packed = bytes(cramjam.lz4.compress_block(block, store_size=False))
+        else:
+            packed = lz4.block.compress(block, mode="high_compression", store_size=False, **kw)
         if len(packed) >= len(block):
             parts.append(_LE32.pack(len(block) | 0x80000000))
             parts.append(bytes(block))

@@ -19,12 +19,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from kafkatool.batch import MAGIC_V1, MAGIC_V2, NO_TIMESTAMP, TimestampType
+from kafkatool.batch import LOG_OVERHEAD, MAGIC_V1, MAGIC_V2, NO_TIMESTAMP, TimestampType
 from kafkatool.codecs import DEFAULT_DECOMPRESS_LIMIT, Codec
 from kafkatool.default_records import build_batch
 from kafkatool.errors import UnsupportedCodecError
 from kafkatool.file_records import RecordBatch
-from kafkatool.legacy_records import build_entries
+from kafkatool.legacy_records import build_entries, record_overhead
 
 
 @dataclass(slots=True)
@@ -67,10 +67,10 @@ def down_convert(batches: Iterable[RecordBatch], to_magic: int, first_offset: in
             if batch.codec_id == Codec.ZSTD and codec_override is None:
                 raise ZstdDownConversionError(
                     "Down-conversion of zstandard-compressed batches is not supported", position=batch.position)
-        out.temporary_memory_bytes += batch.size
         if batch.magic <= to_magic:
             parts.append(bytes(batch.raw()))
             out.batches_copied += 1
+            out.temporary_memory_bytes += batch.size
             continue
         source = batch.records(limit=limit)
         if to_magic > MAGIC_V1 or batch.is_compressed:
@@ -99,6 +99,12 @@ def down_convert(batches: Iterable[RecordBatch], to_magic: int, first_offset: in
         parts.append(data)
         out.batches_converted += 1
         out.records_converted += len(records)
-        out.temporary_memory_bytes += sum(r.size for r in records)
+        # Kafka counts each kept source batch plus the builder's uncompressedBytesWritten(): every entry
+        # (12 + LegacyRecord.recordSize) and, for a compressed wrapper, its own 12 + record overhead.
+        overhead = record_overhead(to_magic)
+        written = sum(LOG_OVERHEAD + overhead + len(r.key or b"") + len(r.value or b"") for r in records)
+        if codec != Codec.NONE:
+            written += LOG_OVERHEAD + overhead
+        out.temporary_memory_bytes += batch.size + written
     out.data = b"".join(parts)
     return out

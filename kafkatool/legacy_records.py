@@ -275,10 +275,8 @@ def _key_value(buf: Buffer, start: int, length: int, magic: int) -> tuple[bytes 
             raise InvalidRecordError(f"key length {n} runs past the end of the message", position=start)
         key = bytes(buf[p:p + n])
         p += n
-    elif n == -1:
-        key = None
     else:
-        raise InvalidRecordError(f"Invalid negative key length {n} (Kafka reads it as a null key)", position=start)
+        key = None  # LegacyRecord.key(): Utils.sizeDelimited returns null for any negative size
     (n,) = I32.unpack_from(buf, p)
     p += 4
     value: bytes | None
@@ -286,11 +284,8 @@ def _key_value(buf: Buffer, start: int, length: int, magic: int) -> tuple[bytes 
         if p + n > end:
             raise InvalidRecordError(f"value length {n} runs past the end of the message", position=start)
         value = bytes(buf[p:p + n])
-    elif n == -1:
-        value = None
     else:
-        raise InvalidRecordError(f"Invalid negative value length {n} (Kafka reads it as a null value)",
-                                 position=start)
+        value = None
     return key, value
 
 
@@ -330,7 +325,50 @@ def encode_entry(offset: int, message: bytes) -> bytes:
     return struct.pack(">qi", offset, len(message)) + message
 
 
-def build_entries(records: Iterable[tuple[int, int, bytes | None, bytes | None]], *, magic: int,
+# (offset, timestamp, key, value), or a v2-style record tuple whose fields after the value are ignored
+LegacyRecordTuple = tuple[int, int, bytes | None, bytes | None] | tuple[int, int, bytes | None, bytes | None, object]
+_ENTRY_PREFIX = struct.Struct(">qiI")  # offset, size, crc
+_BODY_V0 = struct.Struct(">bb")  # magic, attributes
+_BODY_V1 = struct.Struct(">bbq")  # magic, attributes, timestamp
+_NULL = b"\xff\xff\xff\xff"
+
+
+def encode_entries(records: Sequence[LegacyRecordTuple], *, magic: int,
+                   attributes: int, timestamp: int | None = None, offset_shift: int = 0) -> tuple[bytes, int]:
+    """Log entries of uncompressed messages: ``encode_entry(offset - offset_shift, encode_message(magic,
+    attributes, ts, key, value))`` for each record, without per-record joins. ``timestamp`` replaces every
+    record's timestamp (LogAppendTime; v0 always -1). Records are ``(offset, timestamp, key, value)``, or v2-style
+    tuples with headers after them (ignored). Returns (bytes, max timestamp)."""
+    if magic not in (MAGIC_V0, MAGIC_V1):
+        raise ValueError(f"Invalid magic value {magic}")
+    out: list[bytes] = []
+    app = out.append
+    crc32 = zlib.crc32
+    pack_prefix = _ENTRY_PREFIX.pack
+    i32 = I32.pack
+    max_ts = NO_TIMESTAMP
+    head_v0 = _BODY_V0.pack(magic, attributes & 0xFF) if magic == MAGIC_V0 else b""
+    pack_v1 = _BODY_V1.pack
+    for r in records:
+        offset, ts, key, value = r[0], r[1], r[2], r[3]
+        if magic == MAGIC_V0:
+            head = head_v0
+        else:
+            if timestamp is not None:
+                ts = timestamp
+            if ts < 0 and ts != NO_TIMESTAMP:
+                raise ValueError(f"Invalid message timestamp {ts}")
+            if ts > max_ts:
+                max_ts = ts
+            head = pack_v1(magic, attributes & 0xFF, ts)
+        body = b"%b%b%b%b%b" % (head, _NULL if key is None else i32(len(key)), key or b"",
+                                _NULL if value is None else i32(len(value)), value or b"")
+        app(pack_prefix(offset - offset_shift, len(body) + 4, crc32(body)))
+        app(body)
+    return b"".join(out), max_ts
+
+
+def build_entries(records: Iterable[LegacyRecordTuple], *, magic: int,
                   codec: Codec | int = Codec.NONE, timestamp_type: TimestampType = TimestampType.CREATE_TIME,
                   log_append_time: int = NO_TIMESTAMP, level: int | None = None,
                   base_offset: int | None = None) -> bytes:
@@ -351,16 +389,12 @@ def build_entries(records: Iterable[tuple[int, int, bytes | None, bytes | None]]
     lat = timestamp_type == TimestampType.LOG_APPEND_TIME
     inner_attrs = compute_attributes(magic, Codec.NONE, timestamp_type)
     base = recs[0][0] if base_offset is None else base_offset
-    parts = []
-    max_ts = NO_TIMESTAMP
-    for offset, ts, key, value in recs:
-        ts = NO_TIMESTAMP if magic == MAGIC_V0 else (log_append_time if lat else ts)
-        max_ts = max(max_ts, ts)
-        inner_offset = offset - base if (magic > MAGIC_V0 and codec != Codec.NONE) else offset
-        parts.append(encode_entry(inner_offset, encode_message(magic, inner_attrs, ts, key, value)))
+    shift = base if (magic > MAGIC_V0 and codec != Codec.NONE) else 0
+    body, max_ts = encode_entries(recs, magic=magic, attributes=inner_attrs,
+                                  timestamp=log_append_time if lat else None, offset_shift=shift)
     if codec == Codec.NONE:
-        return b"".join(parts)
-    compressed = compress(codec, b"".join(parts), magic=magic, level=level)
+        return body
+    compressed = compress(codec, body, magic=magic, level=level)
     wrapper_ts = log_append_time if lat else max_ts
     wrapper = encode_message(magic, compute_attributes(magic, codec, timestamp_type),
                              wrapper_ts if magic > MAGIC_V0 else NO_TIMESTAMP, None, compressed)

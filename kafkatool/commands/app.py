@@ -40,6 +40,8 @@ def root(
 # Subcommand modules, in the order ``--help`` lists them. Each has ``register(app)``.
 COMMAND_MODULES: list[str] = [
     "reindex_time",
+    "fetch_sim",
+    "sample",
 ]
 
 _registered = False
