@@ -7,13 +7,8 @@ index entries can be worked out by hand.
 
 from __future__ import annotations
 
-import os
-import shutil
 import struct
-import subprocess
 from pathlib import Path
-
-import pytest
 
 from kafkatool.batch import TimestampType
 from kafkatool.codecs import Codec
@@ -66,23 +61,6 @@ def write_segment(directory: Path, base_offset: int, batches: list[bytes] | byte
     path = directory / (filename_prefix_from_offset(base_offset) + ".log")
     path.write_bytes(batches if isinstance(batches, bytes) else b"".join(batches))
     return path
-
-
-def kafka_ref() -> str:
-    """The kafka-ref launcher (Kafka 3.9.1's own record code), or skip."""
-    for cand in (os.environ.get("KAFKA_REF"), "/tmp/kafka-ref-build/kafka-ref", shutil.which("kafka-ref")):
-        if cand and os.path.exists(cand):
-            return cand
-    pytest.skip("kafka-ref is not built (set KAFKA_REF)")
-
-
-def run_kafka_ref(*args: str) -> str:
-    env = dict(os.environ)
-    env.setdefault("KAFKA_REF_JAVA_OPTS", "-Xmx512m -XX:TieredStopAtLevel=1")
-    p = subprocess.run([kafka_ref(), *args], capture_output=True, text=True, env=env, timeout=300)
-    if p.returncode not in (0, 2):
-        raise AssertionError(f"kafka-ref {' '.join(args)} failed ({p.returncode}): {p.stderr[-2000:]}")
-    return p.stdout
 
 
 def append_path_indexes(batches: list[bytes], chunks: list[int] | None = None, *, base: int = 0,

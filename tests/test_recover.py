@@ -11,12 +11,12 @@ first batch that reached it), appended only when the timestamp rises; the final 
 from __future__ import annotations
 
 import pytest
-from segments import T0, legacy, positions, v2, v2_sized, write_segment
 
 from kafkatool.codecs import Codec
 from kafkatool.default_records import build_empty_batch, build_end_txn_marker
 from kafkatool.index import OffsetPosition, TimestampOffset
 from kafkatool.recover import recover_segment
+from tests.segments import T0, legacy, positions, v2, v2_sized, write_segment
 
 METHODS = ["fast", "reference"]
 

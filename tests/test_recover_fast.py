@@ -12,12 +12,12 @@ import random
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from segments import T0, legacy, v2, write_segment
 
 from kafkatool import recover_fast
 from kafkatool.codecs import Codec
 from kafkatool.default_records import build_empty_batch
 from kafkatool.recover import recover_segment
+from tests.segments import T0, legacy, v2, write_segment
 
 
 def summary(r):

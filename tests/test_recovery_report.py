@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import hashlib
 
-from segments import T0, v2, v2_sized, write_segment
-
 from kafkatool.checkpoints import encode_offset_checkpoint
 from kafkatool.logdir import LogDir, PartitionDir, TopicPartition
 from kafkatool.recover import recover_segment
 from kafkatool.recovery_report import LogDirState, simulate
+from tests.segments import T0, v2, v2_sized, write_segment
 
 TP = TopicPartition("orders", 0)
 

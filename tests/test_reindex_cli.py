@@ -10,12 +10,11 @@ import subprocess
 import sys
 import textwrap
 
-from conftest import run_cli
-from segments import T0, v2_sized, write_segment
-
 from kafkatool.checkpoints import encode_offset_checkpoint
 from kafkatool.logdir import TopicPartition
 from kafkatool.recover import recover_segment
+from tests.conftest import run_cli
+from tests.segments import T0, v2_sized, write_segment
 
 STALE_TAIL = b"\x00\x00\x7f\x00\x00\x7f\x00\x00"  # an entry far past the end of the log
 

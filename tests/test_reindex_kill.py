@@ -17,11 +17,11 @@ import sys
 import time
 
 import pytest
-from conftest import ROOT
-from segments import T0, v2_sized, write_segment
 
 from kafkatool.atomic import TEMP_PREFIX
 from kafkatool.recover import recover_segment
+from tests.conftest import ROOT
+from tests.segments import T0, v2_sized, write_segment
 
 pytestmark = pytest.mark.slow
 SEGMENTS = 120

@@ -9,15 +9,12 @@ fields from raw header bytes, must produce byte-identical ``.index``/``.timeinde
 
 from __future__ import annotations
 
-import json
 import struct
 
 import pytest
-from segments import run_kafka_ref
 
 from kafkatool.recover import recover_segment
-
-pytestmark = pytest.mark.interop
+from tests.kafkaref import KafkaRef
 
 CASES = {
     # name: kafka-ref gen arguments
@@ -69,14 +66,27 @@ def recover_rules(batches: list[dict], base: int, interval: int) -> tuple[bytes,
     return b"".join(offsets), b"".join(times)
 
 
+@pytest.fixture(scope="module")
+def kafka_segments(kafka_ref: KafkaRef, tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple]:
+    """Each case's segment and Kafka's reading of its batches (gen and dump batched in two JVMs)."""
+    d = tmp_path_factory.mktemp("reindex-interop")
+    groups, paths = [], {}
+    for name, args in sorted(CASES.items()):
+        base = int(args[args.index("--base-offset") + 1]) if "--base-offset" in args else 0
+        log = d / name / f"{base:020d}.log"
+        log.parent.mkdir()
+        paths[name] = (log, base)
+        groups.append([["gen", "--out", str(log), "--seed", "11", *args],
+                       KafkaRef.dump_args(log, deep=False, payload="none")])
+    out = {}
+    for (name, (log, base)), runs in zip(sorted(paths.items()), kafka_ref.run_batches(groups), strict=True):
+        out[name] = (log, base, [x for x in runs[1].lines if x["type"] == "batch"])
+    return out
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_rebuild_matches_kafka_batches(tmp_path, name):
-    args = CASES[name]
-    base = int(args[args.index("--base-offset") + 1]) if "--base-offset" in args else 0
-    log = tmp_path / f"{base:020d}.log"
-    run_kafka_ref("gen", "--out", str(log), "--seed", "11", *args)
-    lines = [json.loads(x) for x in run_kafka_ref("dump", "--in", str(log), "--payload", "none").splitlines()]
-    batches = [x for x in lines if x["type"] == "batch"]
+def test_rebuild_matches_kafka_batches(kafka_segments, name):
+    log, base, batches = kafka_segments[name]
     assert batches and all(b["isValid"] for b in batches)
     for interval in (4096, 1000, 0):
         expected_index, expected_time = recover_rules(batches, base, interval)
