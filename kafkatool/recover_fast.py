@@ -91,8 +91,9 @@ class _Walk:
     checked on the way and the walk stops after the first bad one (``crc_failure`` = its index).
     """
 
-    def __init__(self, fd: int, size: int, verify: bool) -> None:
+    def __init__(self, fd: int, size: int, verify: bool, path: str | None = None) -> None:
         self.fd = fd
+        self.path = path
         self.size = size
         self.limit = size - 17  # HEADER_SIZE_UP_TO_MAGIC
         self.verify = verify
@@ -137,7 +138,8 @@ class _Walk:
         got = os.preadv(fd, [win[:WINDOW]], p)
         at_eof = p + got >= self.size
         if got < WINDOW and not at_eof:
-            raise InputError(f"the file ended at byte {p + got} while being read ({self.size} bytes expected)")
+            raise InputError(f"the file ended at byte {p + got} while being read ({self.size} bytes expected)",
+                             path=self.path)
         win[got:got + len(_ZEROS)] = _ZEROS  # headers read past the end of the file are zeros
         unpack = _SIZE.unpack_from
         hdr = self.headers
@@ -387,8 +389,12 @@ def recover_fast(path: str, size: int, base_offset: int, *, index_interval_bytes
         fd = os.open(path, os.O_RDONLY)
     except OSError as e:
         raise InputError(f"cannot open: {e.strerror}", path=path) from None
-    _advise(fd, "POSIX_FADV_SEQUENTIAL")
-    walk = _Walk(fd, size, verify)
+    try:
+        _advise(fd, "POSIX_FADV_SEQUENTIAL")
+        walk = _Walk(fd, size, verify, path)
+    except BaseException:
+        os.close(fd)
+        raise
     b = _Builder(base_offset, index_interval_bytes, latest_epoch)
     batches = 0
     last_offset: int | None = None
