@@ -64,7 +64,7 @@ def test_in_place_survives_sigkill_anywhere(tmp_path):
     # stale old one, so a stat tells), plus one kill right at start-up. Polling, not sleeping: the machine's load
     # varies too much for timed kills to land mid-run reliably.
     sizes = {r: len(n) for r, (_, n) in rel.items()}
-    targets = [0] + [round((i + 0.5) / 11 * len(rel)) for i in range(11)]
+    targets = [0] + [round((i + 0.5) / 8 * len(rel)) for i in range(8)]
     rng = random.Random(20241021)
     mid_run = 0
     for attempt, target in enumerate(targets):
@@ -105,4 +105,4 @@ def test_in_place_survives_sigkill_anywhere(tmp_path):
             assert (root / r).read_bytes() == n
         assert not [p for p in root.rglob("*") if p.name.startswith(TEMP_PREFIX)]
         shutil.rmtree(root)
-    assert mid_run >= 6, f"only {mid_run} kills landed in the middle of the writes"
+    assert mid_run >= 5, f"only {mid_run} kills landed in the middle of the writes"
