@@ -11,7 +11,6 @@ before it does not hand off exactly at the cut, and that segment is rescanned wh
 from __future__ import annotations
 
 import dataclasses
-
 import fnmatch
 import heapq
 import math
