@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import sys
 
-import atheris
-
 import _common  # noqa: F401
+import atheris
 
 with atheris.instrument_imports():
     from kafkatool.decoders.offsets import decode_offsets_record

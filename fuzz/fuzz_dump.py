@@ -7,9 +7,8 @@ import os
 import sys
 import tempfile
 
-import atheris
-
 import _common  # noqa: F401
+import atheris
 
 with atheris.instrument_imports():
     from kafkatool.dump import DumpEngine
@@ -31,7 +30,7 @@ def TestOneInput(data: bytes) -> None:
     body = data[3:]
     parts = (body[:len(body) - cut2] if cut2 < len(body) else body, body[-cut2:-cut1] if cut1 < cut2 else b"",
              body[-cut1:] if cut1 else b"")
-    for name, part in zip(NAMES, parts):
+    for name, part in zip(NAMES, parts, strict=True):
         with open(os.path.join(PART, name), "wb") as f:
             f.write(part)
     opts = DumpOptions(deep=bool(flags & 1), verify=bool(flags & 2), verify_index=bool(flags & 4),
