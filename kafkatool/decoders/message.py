@@ -237,6 +237,15 @@ def java_utf8(data: bytes) -> str:
     return data.decode("utf-8", errors="kafkatool.java-utf8")
 
 
+def java_string_hash(s: str) -> int:
+    """``String.hashCode`` over UTF-16 code units, as a Java int (32-bit wrap-around)."""
+    data = s.encode("utf-16-be")
+    h = 0
+    for unit in struct.unpack(f">{len(data) // 2}H", data):
+        h = (31 * h + unit) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
 class _MessageReader:
     def __init__(self, spec: MessageSpec, version: int) -> None:
         self.spec = spec
