@@ -81,7 +81,8 @@ def dump(
                                              "(implies --deep; Kafka's --print-data-log).")] = False,
     encoding: Annotated[Encoding, typer.Option("--encoding", "-e", help="How keys and values are printed: utf8 "
                                                "(Kafka's StringDecoder; undecodable bytes become U+FFFD in JSON), "
-                                               "hex or base64 (exact).", case_sensitive=False)] = Encoding.utf8,
+                                               "hex or base64 (exact). With a decoder option: header values, and "
+                                               "JSON's raw key/value.", case_sensitive=False)] = Encoding.utf8,
     fmt: Annotated[DumpFormat | None, typer.Option("--format", "-f", help="text (default when piped), dump-log "
                                                    "(kafka-dump-log.sh 3.9's exact lines), json (JSON lines, schema "
                                                    "1), table (default on a terminal).",
@@ -134,7 +135,8 @@ def dump(
         "--transactional/--no-transactional", help="Only transactional batches / only the others.",
         rich_help_panel=_FILTERS, show_default=False)] = None,
     control_type: Annotated[list[ControlType] | None, typer.Option(
-        "--control-type", help="Only control records of this type (repeatable: any of them).",
+        "--control-type", help="Only control records of this type: abort, commit, leader-change, snapshot-header, "
+        "snapshot-footer, kraft-version, kraft-voters (repeatable: any of them).", metavar="TYPE",
         case_sensitive=False, rich_help_panel=_FILTERS, show_default=False)] = None,
     key: Annotated[str | None, typer.Option(
         "--key", help="Only records whose key is exactly these UTF-8 bytes.", rich_help_panel=_FILTERS,
