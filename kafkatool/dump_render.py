@@ -334,12 +334,14 @@ class TextWriter:
                 self.out.write(f"-- {_n(ev.entries, 'entry', 'entries')}\n")
         elif t is Notice:
             assert isinstance(ev, Notice)
-            if ev.kind == NoticeKind.INDEX_EMPTY:
-                self.out.write("  (no entries)\n")
-            elif ev.kind == NoticeKind.SANITY_PASSED:
-                self.out.write("  passed sanity check\n")
-            else:
+            if ev.kind == NoticeKind.UNKNOWN_FILE:
                 self.err(f"Ignoring unknown file {ev.path}")
+            elif self.summary_only:
+                return
+            elif ev.kind == NoticeKind.INDEX_EMPTY:
+                self.out.write("  (no entries)\n")
+            else:
+                self.out.write("  passed sanity check\n")
 
     def batch_line(self, ev: BatchEvent) -> str:
         b = ev.batch

@@ -199,10 +199,10 @@ def dump(
         writer = TableWriter(Console(file=out, highlight=False), print_data=print_data, encoding=encoding.value)
     else:
         writer = TextWriter(out, _err, print_data=print_data, encoding=encoding.value, summary_only=quiet_output)
-    if count and form != DumpFormat.json:
-        writer = _Counts(out, TextWriter(out, _err, print_data=False, encoding=encoding.value, summary_only=True))
-    elif quiet_output and form != DumpFormat.json:
-        writer = _FindingsOnly(writer)
+    if quiet_output and form != DumpFormat.json:
+        # Whatever the format, only the findings (stderr), then the summary or the counts (stdout).
+        findings = TextWriter(out, _err, print_data=False, encoding=encoding.value, summary_only=True)
+        writer = _Counts(out, findings) if count else _FindingsOnly(findings)
     progress = _ProgressView() if not quiet and sys.stderr.isatty() else None
     try:
         summary = _run(engine, paths, writer, progress)
@@ -256,13 +256,15 @@ def _silence_stdout() -> None:
 
 
 class _FindingsOnly:
-    """--summary-only / --count: findings and notices still reach stderr, data lines do not."""
+    """--summary-only / --count: findings and notices still reach stderr (through a summary-only
+    ``TextWriter``, which needs the file boundaries to count offset gaps per file), data lines do not."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: TextWriter) -> None:
         self.inner = inner
 
     def handle(self, ev: Event) -> None:
-        if type(ev) is Finding or type(ev) is Notice or type(ev) is FileEnd:
+        t = type(ev)
+        if t is Finding or t is Notice or t is FileStart or t is FileEnd:
             self.inner.handle(ev)
 
     def close(self) -> None:
@@ -272,7 +274,7 @@ class _FindingsOnly:
 class _Counts(_FindingsOnly):
     """--count: ``<records> <path>`` as each records file ends (the records that passed the filters)."""
 
-    def __init__(self, out: Any, inner: Any) -> None:
+    def __init__(self, out: Any, inner: TextWriter) -> None:
         super().__init__(inner)
         self.out = out
 
