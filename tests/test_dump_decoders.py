@@ -437,3 +437,20 @@ def test_plugins_through_entry_points(tmp_path: Path, plugin_env: dict[str, str]
     assert (r.returncode, r.stdout) == (2, "") and len(r.stderr.splitlines()) == 1
     assert r.stderr.startswith("kafkatool: error: decoder plugin 'broken' (kafkatool_testplugin:DoesNotExist) "
                                "failed to load: AttributeError")
+
+
+def test_count_and_summary_only_print_nothing_else_in_any_format(tmp_path: Path) -> None:
+    """An empty index ("is empty." / "(no entries)") and offset gaps in two files: stdout has only the counts or
+    the summary, and the per-file limit of offset-gap lines restarts with each file."""
+    part = tmp_path / "t-0"
+    for base in (0, 100):
+        recs = [(base + 2 * i, 5, b"k", b"v", ()) for i in range(13)]  # 12 gaps per file
+        write_log(part, b"".join(v2.build_batch([r]) for r in recs), base=base)
+        (part / f"{base:020d}.index").write_bytes(b"")
+    for fmt in ("text", "dump-log", "table"):
+        r = run_cli("dump", part, "--count", "-f", fmt)
+        assert r.stdout == f"13 {part / '00000000000000000000.log'}\n13 {part / '00000000000000000100.log'}\n26 total\n"
+        more = [ln for ln in r.stderr.splitlines() if "more offset gaps not shown" in ln]
+        assert len(more) == 2 and all(": 2 more offset gaps" in ln for ln in more), r.stderr
+        r = run_cli("dump", part, "--summary-only", "-f", fmt)
+        assert r.stdout.startswith("4 files, 26 batches, 26 records, ") and r.stdout.count("\n") == 1
