@@ -231,8 +231,12 @@ def text_str(s: str) -> str:
 def decoded_parts(key: bytes | None, value: bytes | None, texts: tuple[str | None, str | None],
                   sep: str = " ") -> str:
     """``key <text> value <text>`` from a decoder's texts: a side the decoder did not print is left out, unless
-    the record has no such bytes at all (then ``null``, as without a decoder)."""
+    the record has no such bytes at all (then ``null``, as without a decoder). When the decoder printed neither
+    (it failed: a ``decode-error`` finding says why), the sizes and ``(not decoded)``."""
     kt, vt = texts
+    if kt is None and vt is None and (key is not None or value is not None):
+        return (f"key{sep}{'null' if key is None else f'{len(key)}B'} "
+                f"value{sep}{'null' if value is None else f'{len(value)}B'} (not decoded)")
     parts = []
     if kt is not None:
         parts.append(f"key{sep}{text_str(kt)}")

@@ -367,6 +367,9 @@ def test_transaction_decoder_failures_are_findings(tmp_path: Path) -> None:
     decoded = [(o["key_decoded"], o["value_decoded"]) for o in objs if o["type"] == "record"]
     assert decoded[1:4] == [(None, None), (None, None), ("unknown::version=1", None)]
     assert objs[-1]["findings"] == {"error": 0, "warning": 2, "info": 0}
+    text = run_cli("dump", log, "--decoder", "transactions", "-q").stdout.splitlines()
+    assert [ln.split("Z ", 1)[1] for ln in text[3:6]] == [
+        "key 8B value 57B (not decoded)", "key null value 57B (not decoded)", "key unknown::version=1"]
 
 
 def test_offsets_decoder_on_other_records(tmp_path: Path, sample: Path) -> None:
