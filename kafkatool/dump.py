@@ -361,12 +361,6 @@ class DumpEngine:
                     if to_ts is not None and not need_records and first_ts is not None and first_ts > to_ts:
                         last = last_off
                         continue
-                    if flt is not None and not (
-                            flt.batch_matches(h[9], h[10], bool(h[5] & 0x10), bool(h[5] & 0x20)) if is_v2
-                            else flt.batch_matches(-1, -1, False, False)):  # v0/v1: Kafka's defaults
-                        last = last_off
-                        continue
-
                     crc_ok = batch.is_valid()
                     bad = not crc_ok
                     if bad:
@@ -375,6 +369,18 @@ class DumpEngine:
                             "crc-mismatch", ERROR, display,
                             f"batch (offsets ..{last_off}, magic {magic}, {size} bytes) is corrupt: stored crc "
                             f"{batch.crc} != computed {batch.compute_crc()}", pos, last_off)
+                    if flt is not None and not (
+                            flt.batch_matches(h[9], h[10], bool(h[5] & 0x10), bool(h[5] & 0x20)) if is_v2
+                            else flt.batch_matches(-1, -1, False, False)):  # v0/v1: Kafka's defaults
+                        # Filtered out from its header: still CRC-checked and followed for offset gaps (at the
+                        # batch boundary), never decompressed.
+                        if first is not None and last != -1 and first != last + 1:
+                            yield self._gap(display, pos, last, first)
+                        last = last_off
+                        if strict and bad:
+                            stopped = "strict"
+                            break
+                        continue
 
                     recs: list[Record] | None = None
                     if need_records or (exact_counts and not is_v2 and codec_id):

@@ -457,3 +457,22 @@ def test_count_and_summary_only_print_nothing_else_in_any_format(tmp_path: Path)
         assert len(more) == 2 and all(": 2 more offset gaps" in ln for ln in more), r.stderr
         r = run_cli("dump", part, "--summary-only", "-f", fmt)
         assert r.stdout.startswith("4 files, 26 batches, 26 records, ") and r.stdout.count("\n") == 1
+
+
+def test_batches_filtered_out_are_still_checked(tmp_path: Path) -> None:
+    """A batch skipped by a header filter is still CRC-checked and followed for offset gaps (a filtered view
+    never hides damage), without being decompressed."""
+    def batch(first: int, pid: int) -> bytes:
+        return v2.build_batch([(first, 5, b"k", b"v", ()), (first + 1, 6, b"k", b"v", ())], producer_id=pid,
+                              producer_epoch=0, base_sequence=first)
+    corrupt = bytearray(batch(7, 9))
+    corrupt[-1] ^= 0xFF  # the last value byte: the CRC no longer matches
+    log = write_log(tmp_path / "t-0", batch(0, 5) + batch(5, 9) + bytes(corrupt) + batch(9, 5))
+    objs = [json.loads(line) for line in run_cli("dump", log, "-f", "json", "--producer-id", "5").stdout.splitlines()]
+    assert [(o["kind"], o["offset"]) for o in objs if o["type"] == "finding"] == [("offset-gap", 5),
+                                                                                 ("crc-mismatch", 8)]
+    assert [o["base_offset"] for o in objs if o["type"] == "batch"] == [0, 9]
+    r = run_cli("dump", log, "--count", "--producer-id", "5")
+    assert (r.returncode, total(r.stdout)) == (1, 4)
+    r = run_cli("dump", log, "--count", "--producer-id", "5", "--strict")
+    assert total(r.stdout) == 2  # --strict stops at the corrupt batch, filtered or not
