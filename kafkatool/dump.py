@@ -49,6 +49,7 @@ from kafkatool.dump_events import (
     Severity,
     Summary,
 )
+from kafkatool.dump_filter import RecordSelector
 from kafkatool.errors import CorruptRecordError, KafkaToolError, LimitExceededError
 from kafkatool.file_records import FileRecords, LogInputStream
 from kafkatool.legacy_records import RECORD_OVERHEAD_V0
@@ -303,6 +304,11 @@ class DumpEngine:
         from_off, to_off = opts.from_offset, opts.to_offset
         from_ts, to_ts = opts.from_time, opts.to_time
         filter_records = opts.filters_offsets or opts.filters_time
+        flt = opts.record_filter
+        selector = None
+        if (flt is not None and flt.on_records) or (opts.parser is not None and emit_records):
+            selector = RecordSelector(flt, opts.parser)
+        select_filters = flt is not None and flt.on_records
         v2_type = DefaultRecordBatch
         progress_every = opts.progress_every
         next_progress = start + progress_every
@@ -355,7 +361,6 @@ class DumpEngine:
                     if to_ts is not None and not need_records and first_ts is not None and first_ts > to_ts:
                         last = last_off
                         continue
-
                     crc_ok = batch.is_valid()
                     bad = not crc_ok
                     if bad:
@@ -364,6 +369,18 @@ class DumpEngine:
                             "crc-mismatch", ERROR, display,
                             f"batch (offsets ..{last_off}, magic {magic}, {size} bytes) is corrupt: stored crc "
                             f"{batch.crc} != computed {batch.compute_crc()}", pos, last_off)
+                    if flt is not None and not (
+                            flt.batch_matches(h[9], h[10], bool(h[5] & 0x10), bool(h[5] & 0x20)) if is_v2
+                            else flt.batch_matches(-1, -1, False, False)):  # v0/v1: Kafka's defaults
+                        # Filtered out from its header: still CRC-checked and followed for offset gaps (at the
+                        # batch boundary), never decompressed.
+                        if first is not None and last != -1 and first != last + 1:
+                            yield self._gap(display, pos, last, first)
+                        last = last_off
+                        if strict and bad:
+                            stopped = "strict"
+                            break
+                        continue
 
                     recs: list[Record] | None = None
                     if need_records or (exact_counts and not is_v2 and codec_id):
@@ -408,11 +425,19 @@ class DumpEngine:
                             yield self._gap(display, pos, last, first)
                         last = last_off
 
-                    if recs is not None and filter_records:
-                        recs = [r for r in recs if (from_off is None or r[0] >= from_off)
-                                and (to_off is None or r[0] <= to_off)
-                                and (from_ts is None or r[1] >= from_ts) and (to_ts is None or r[1] <= to_ts)]
-                        if not recs:
+                    decoded = None
+                    if recs is not None and (filter_records or selector is not None):
+                        if filter_records:
+                            recs = [r for r in recs if (from_off is None or r[0] >= from_off)
+                                    and (to_off is None or r[0] <= to_off)
+                                    and (from_ts is None or r[1] >= from_ts) and (to_ts is None or r[1] <= to_ts)]
+                        if selector is not None and recs:
+                            recs, decoded, failures = selector.select(
+                                recs, bool(h[5] & 0x20) if is_v2 else False, emit_records)
+                            for fail in failures:
+                                yield self.finding("decode-error", WARNING, display, fail.error.message, pos,
+                                                   fail.record.offset)
+                        if not recs and (filter_records or select_filters):
                             if strict and bad:
                                 stopped = "strict"
                                 break
@@ -438,7 +463,7 @@ class DumpEngine:
                     if t.max_timestamp is None or max_ts > t.max_timestamp:
                         t.max_timestamp = max_ts
                     if emit:
-                        yield BatchEvent(display, batch, crc_ok, recs if emit_records else None, base)
+                        yield BatchEvent(display, batch, crc_ok, recs if emit_records else None, base, decoded)
                     if strict and bad:
                         stopped = "strict"
                         break

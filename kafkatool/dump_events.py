@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkatool.batch import Record
 from kafkatool.checkpoints import EpochEntry, PartitionMetadata
@@ -22,6 +22,10 @@ from kafkatool.file_records import RecordBatch
 from kafkatool.index import OffsetPosition, TimestampOffset
 from kafkatool.snapshot import ProducerSnapshotEntry
 from kafkatool.txn_index import AbortedTxn
+
+if TYPE_CHECKING:
+    from kafkatool.decoders import MessageParser
+    from kafkatool.dump_filter import RecordFilter
 
 DEFAULT_RESYNC_LIMIT = 64 * 1024 * 1024
 
@@ -75,10 +79,12 @@ class DumpOptions:
     # index is an entry even when it is zero padding (Kafka prints it).
     kafka_compat: bool = False
     progress_every: int = 64 * 1024 * 1024  # bytes of .log between Progress events
+    record_filter: RecordFilter | None = None  # --producer-id, --key, --control-type ... (dump_filter)
+    parser: MessageParser | None = None  # a decoder option: emitted records carry their decoded texts
 
     @property
     def needs_records(self) -> bool:
-        return self.deep or self.verify
+        return self.deep or self.verify or (self.record_filter is not None and self.record_filter.on_records)
 
     @property
     def filters_offsets(self) -> bool:
@@ -104,9 +110,11 @@ class FileStart:
 class BatchEvent:
     """One batch (v2) or log entry (v0/v1) as Kafka's ``FileLogInputStream`` delivers it.
 
-    ``records`` holds the batch's decoded records (after offset/time filters) when the run is deep,
-    else None. ``crc_valid`` is Kafka's ``isValid()``. ``base_offset`` is Kafka's ``baseOffset()`` where it
-    is known without decompressing (see ``dump.batch_base_offset``).
+    ``records`` holds the batch's decoded records (after offset/time and record filters) when the run is
+    deep, else None. ``crc_valid`` is Kafka's ``isValid()``. ``base_offset`` is Kafka's ``baseOffset()`` where
+    it is known without decompressing (see ``dump.batch_base_offset``). ``decoded`` has the (key, payload)
+    texts of ``records`` as the run's decoder gives them (a decoder option was set and the batch is not a
+    control batch), None meaning "not printed" as in Kafka; else None.
     """
 
     path: str
@@ -114,6 +122,7 @@ class BatchEvent:
     crc_valid: bool
     records: list[Record] | None
     base_offset: int | None  # None: a legacy compressed wrapper whose records were not decoded
+    decoded: list[tuple[str | None, str | None]] | None = None
 
 
 @dataclass(frozen=True, slots=True)

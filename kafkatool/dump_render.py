@@ -4,6 +4,11 @@ JSON lines, schema 1 (every object has ``"type"`` and ``"schema": 1``; documente
 ``file``, ``batch``, ``record``, ``index_entry``, ``notice``, ``finding``, ``file_end``, ``summary``.
 Lines are assembled from pre-escaped pieces rather than ``json.dumps`` of a dict per record: the record
 line is the hot path of a deep dump (the output is the same compact JSON).
+
+With a decoder option, records of non-control batches get ``key_decoded``/``value_decoded``: the texts the
+decoder gives (JSON strings; null where Kafka's tool prints no ``key:``/``payload:``). ``key``/``value``
+stay the raw bytes in ``--encoding``, so schema 1 readers see no change. Text and table views show the
+decoded texts instead of the raw bytes.
 """
 
 from __future__ import annotations
@@ -90,16 +95,19 @@ def _entry_fields(entry: object) -> dict[str, Any]:
 
 
 class JsonWriter:
-    def __init__(self, out: IO[str], *, encoding: str, decompress_limit: int, summary_only: bool = False) -> None:
+    def __init__(self, out: IO[str], *, encoding: str, decompress_limit: int, summary_only: bool = False,
+                 file_ends: bool = False) -> None:
         self.out = out
         self.value = json_value_encoder(encoding)
         self.limit = decompress_limit
         self.summary_only = summary_only
+        self.file_ends = file_ends  # with summary_only: file_end objects too (--count's per-file numbers)
 
     def handle(self, ev: Event) -> None:
         t = type(ev)
         w = self.out.write
-        if self.summary_only and t is not Finding and t is not Notice and t is not Summary:
+        if (self.summary_only and t is not Finding and t is not Notice and t is not Summary
+                and not (self.file_ends and t is FileEnd)):
             return
         if t is BatchEvent:
             assert isinstance(ev, BatchEvent)
@@ -145,7 +153,8 @@ class JsonWriter:
         control = b.is_control
         out: list[str] = []
         append = out.append
-        for r in ev.records or ():
+        decoded = ev.decoded
+        for i, r in enumerate(ev.records or ()):
             key = r[2]
             value = r[3]
             if r[4]:
@@ -160,6 +169,10 @@ class JsonWriter:
                 line += f',"sequence":{r[5]}'
             else:
                 line += f',"crc":{r[7]},"crc_valid":{_JB[bool(r[8])]}'
+            if decoded is not None:
+                kt, vt = decoded[i]
+                line += (f',"key_decoded":{"null" if kt is None else hkey(kt)}'
+                         f',"value_decoded":{"null" if vt is None else hkey(vt)}')
             if control:
                 c = describe_control(key, value)
                 line += ',"control":' + json.dumps(
@@ -200,10 +213,40 @@ def summary_text(s: Summary) -> str:
 _ESCAPES = {**{chr(c): f"\\x{c:02x}" for c in range(0x20)}, **{chr(c): f"\\u{c:04x}" for c in range(0x7F, 0xA0)},
             "\n": "\\n", "\r": "\\r", "\t": "\\t", '"': '\\"'}
 _NEEDS_ESCAPE = re.compile('[\x00-\x1f\x7f-\x9f"]')
+_NEEDS_CONTROL = re.compile('[\x00-\x1f\x7f-\x9f]')
 
 
 def _escape(m: re.Match[str]) -> str:
     return _ESCAPES[m.group()]
+
+
+def text_str(s: str) -> str:
+    """A decoder's text for human eyes: control characters escaped so they cannot move the cursor; not quoted
+    (decoders print JSON and Kafka's ``k=v`` texts, which quotes would only clutter)."""
+    if s.isprintable():
+        return s
+    return _NEEDS_CONTROL.sub(_escape, s)
+
+
+def decoded_parts(key: bytes | None, value: bytes | None, texts: tuple[str | None, str | None],
+                  sep: str = " ") -> str:
+    """``key <text> value <text>`` from a decoder's texts: a side the decoder did not print is left out, unless
+    the record has no such bytes at all (then ``null``, as without a decoder). When the decoder printed neither
+    (it failed: a ``decode-error`` finding says why), the sizes and ``(not decoded)``."""
+    kt, vt = texts
+    if kt is None and vt is None and (key is not None or value is not None):
+        return (f"key{sep}{'null' if key is None else f'{len(key)}B'} "
+                f"value{sep}{'null' if value is None else f'{len(value)}B'} (not decoded)")
+    parts = []
+    if kt is not None:
+        parts.append(f"key{sep}{text_str(kt)}")
+    elif key is None:
+        parts.append(f"key{sep}null")
+    if vt is not None:
+        parts.append(f"value{sep}{text_str(vt)}")
+    elif value is None:
+        parts.append(f"value{sep}null")
+    return " ".join(parts)
 
 
 def text_bytes(b: bytes, encoding: str) -> str:
@@ -295,12 +338,14 @@ class TextWriter:
                 self.out.write(f"-- {_n(ev.entries, 'entry', 'entries')}\n")
         elif t is Notice:
             assert isinstance(ev, Notice)
-            if ev.kind == NoticeKind.INDEX_EMPTY:
-                self.out.write("  (no entries)\n")
-            elif ev.kind == NoticeKind.SANITY_PASSED:
-                self.out.write("  passed sanity check\n")
-            else:
+            if ev.kind == NoticeKind.UNKNOWN_FILE:
                 self.err(f"Ignoring unknown file {ev.path}")
+            elif self.summary_only:
+                return
+            elif ev.kind == NoticeKind.INDEX_EMPTY:
+                self.out.write("  (no entries)\n")
+            else:
+                self.out.write("  passed sanity check\n")
 
     def batch_line(self, ev: BatchEvent) -> str:
         b = ev.batch
@@ -332,11 +377,14 @@ class TextWriter:
         legacy = type(b) is not DefaultRecordBatch
         enc = self.encoding
         show = self.print_data
+        decoded = ev.decoded
         out = []
-        for r in ev.records or ():
+        for i, r in enumerate(ev.records or ()):
             key, value = r[2], r[3]
             line = f"  {r[0]} {self.ts(r[1])}"
-            if control:
+            if decoded is not None:
+                line += " " + decoded_parts(key, value, decoded[i])
+            elif control:
                 c = describe_control(key, value)
                 line += f" {c.name}"
                 if c.coordinator_epoch is not None:

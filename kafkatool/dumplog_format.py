@@ -17,7 +17,12 @@ Spec §8.2. The exact tokens, including Kafka's quirks:
   (newest first). Kafka iterates hash maps across files; we keep file order.
 
 Kafka's default decoder prints keys and values as UTF-8 strings (``StringDecoder``); undecodable bytes become
-U+FFFD, as Java's ``new String(bytes, UTF_8)`` does.
+U+FFFD, one per malformed sequence as Java's ``new String(bytes, UTF_8)`` counts them
+(``decoders.message.java_utf8``). With a decoder option (``--decoder``, ``--key-decoder``,
+``--value-decoder``: Kafka's ``--offsets-decoder``, ``--transaction-log-decoder``, ``--key-decoder-class``...)
+the key and payload texts are the run's ``MessageParser``'s, decoded by the engine into
+``BatchEvent.decoded``: `` key:`` / `` payload:`` are left out where the parser gives None, as Kafka's
+``Option``s are.
 """
 
 from __future__ import annotations
@@ -26,12 +31,13 @@ import base64
 import os
 import struct
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import IO
 
 from kafkatool.batch import Record
 from kafkatool.checkpoints import EpochEntry, PartitionMetadata
 from kafkatool.codecs import Codec
+from kafkatool.decoders.message import java_utf8
 from kafkatool.default_records import DefaultRecordBatch
 from kafkatool.dump_control import describe_control
 from kafkatool.dump_events import (
@@ -72,7 +78,7 @@ def make_decoder(encoding: str) -> Decoder:
         return bytes.hex
     if encoding == "base64":
         return lambda b: base64.b64encode(b).decode("ascii")
-    return lambda b: b.decode("utf-8", "replace")
+    return java_utf8
 
 
 def optional_long(value: int | None) -> str:
@@ -101,14 +107,18 @@ def batch_line(batch: RecordBatch, crc_valid: bool) -> str:
 
 
 def record_lines(batch: RecordBatch, records: list[Record], *, print_data: bool, skip_metadata: bool,
-                 decode: Decoder) -> list[str]:
-    """The ``| offset: ...`` lines of ``dumpLog``'s deep iteration."""
+                 decode: Decoder, decoded: Sequence[tuple[str | None, str | None]] | None = None) -> list[str]:
+    """The ``| offset: ...`` lines of ``dumpLog``'s deep iteration.
+
+    ``decoded``: the (key, payload) texts of the run's parser, one pair per record (a decoder option); else
+    each present key and value is ``decode``d (Kafka's ``DecoderMessageParser`` with ``--encoding``'s decoder).
+    """
     is_v2 = type(batch) is DefaultRecordBatch
     ts_name = _TS_NAMES[int(batch.timestamp_type)]
     control = batch.is_control
     out: list[str] = []
     append = out.append
-    for r in records:
+    for i, r in enumerate(records):
         key = r[2]
         value = r[3]
         if skip_metadata:
@@ -125,10 +135,17 @@ def record_lines(batch: RecordBatch, records: list[Record], *, print_data: bool,
             if control:
                 line += describe_control(key, value).dumplog_text()
         if print_data and not control:
-            if key is not None:
-                line += f"{prefix}key: {decode(key)}"
-            if value is not None:
-                line += f" payload: {decode(value)}"
+            if decoded is not None:
+                key_text, payload = decoded[i]
+                if key_text is not None:
+                    line += f"{prefix}key: {key_text}"
+                if payload is not None:
+                    line += f" payload: {payload}"
+            else:
+                if key is not None:
+                    line += f"{prefix}key: {decode(key)}"
+                if value is not None:
+                    line += f" payload: {decode(value)}"
         append(line)
     return out
 
@@ -247,7 +264,7 @@ class DumpLogWriter:
             lines = [batch_line(ev.batch, ev.crc_valid)]
             if ev.records is not None:
                 lines += record_lines(ev.batch, ev.records, print_data=self.print_data,
-                                      skip_metadata=self.skip_metadata, decode=self.decode)
+                                      skip_metadata=self.skip_metadata, decode=self.decode, decoded=ev.decoded)
             lines.append("")
             self.out.write("\n".join(lines))
         elif t is IndexEntryEvent:

@@ -28,12 +28,8 @@ from pathlib import Path
 from kafkatool.atomic import TEMP_PREFIX, fsync_dir
 from kafkatool.batch import MAGIC_V0, MAGIC_V2, NO_TIMESTAMP, TimestampType, increment_sequence
 from kafkatool.checkpoints import encode_offset_checkpoint
+from kafkatool.decoders.offsets import offset_commit_key, offset_commit_value, partition_for_group
 from kafkatool.errors import UsageError
-from kafkatool.group_metadata import (
-    encode_offset_commit_key,
-    encode_offset_commit_value,
-    partition_for_group,
-)
 from kafkatool.lock import refuse_if_live
 from kafkatool.logdir import CLEAN_SHUTDOWN_FILE, META_PROPERTIES, TopicPartition
 from kafkatool.sample_cleaner import clean
@@ -333,13 +329,15 @@ def _simulate_offsets(spec: SampleSpec, t: TopicSpec, partition: int, log: Parti
                                       coordinator_epoch=p.coordinator_epoch, leader_epoch=epoch), ms)
         elif kind == "expire":
             records: list[RecordTuple] = [
-                (base + i, ms, encode_offset_commit_key(g.group, c.topic, c.partition), None, ())
+                (base + i, ms, offset_commit_key(g.group, c.topic, c.partition), None, ())
                 for i, c in enumerate(g.consumed)]
             log.append(LogicalBatch(MAGIC_V2, base, records, leader_epoch=epoch), ms)
         else:
-            records = [(base + i, ms, encode_offset_commit_key(g.group, c.topic, c.partition),
-                        encode_offset_commit_value(*_committed(c, ms, rng), "", ms), ())
-                       for i, c in enumerate(g.consumed)]
+            records = []
+            for i, c in enumerate(g.consumed):
+                committed, leader_epoch = _committed(c, ms, rng)
+                records.append((base + i, ms, offset_commit_key(g.group, c.topic, c.partition),
+                                offset_commit_value(committed, leader_epoch=leader_epoch, commit_timestamp=ms), ()))
             # GroupMetadataManager builds commits with baseSequence 0, also without a producer id.
             batch = LogicalBatch(MAGIC_V2, base, records, base_sequence=0, leader_epoch=epoch)
             if g.producer is not None and ms < start + g.producer_until * (end - start):

@@ -15,8 +15,8 @@ from dataclasses import dataclass, replace
 from kafkatool.batch import MAGIC_V2, TimestampType
 from kafkatool.checkpoints import topic_id_from_bytes
 from kafkatool.codecs import Codec
+from kafkatool.decoders.offsets import GROUP_METADATA_TOPIC
 from kafkatool.errors import UsageError
-from kafkatool.group_metadata import GROUP_METADATA_TOPIC
 from kafkatool.recover import DEFAULT_INDEX_INTERVAL_BYTES
 from kafkatool.units import parse_time_ms
 

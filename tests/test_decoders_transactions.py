@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from kafkatool.decoders.message import version_prefixed
+from kafkatool.decoders.message import java_string_hash, version_prefixed
 from kafkatool.decoders.transactions import (
     TRANSACTION_LOG_KEY,
     TRANSACTION_LOG_VALUE,
     TransactionLogError,
     decode_transaction_record,
-    java_string_hash,
     scala_hash_set_order,
     topic_partition_hash,
 )

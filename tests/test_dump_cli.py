@@ -158,7 +158,8 @@ def test_hostile_files_one_line_errors(tmp_path, name, data, fmt):
 def test_count_and_summary_only(tmp_path):
     root = log_dir(tmp_path)
     r = run_cli("dump", root, "--count")
-    assert (r.returncode, r.stdout) == (0, "150\n")
+    log = root / "orders-0" / "00000000000000000000.log"
+    assert (r.returncode, r.stdout) == (0, f"150 {log}\n150 total\n")  # per records file, then the total
     r = run_cli("dump", root, "--deep", "--verify", "--summary-only")
     assert r.returncode == 0 and r.stdout.count("\n") == 1
     assert r.stdout.startswith("6 files, 30 batches, 150 records, ")

@@ -16,15 +16,15 @@ import pytest
 from kafkatool.batch import TimestampType
 from kafkatool.checkpoints import read_offset_checkpoint, read_properties
 from kafkatool.codecs import Codec
-from kafkatool.default_records import build_batch, encode_record, encode_records
-from kafkatool.group_metadata import (
-    decode_offset_commit_key,
-    decode_offset_commit_value,
-    encode_offset_commit_key,
-    encode_offset_commit_value,
-    java_string_hash,
+from kafkatool.decoders.message import java_string_hash
+from kafkatool.decoders.offsets import (
+    offset_commit_key,
+    offset_commit_value,
     partition_for_group,
+    read_offset_commit_key,
+    read_offset_commit_value,
 )
+from kafkatool.default_records import build_batch, encode_record, encode_records
 from kafkatool.legacy_records import encode_entries, encode_entry, encode_message
 from kafkatool.logdir import TopicPartition
 from kafkatool.sample import generate_sample, iter_files
@@ -143,12 +143,12 @@ def test_demo_consumer_offsets_is_a_cleaned_compacted_log(demo):
         horizons += sum(1 for b in f.batches if b.delete_horizon is not None)
         for b in f.data_batches:
             for k, v in zip(b.keys, b.values, strict=True):
-                key = decode_offset_commit_key(k)
-                assert partition_for_group(key.group, 3) == p
+                key = read_offset_commit_key(k)
+                assert partition_for_group(key["group"], 3) == p
                 if v is None:
                     tombstones += 1
                 else:
-                    assert decode_offset_commit_value(v).commit_timestamp == b.timestamps[0]
+                    assert read_offset_commit_value(v)["commitTimestamp"] == b.timestamps[0]
         tp = TopicPartition("__consumer_offsets", p)
         if tp in cleaner:
             assert cleaner[tp] in f.segments and cleaner[tp] == s.cleaner_checkpoint
@@ -371,11 +371,14 @@ def test_build_batch_override_last_offset():
 
 
 def test_offset_commit_records_round_trip_and_group_partitioning():
-    k = encode_offset_commit_key("order-fulfilment", "orders", 2)
+    k = offset_commit_key("order-fulfilment", "orders", 2)
     assert k == bytes.fromhex("0001") + b"\x00\x10order-fulfilment" + b"\x00\x06orders" + bytes.fromhex("00000002")
-    assert decode_offset_commit_key(k).group == "order-fulfilment"
-    v = encode_offset_commit_value(1234, 7, "", 1_717_401_600_000)
-    assert len(v) == 2 + 8 + 4 + 2 + 8 and decode_offset_commit_value(v).offset == 1234
+    assert read_offset_commit_key(k) == {"group": "order-fulfilment", "topic": "orders", "partition": 2}
+    v = offset_commit_value(1234, leader_epoch=7, commit_timestamp=1_717_401_600_000)
+    # v3: version, offset, leaderEpoch, metadata (int16 length), commitTimestamp
+    assert v == bytes.fromhex("0003" "00000000000004d2" "00000007" "0000" "0000018fdd1cc000")
+    assert read_offset_commit_value(v) == {"offset": 1234, "leaderEpoch": 7, "metadata": "",
+                                           "commitTimestamp": 1_717_401_600_000, "expireTimestamp": -1}
     # String.hashCode vectors (Java): "" -> 0, "a" -> 97, "hello" -> 99162322, "Aa" == "BB" == 2112
     assert [java_string_hash(s) for s in ("", "a", "hello", "Aa", "BB")] == [0, 97, 99162322, 2112, 2112]
     assert java_string_hash("polygenelubricants") == -2147483648  # Integer.MIN_VALUE: Utils.abs gives 0

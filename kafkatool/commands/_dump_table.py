@@ -25,7 +25,7 @@ from kafkatool.dump_events import (
     NoticeKind,
     Severity,
 )
-from kafkatool.dump_render import codec_label, text_bytes
+from kafkatool.dump_render import codec_label, decoded_parts, text_bytes
 from kafkatool.units import format_size, format_time_ms
 
 _TS_SHORT = {"CreateTime": "create", "LogAppendTime": "append", "NoTimestampType": "none"}
@@ -122,9 +122,12 @@ class TableWriter:
         self._line([str(b.position), offsets, n, fmt, str(b.size), self.ts(b.max_timestamp),
                     "ok" if ev.crc_valid else "BAD", ", ".join(info)], None if ev.crc_valid else "red")
         enc = self.encoding
-        for r in ev.records or ():
+        decoded = ev.decoded
+        for i, r in enumerate(ev.records or ()):
             key, value = r[2], r[3]
-            if b.is_control:
+            if decoded is not None:
+                data = decoded_parts(key, value, decoded[i], sep="=")
+            elif b.is_control:
                 c = describe_control(key, value)
                 data = c.name + (f" coordinatorEpoch {c.coordinator_epoch}" if c.coordinator_epoch is not None else "")
             elif self.print_data:

@@ -187,12 +187,34 @@ class MessageParser:
         except KafkaToolError:
             raise
         except Exception as e:  # a plugin's bug must not take the dump down with a traceback
-            raise DecoderError(f"decoder {self.name!r} failed on the record at offset {record.offset}: "
-                               f"{type(e).__name__}: {e}") from e
+            raise self._failed(record, e) from e
         if (key is not None and not isinstance(key, str)) or (value is not None and not isinstance(value, str)):
             raise DecoderError(f"decoder {self.name!r} returned {type(key).__name__}/{type(value).__name__} "
                                f"for the record at offset {record.offset}; expected str or None")
         return key, value
+
+    def parse_key(self, record: Record) -> str | None:
+        """The key text alone: only the key decoder runs when the parser has one per side (a value the value
+        decoder cannot read does not matter to ``--key-regex``)."""
+        d = self.decoder
+        if not isinstance(d, _BothSides):
+            return self.parse(record)[0]
+        if record.key is None:
+            return None
+        try:
+            key = d.key.decode(record.key)
+        except KafkaToolError:
+            raise
+        except Exception as e:
+            raise self._failed(record, e) from e
+        if not isinstance(key, str):
+            raise DecoderError(f"decoder {self.name!r} returned {type(key).__name__} for the key of the record at "
+                               f"offset {record.offset}; expected str")
+        return key
+
+    def _failed(self, record: Record, e: Exception) -> DecoderError:
+        return DecoderError(f"decoder {self.name!r} failed on the record at offset {record.offset}: "
+                            f"{type(e).__name__}: {e}")
 
 
 def resolve_parser(decoder: str | None = None, key_decoder: str | None = None,

@@ -35,6 +35,7 @@ from kafkatool.decoders.message import (
     MessageError,
     MessageSpec,
     StructSpec,
+    java_string_hash,
     read_message,
     to_json,
     version_prefixed,
@@ -269,20 +270,66 @@ def _decode(key: bytes, value: bytes | None) -> tuple[str, str]:
 # --- writers: the records a 3.9 group coordinator appends (fixtures, ``kafkatool sample``) ---------------------
 
 
-def offset_commit_record(group: str, topic: str, partition: int, offset: int, *, commit_timestamp: int,
-                         metadata: str = "", leader_epoch: int = -1, expire_timestamp: int | None = None,
-                         value_version: int | None = None) -> tuple[bytes, bytes]:
-    """(key, value) of an offset commit: key type 1, value v3 (v1 when an expire timestamp is given)."""
+#: ``Topic.GROUP_METADATA_TOPIC_NAME``
+GROUP_METADATA_TOPIC = "__consumer_offsets"
+
+
+def partition_for_group(group_id: str, partitions: int) -> int:
+    """``GroupMetadataManager.partitionFor``: ``Utils.abs(groupId.hashCode) % offsets.topic.num.partitions``
+    (``Utils.abs(Integer.MIN_VALUE)`` is 0)."""
+    h = java_string_hash(group_id)
+    return (0 if h == -(1 << 31) else abs(h)) % partitions
+
+
+def offset_commit_key(group: str, topic: str, partition: int) -> bytes:
+    """An OffsetCommitKey as 3.9 writes it: record type (key version) 1; type 0 has the same layout."""
+    return struct.pack(">h", 1) + write_message(OFFSET_COMMIT_KEY, {"group": group, "topic": topic,
+                                                                     "partition": partition}, 1)
+
+
+def offset_commit_value(offset: int, *, commit_timestamp: int, metadata: str = "", leader_epoch: int = -1,
+                        expire_timestamp: int | None = None, value_version: int | None = None) -> bytes:
+    """An OffsetCommitValue: v3 (what the 3.x coordinator writes without an expire timestamp, also with a
+    transactional producer), v1 when an expire timestamp is given."""
     if value_version is None:
         value_version = 1 if expire_timestamp is not None else 3
-    key = struct.pack(">h", 1) + write_message(OFFSET_COMMIT_KEY, {"group": group, "topic": topic,
-                                                                    "partition": partition}, 1)
-    value = version_prefixed(OFFSET_COMMIT_VALUE, {
+    return version_prefixed(OFFSET_COMMIT_VALUE, {
         "offset": offset, "leaderEpoch": leader_epoch if value_version >= 3 else -1, "metadata": metadata,
         "commitTimestamp": commit_timestamp,
         "expireTimestamp": expire_timestamp if expire_timestamp is not None and value_version == 1 else -1,
     }, value_version)
-    return key, value
+
+
+def offset_commit_record(group: str, topic: str, partition: int, offset: int, *, commit_timestamp: int,
+                         metadata: str = "", leader_epoch: int = -1, expire_timestamp: int | None = None,
+                         value_version: int | None = None) -> tuple[bytes, bytes]:
+    """(key, value) of an offset commit: :func:`offset_commit_key` and :func:`offset_commit_value`."""
+    return offset_commit_key(group, topic, partition), offset_commit_value(
+        offset, commit_timestamp=commit_timestamp, metadata=metadata, leader_epoch=leader_epoch,
+        expire_timestamp=expire_timestamp, value_version=value_version)
+
+
+def read_offset_commit_key(data: bytes) -> dict[str, Any]:
+    """The fields of an OffsetCommitKey (record type 0 or 1); raises :class:`InvalidRecordError` otherwise."""
+    return _read_offset_commit(data, OFFSET_COMMIT_KEY, "key")
+
+
+def read_offset_commit_value(data: bytes) -> dict[str, Any]:
+    """The fields of an OffsetCommitValue (any version 0-4); raises :class:`InvalidRecordError` otherwise."""
+    return _read_offset_commit(data, OFFSET_COMMIT_VALUE, "value")
+
+
+def _read_offset_commit(data: bytes, spec: MessageSpec, what: str) -> dict[str, Any]:
+    try:
+        version = _read_version(data, what)
+        if version not in spec.valid:
+            raise MessageError(f"{spec.name} has no version {version}")
+        values, end = read_message(spec, data, version, 2)
+    except MessageError as e:
+        raise InvalidRecordError(f"not an offset commit {what}: {e}") from e
+    if end != len(data):
+        raise InvalidRecordError(f"offset commit {what} has {len(data) - end} bytes after its fields")
+    return values
 
 
 def consumer_subscription(topics: list[str], owned: dict[str, list[int]] | None = None, *, generation_id: int = -1,

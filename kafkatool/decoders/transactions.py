@@ -31,6 +31,7 @@ from kafkatool.decoders.message import (
     MessageError,
     MessageSpec,
     StructSpec,
+    java_string_hash,
     read_message,
     version_prefixed,
     write_message,
@@ -62,14 +63,6 @@ DELETE = "<DELETE>"
 
 class TransactionLogError(InvalidRecordError):
     """A ``__transaction_state`` record that makes Kafka's formatter throw."""
-
-
-def java_string_hash(s: str) -> int:
-    """``String.hashCode`` over UTF-16 code units, as a Java int."""
-    h = 0
-    for unit in struct.unpack(f">{len(s.encode('utf-16-be')) // 2}H", s.encode("utf-16-be")):
-        h = (31 * h + unit) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
 
 
 def topic_partition_hash(topic: str, partition: int) -> int:
