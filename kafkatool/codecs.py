@@ -22,6 +22,7 @@ frame-compatible and Kafka reads them.
 from __future__ import annotations
 
 import enum
+import functools
 import struct
 import zlib
 
@@ -281,7 +282,7 @@ def _lz4_decompress(data: Buffer, limit: int, magic: int) -> bytes:
     if pos >= end:
         raise CorruptRecordError("lz4 frame ends early (Stream ended prematurely)")
     if magic != 0:  # magic 0: Kafka skips the (historically wrong) header checksum
-        expected = (xxh32(bytes(mv[4:pos])) >> 8) & 0xFF
+        expected = _descriptor_checksum(bytes(mv[4:pos]))
         if mv[pos] != expected:
             raise CorruptRecordError("lz4 stream frame descriptor corrupted (header checksum "
                                      f"0x{mv[pos]:02x}, expected 0x{expected:02x})")
@@ -322,6 +323,12 @@ def _lz4_decompress(data: Buffer, limit: int, magic: int) -> bytes:
         out.append(chunk)
     del content_checksum
     return b"".join(out)
+
+
+@functools.lru_cache(maxsize=64)
+def _descriptor_checksum(descriptor: bytes) -> int:
+    """Header checksum of an LZ4 frame descriptor: a handful of distinct descriptors exist, each hashed once."""
+    return (xxh32(descriptor) >> 8) & 0xFF
 
 
 _P1, _P2, _P3, _P4, _P5 = 2654435761, 2246822519, 3266489917, 668265263, 374761393

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from kafkatool.codecs import DEFAULT_DECOMPRESS_LIMIT
-from kafkatool.down_convert import DownConverted, ZstdDownConversionError, down_convert
+from kafkatool.down_convert import DownConverted, ZstdDownConversionError, down_convert, iter_chunks
 from kafkatool.file_records import FileRecords, RecordBatch
 
 MAX_READ_SIZE = 128 * 1024  # LazyDownConversionRecordsSend.MAX_READ_SIZE
@@ -100,46 +100,6 @@ def overflow_buffer(remaining: int, max_read_size: int = MAX_READ_SIZE) -> bytes
     buf = bytearray(size)
     _OVERFLOW_HEADER.pack_into(buf, 0, -1, max(remaining + 1, RECORD_BATCH_OVERHEAD))
     return bytes(buf)
-
-
-class _Peekable:
-    """``AbstractIterator.peek()`` over a batch walk."""
-
-    __slots__ = ("_it", "_next")
-
-    def __init__(self, it: Iterator[RecordBatch]) -> None:
-        self._it = it
-        self._next: RecordBatch | None = None
-
-    def peek(self) -> RecordBatch | None:
-        if self._next is None:
-            self._next = next(self._it, None)
-        return self._next
-
-    def next(self) -> RecordBatch | None:
-        b = self.peek()
-        self._next = None
-        return b
-
-
-def iter_chunks(batches: Iterator[RecordBatch], max_read_size: int) -> Iterator[list[RecordBatch]]:
-    """Kafka's chunk grouping (``LazyDownConversionRecords.Iterator.makeNext``): consecutive batches while
-    ``peek().sizeInBytes() + sizeSoFar <= maximumReadSize``, always at least one."""
-    it = _Peekable(batches)
-    while True:
-        first = it.next()
-        if first is None:
-            return
-        group = [first]
-        size_so_far = first.size
-        while True:
-            nxt = it.peek()
-            if nxt is None or nxt.size + size_so_far > max_read_size:
-                break
-            it.next()
-            group.append(nxt)
-            size_so_far += nxt.size
-        yield group
 
 
 class LazyDownConversionRecords:
