@@ -341,9 +341,11 @@ def _risks(plan: Plan) -> list[Risk]:
                               f"{format_size(t['source_bytes_converted'])} into {format_size(t['converted_bytes'])} "
                               f"({t['records_converted']} records), {t['padding_bytes']} padding bytes, "
                               f"{t['duplicated_first_batch']} duplicated first batch(es)."))
-            for f in r.fetches:
-                if f.problem:
-                    risks.append(Risk("high", who, f"Fetch v{f.fetch_version}: {f.problem}"))
+            failing = [f for f in r.fetches if f.problem]
+            if failing:
+                risks.append(Risk("high", who, f"Fetch {c.fetch_label}: {len(failing)} partition(s) fail: "
+                                  + ", ".join(f"{f.partition} ({f.outcome or f.problem})" for f in failing[:8])
+                                  + (f" and {len(failing) - 8} more" if len(failing) > 8 else "")))
             if txn_parts:
                 risks.append(Risk("medium", who, "transactional data in " + ", ".join(txn_parts) + ": below Fetch v4 "
                                   "there is no read_committed; aborted records are returned and markers dropped."))

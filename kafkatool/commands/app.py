@@ -57,6 +57,7 @@ COMMAND_MODULES: list[str] = [
     "downconvert",
     "upconvert",
     "fetch_sim",
+    "canary",
     "sample",
 ]
 
