@@ -193,7 +193,10 @@ def parse_clients(text: str, *, origin: str = "--clients") -> list[ClientSpec]:
             k, v = w.split("=", 1)
             opts[k] = v
         spec = ClientSpec(n, kind, words[1], opts, comment.strip())
-        capability(spec)  # validate now: a bad line is a usage error before any work
+        try:
+            capability(spec)  # validate now: a bad line is a usage error before any work
+        except UsageError as e:
+            raise UsageError(f"{origin} line {n}: {e.message.removeprefix(f'line {n}: ')}") from None
         out.append(spec)
     return out
 
