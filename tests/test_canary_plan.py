@@ -63,7 +63,8 @@ def _expected(path: Path) -> dict:
         "v0_records": sum(len(b.offsets) for b in data if b.magic == 0),
         "records_without_timestamp": sum(sum(1 for t in b.timestamps if t == -1) for b in data),
         "zstd": sum(1 for b in f.batches if b.codec == Codec.ZSTD),
-        "transactional": (sum(1 for b in data if b.transactional), sum(len(b.offsets) for b in data if b.transactional)),
+        "transactional": (sum(1 for b in data if b.transactional),
+                          sum(len(b.offsets) for b in data if b.transactional)),
         "idempotent": sum(1 for b in data if b.magic == 2 and b.producer_id >= 0 and not b.transactional),
         "control": dict(Counter(ControlRecordType(b.control).name for b in f.batches if b.control is not None)),
         "largest": max((b.size for b in f.batches), default=0),
@@ -188,7 +189,8 @@ def test_clients_and_their_down_conversion_costs(mixed: Path, plan_json: list[di
     assert clients["librdkafka 0.9.5"]["max_magic"] == 0
     assert clients["java-client 2.0.1"]["zstd_blocked_bytes"] == sum(j["zstd"]["bytes"] for j in parts.values())
     assert not clients["java-client 3.7.0"]["needs_down_conversion"]
-    fetches = {j["partition"]: j for j in plan_json if j["type"] == "client-fetch" and j["client"] == "java-client 0.10.2"}
+    fetches = {j["partition"]: j for j in plan_json
+               if j["type"] == "client-fetch" and j["client"] == "java-client 0.10.2"}
     assert set(fetches) == set(parts)
     assert fetches["clickstream-0"]["outcome"] == "UNSUPPORTED_COMPRESSION_TYPE"
     # The same fetch through `kafkatool fetch-sim` gives the same sizes.

@@ -236,7 +236,7 @@ def test_kafka_reads_each_canary_as_its_original(canary: Path, kafka_ref) -> Non
     pairs = [(canary / "originals" / p.name / f"{s:020d}.log", canary / "canary" / p.name / f"{s:020d}.log")
              for p in m.partitions for s in p.segments]
     groups = [[kafka_ref.dump_args(o, payload="crc32"), kafka_ref.dump_args(c, payload="crc32")] for o, c in pairs]
-    for (orig, can), (ro, rc) in zip(pairs, kafka_ref.run_batches(groups), strict=True):
+    for (_orig, can), (ro, rc) in zip(pairs, kafka_ref.run_batches(groups), strict=True):
         assert ro.returncode == 0 and rc.returncode == 0, (can, rc.lines[-3:])
         assert all(b["isValid"] and b["magic"] == 2 for b in rc.of_type("batch")), can
 

@@ -39,9 +39,9 @@ from pathlib import Path
 
 from kafkatool.atomic import TEMP_PREFIX, fsync_dir
 from kafkatool.canary.manifest import FileEntry, Manifest, PartitionEntry, Workdir, copy_file, hash_file, matches
-from kafkatool.errors import ExitCode, KafkaToolError, UsageError
+from kafkatool.errors import BrokerLockHeldError, ExitCode, KafkaToolError, UsageError
 from kafkatool.lock import hold_log_dir
-from kafkatool.logdir import CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX
+from kafkatool.logdir import CLEANED_SUFFIX, DELETED_SUFFIX, LOCK_FILE, SWAP_SUFFIX
 
 CRASH_ENV = "KAFKATOOL_CRASH_AFTER"
 SEGMENT_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex")  # the order swaps are written and renamed
@@ -344,10 +344,33 @@ def _require_verified(w: Workdir, m: Manifest) -> None:
         raise CanaryStateError("the manifest changed since it was verified: verify again")
 
 
-def _journal(w: Workdir, op: str, state: str, names: list[str], steps: Steps) -> None:
+def _journal(w: Workdir, op: str, state: str, names: list[str], steps: Steps, lock_existed: bool) -> None:
     now = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
-    w.write_json(w.journal_path, {"op": op, "state": state, "partitions": names, "at": now, "steps": steps.count})
+    w.write_json(w.journal_path, {"op": op, "state": state, "partitions": names, "at": now, "steps": steps.count,
+                                  "lock_existed": lock_existed})
     steps.done()
+
+
+def _swap_partition(w: Workdir, p: PartitionEntry, op: str, log_dir: Path, before: str, steps: Steps,
+                    note: Progress) -> Outcome:
+    live = log_dir / p.name
+    src = w.canary(p.name) if op == "apply" else w.originals(p.name)
+    target = p.outputs if op == "apply" else p.inputs
+    # Same-named files keep the originals' mtimes in both directions.
+    mtimes = {e.name: e.mtime_ns for e in p.outputs} | {e.name: e.mtime_ns for e in p.inputs}
+    acts = 0
+    for base in p.segments:
+        acts += _converge_segment(live, src, _segment_entries(target, base), mtimes, steps)
+    if op == "rollback":
+        acts += _restore_others(live, src, p, steps)
+    _drop_temps(live, steps)
+    after = classify(live, p)
+    want = ("canary" if op == "apply" else "original", "identical")
+    if after.state not in want:
+        raise CanaryStateError(f"{p.name}: after {op} the partition is {after.state} "
+                               f"({'; '.join(after.detail)}): internal error", path=live)
+    note(f"canary {op}: {p.name}: {before} -> {after.state} ({acts} change(s))")
+    return Outcome(p.name, before, after.state, acts)
 
 
 def swap(workdir: str | os.PathLike[str], op: str, *, partitions: Sequence[str] | None = None,
@@ -365,34 +388,35 @@ def swap(workdir: str | os.PathLike[str], op: str, *, partitions: Sequence[str] 
     log_dir = Path(m.log_dir)
     steps = Steps()
     outcomes: list[Outcome] = []
-    with hold_log_dir(log_dir):
-        before = {}
-        for p in entries:  # every partition checked before anything is written
-            st = classify(log_dir / p.name, p)
-            if st.state in ("changed", "missing"):
-                raise CanaryStateError(f"{p.name}: {st.state}: {'; '.join(st.detail) or 'no partition dir'}; "
-                                       f"refusing to {op} (nothing was changed)", path=log_dir / p.name)
-            before[p.name] = st.state
-        names = [p.name for p in entries]
-        _journal(w, op, "running", names, steps)
-        for p in entries:
-            live = log_dir / p.name
-            src = w.canary(p.name) if op == "apply" else w.originals(p.name)
-            target = p.outputs if op == "apply" else p.inputs
-            # Same-named files keep the originals' mtimes in both directions.
-            mtimes = {e.name: e.mtime_ns for e in p.outputs} | {e.name: e.mtime_ns for e in p.inputs}
-            acts = 0
-            for base in p.segments:
-                acts += _converge_segment(live, src, _segment_entries(target, base), mtimes, steps)
-            if op == "rollback":
-                acts += _restore_others(live, src, p, steps)
-            _drop_temps(live, steps)
-            after = classify(live, p)
-            want = ("canary" if op == "apply" else "original", "identical")
-            if after.state not in want:
-                raise CanaryStateError(f"{p.name}: after {op} the partition is {after.state} "
-                                       f"({'; '.join(after.detail)}): internal error", path=live)
-            note(f"canary {op}: {p.name}: {before[p.name]} -> {after.state} ({acts} change(s))")
-            outcomes.append(Outcome(p.name, before[p.name], after.state, acts))
-        _journal(w, op, "done", names, steps)
+    names = [p.name for p in entries]
+    # The log dir's .lock: hold_log_dir creates it when absent and removes it after; a run killed meanwhile leaves
+    # it behind, which the journal (written before the lock is taken) tells the next run, so that it goes too.
+    lock_path = log_dir / LOCK_FILE
+    prev = w.read_optional(w.journal_path)
+    leftover = bool(prev and prev.get("state") == "running" and prev.get("lock_existed") is False
+                    and lock_path.exists())
+    lock_existed = lock_path.exists() and not leftover
+    _journal(w, op, "running", names, steps, lock_existed)
+    try:
+        with hold_log_dir(log_dir):
+            before = {}
+            for p in entries:  # every partition checked before anything is written
+                st = classify(log_dir / p.name, p)
+                if st.state in ("changed", "missing"):
+                    raise CanaryStateError(f"{p.name}: {st.state}: {'; '.join(st.detail) or 'no partition dir'}; "
+                                           f"refusing to {op} (nothing was changed)", path=log_dir / p.name)
+                before[p.name] = st.state
+            for p in entries:
+                outcomes.append(_swap_partition(w, p, op, log_dir, before[p.name], steps, note))
+            if leftover:
+                lock_path.unlink()  # ours, from the killed run (we hold it: a starting broker makes a new one)
+        # "done" only once the .lock we created is gone too: a kill before this leaves "running" for the next run.
+        _journal(w, op, "done", names, steps, lock_existed)
+    except (CanaryStateError, BrokerLockHeldError):
+        if not outcomes:  # nothing changed: keep an interrupted run's journal, else record the refusal
+            if prev is not None and prev.get("state") == "running":
+                w.write_json(w.journal_path, prev)
+            else:
+                _journal(w, op, "refused", names, steps, lock_existed)
+        raise
     return SwapResult(op, str(log_dir), outcomes, steps.count)

@@ -39,9 +39,10 @@ def offset_from_file(name: str) -> int | None:
     if dot <= 0:
         return None
     head = name[:dot]
-    if not head.isdigit() or len(head) > 19:
+    if not head.isascii() or not head.isdigit():
         return None
-    return int(head)
+    value = int(head)
+    return value if value <= 0x7FFFFFFFFFFFFFFF else None  # NumberFormatException past Long.MAX_VALUE
 
 
 @dataclass(slots=True)
