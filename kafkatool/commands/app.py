@@ -54,10 +54,12 @@ def root(
 
 # Subcommand modules, in the order ``--help`` lists them. Each has ``register(app)``.
 COMMAND_MODULES: list[str] = [
+    "dump",
     "downconvert",
     "upconvert",
     "fetch_sim",
     "canary",
+    "spark_scan",
     "sample",
 ]
 
@@ -89,7 +91,10 @@ def main(argv: list[str] | None = None) -> None:
     try:
         _register()
         command = typer.main.get_command(app)
-        result = command.main(args=args, prog_name="kafkatool", standalone_mode=False)
+        # make_context + invoke rather than command.main(): click's main() turns EPIPE into exit 1, and a
+        # closed pipe (``| head``) is not a failure.
+        with command.make_context("kafkatool", args) as ctx:
+            result = command.invoke(ctx)
         rc = result if isinstance(result, int) else ExitCode.OK
     except _EXITS as e:
         rc = e.exit_code
@@ -109,7 +114,7 @@ def main(argv: list[str] | None = None) -> None:
         _err("kafkatool: interrupted")
         rc = ExitCode.INTERRUPTED
     except BrokenPipeError:
-        rc = ExitCode.OK
+        rc = ExitCode.OK  # the reader went away (``| head``): not an error
     except OSError as e:
         if show_traceback:
             import traceback
