@@ -102,6 +102,47 @@ def test_plan_counts_every_category_like_an_independent_walk(mixed: Path, plan_j
     assert s["records"] == sum(j["records"] for j in parts.values())
 
 
+def test_plan_counts_match_kafkatool_dump(mixed: Path, plan_json: list[dict]) -> None:
+    """The same categories, counted from `kafkatool dump --deep --format json` of the same dir."""
+    r = run_cli("dump", mixed, "--deep", "--format", "json")
+    assert r.returncode == 0, r.stderr[-2000:]
+    agg: dict[str, dict] = {}
+    cur: dict | None = None
+    for line in r.stdout.split("\n")[:-1]:  # not splitlines(): values may hold U+2028, \x1c... (JSON keeps them raw)
+        j = json.loads(line)
+        if j["type"] == "batch":
+            name = Path(j["path"]).parent.name
+            a = agg.setdefault(name, {"formats": Counter(), "bytes": 0, "records": 0, "zstd": 0, "txn": 0,
+                                      "idem": 0, "control": Counter(), "ts": Counter(), "no_ts": 0, "largest": 0})
+            a["formats"][(j["magic"], j["codec"])] += 1
+            a["bytes"] += j["size"]
+            a["zstd"] += j["codec"] == "zstd"
+            a["txn"] += j["is_transactional"] and not j["is_control"]
+            a["idem"] += j["magic"] == 2 and j["producer_id"] >= 0 and not j["is_transactional"] and not j["is_control"]
+            a["ts"][j["timestamp_type"]] += 1
+            a["largest"] = max(a["largest"], j["size"])
+            cur = j
+            cur["_agg"] = a
+        elif j["type"] == "record" and cur is not None:
+            a = cur["_agg"]
+            if cur["is_control"]:
+                a["control"][j["control"]["type"]] += 1
+            else:
+                a["records"] += 1
+                a["no_ts"] += j["timestamp"] == -1
+    parts = {f"{j['topic']}-{j['partition']}": j for j in plan_json if j["type"] == "partition"}
+    assert set(agg) == set(parts)
+    for name, j in parts.items():
+        a = agg[name]
+        assert {(f["magic"], f["codec"]): f["batches"] for f in j["formats"]} == dict(a["formats"]), name
+        assert (j["bytes"], j["records"], j["largest_batch"]["bytes"]) == (a["bytes"], a["records"], a["largest"]), name
+        assert (j["zstd"]["batches"], j["transactional"]["batches"], j["idempotent"]["batches"]) == \
+            (a["zstd"], a["txn"], a["idem"]), name
+        assert j["control_batches"] == dict(a["control"]), name
+        assert {k: v["batches"] for k, v in j["timestamp_types"].items()} == dict(a["ts"]), name
+        assert j["records_without_timestamp"] == a["no_ts"], name
+
+
 def test_plan_finds_compacted_topics_and_the_legacy_data_they_keep(plan_json: list[dict]) -> None:
     parts = {f"{j['topic']}-{j['partition']}": j for j in plan_json if j["type"] == "partition"}
     compacted = {n for n, j in parts.items() if j["compacted"]}
