@@ -22,6 +22,7 @@ from kafkatool.canary.loader import complete_swaps, predict
 from kafkatool.canary.manifest import PartitionEntry, Workdir, hash_file
 from kafkatool.canary.run import run_canary
 from kafkatool.canary.verify import verify_workdir
+from kafkatool.checkpoints import EpochEntry, encode_leader_epoch_checkpoint, read_leader_epoch_checkpoint
 from tests.canary_dirs import small_dir, tree
 from tests.conftest import ROOT, run_cli
 
@@ -150,6 +151,23 @@ def test_refused_when_a_partition_changed(setup: Setup) -> None:
     (setup.live / "old-0" / "00000000000000000000.cleaned").write_bytes(b"")
     r = run_cli("canary", "rollback", setup.w)
     assert r.returncode == 1 and "the broker's own unfinished work" in r.stderr
+
+
+def test_rollback_keeps_newer_leader_epochs(setup: Setup) -> None:
+    """A broker that led the partition after apply recorded a new epoch; the canary never changes epochs, so
+    rollback keeps that file (and says so) and restores everything else."""
+    setup.reset(setup.applied)
+    cp = setup.live / "lat-0" / "leader-epoch-checkpoint"
+    entries = read_leader_epoch_checkpoint(cp)
+    cp.write_bytes(encode_leader_epoch_checkpoint([*entries, EpochEntry(entries[-1].epoch + 1, 150)]))
+    newer = tree(setup.live)["lat-0/leader-epoch-checkpoint"]
+    r = run_cli("canary", "rollback", setup.w, "--format", "json")
+    assert r.returncode == 0, r.stderr
+    lat = next(json.loads(x) for x in r.stdout.splitlines() if '"lat-0"' in x)
+    assert lat["notes"] == ["leader-epoch-checkpoint kept: a broker recorded newer leader epochs since the canary run"]
+    after = tree(setup.live)
+    assert after.pop("lat-0/leader-epoch-checkpoint") == newer
+    assert after == {k: v for k, v in setup.original.items() if k != "lat-0/leader-epoch-checkpoint"}
 
 
 # ---------------------------------------------------------------------------------------------- crashes

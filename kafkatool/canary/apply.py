@@ -39,9 +39,10 @@ from pathlib import Path
 
 from kafkatool.atomic import TEMP_PREFIX, fsync_dir
 from kafkatool.canary.manifest import FileEntry, Manifest, PartitionEntry, Workdir, copy_file, hash_file, matches
+from kafkatool.checkpoints import read_leader_epoch_checkpoint
 from kafkatool.errors import BrokerLockHeldError, ExitCode, KafkaToolError, UsageError
 from kafkatool.lock import hold_log_dir
-from kafkatool.logdir import CLEANED_SUFFIX, DELETED_SUFFIX, LOCK_FILE, SWAP_SUFFIX
+from kafkatool.logdir import CLEANED_SUFFIX, DELETED_SUFFIX, LEADER_EPOCH_CHECKPOINT, LOCK_FILE, SWAP_SUFFIX
 
 CRASH_ENV = "KAFKATOOL_CRASH_AFTER"
 SEGMENT_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex")  # the order swaps are written and renamed
@@ -251,14 +252,28 @@ def _converge_segment(live: Path, src: Path, target: list[FileEntry], mtimes: di
     return acts
 
 
-def _restore_others(live: Path, src: Path, entry: PartitionEntry, steps: Steps) -> int:
-    """Rollback: every non-segment file (snapshots, checkpoints, partition.metadata) exactly as the original."""
+def _newer_epochs(live: Path, original: Path) -> bool:
+    """The live ``leader-epoch-checkpoint`` records a later epoch than the original: a broker led the partition
+    since the run. The canary never changes epochs, so the broker's file is the truth to keep."""
+    try:
+        now, then = read_leader_epoch_checkpoint(live), read_leader_epoch_checkpoint(original)
+    except KafkaToolError:
+        return False
+    return bool(now) and (not then or now[-1].epoch > then[-1].epoch)
+
+
+def _restore_others(live: Path, src: Path, entry: PartitionEntry, steps: Steps, notes: list[str]) -> int:
+    """Rollback: every non-segment file (snapshots, checkpoints, partition.metadata) exactly as the original,
+    except a leader-epoch-checkpoint that a broker has moved on since (it is kept, and said so)."""
     acts = 0
     keep = {e.name for e in entry.inputs}
     for e in entry.inputs:
         if segment_file(e.name) is not None:
             continue
         p = live / e.name
+        if e.name == LEADER_EPOCH_CHECKPOINT and p.is_file() and not matches(p, e) and _newer_epochs(p, src / e.name):
+            notes.append(f"{e.name} kept: a broker recorded newer leader epochs since the canary run")
+            continue
         if not matches(p, e):
             tmp = live / f"{TEMP_PREFIX}{e.name}"
             copied = copy_file(src / e.name, tmp, mtime_ns=e.mtime_ns, exclusive=False)
@@ -297,9 +312,11 @@ class Outcome:
     before: str
     after: str
     actions: int
+    notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, object]:
-        return {"partition": self.partition, "before": self.before, "after": self.after, "actions": self.actions}
+        return {"partition": self.partition, "before": self.before, "after": self.after, "actions": self.actions,
+                "notes": self.notes}
 
 
 @dataclass(slots=True)
@@ -361,8 +378,9 @@ def _swap_partition(w: Workdir, p: PartitionEntry, op: str, log_dir: Path, befor
     acts = 0
     for base in p.segments:
         acts += _converge_segment(live, src, _segment_entries(target, base), mtimes, steps)
+    notes: list[str] = []
     if op == "rollback":
-        acts += _restore_others(live, src, p, steps)
+        acts += _restore_others(live, src, p, steps, notes)
     _drop_temps(live, steps)
     after = classify(live, p)
     want = ("canary" if op == "apply" else "original", "identical")
@@ -370,7 +388,9 @@ def _swap_partition(w: Workdir, p: PartitionEntry, op: str, log_dir: Path, befor
         raise CanaryStateError(f"{p.name}: after {op} the partition is {after.state} "
                                f"({'; '.join(after.detail)}): internal error", path=live)
     note(f"canary {op}: {p.name}: {before} -> {after.state} ({acts} change(s))")
-    return Outcome(p.name, before, after.state, acts)
+    for n in notes:
+        note(f"canary {op}: {p.name}: {n}")
+    return Outcome(p.name, before, after.state, acts, notes)
 
 
 def swap(workdir: str | os.PathLike[str], op: str, *, partitions: Sequence[str] | None = None,

@@ -204,3 +204,6 @@ def render_swap(r: SwapResult, c: Console) -> None:
     for o in r.outcomes:
         t.add_row(o.partition, o.before, o.after, str(o.actions))
     c.print(t)
+    for o in r.outcomes:
+        for n in o.notes:
+            c.print(f"  {o.partition}: {n}", markup=False)
