@@ -208,10 +208,10 @@ def kafka4_leftovers(inv: LogDirInventory) -> list[Kafka4Leftover]:
             continue
         active = bool(p.legacy_segments) and p.segments > 0 and p.legacy_segments[-1] == _active_base(p)
         if p.compacted:
-            fate = ("rewritten as v2 by Kafka 4's cleaner the next time it cleans the segments (KAFKA-13093)"
-                    + ("; the active segment's legacy data only after it rolls" if active else ""))
+            fate = ("v2 when Kafka 4's cleaner next rewrites the segments (KAFKA-13093)"
+                    + ("; the active segment's only after it rolls" if active else ""))
         else:
-            fate = "stays v0/v1 (served as-is to Fetch v4+) until retention deletes the segments"
+            fate = "stays v0/v1, served as-is, until retention deletes the segments"
         out.append(Kafka4Leftover(p.name, p.compacted, p.legacy.bytes, p.legacy.records, list(p.legacy_segments),
                                   active, fate))
     return out

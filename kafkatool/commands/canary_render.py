@@ -21,7 +21,8 @@ from kafkatool.units import format_size
 def console(out: IO[str] | None = None) -> Console:
     f = out or sys.stdout
     tty = hasattr(f, "isatty") and f.isatty()
-    width = None if tty else max(100, int(os.environ.get("COLUMNS", "140") or 140))
+    # Piped: wide enough that no table squeezes a number; long text lines are soft-wrapped (not cut).
+    width = None if tty else max(240, int(os.environ.get("COLUMNS", "0") or 0))
     return Console(file=f, width=width, highlight=False, soft_wrap=True, no_color=not tty or None)
 
 
