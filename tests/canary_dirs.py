@@ -25,7 +25,7 @@ LEGACY_COMPACTED = TopicSpec("legacy-compacted", records=1500, magics=(0, 1, 2),
 SMALL = (
     TopicSpec("old", records=300, magics=(0, 1, 2), codecs=(Codec.NONE, Codec.GZIP, Codec.LZ4), compacted=True,
               key_cardinality=60, segment_bytes=8 * 1024),
-    TopicSpec("v0", records=200, magics=(0,), codecs=(Codec.NONE, Codec.GZIP), segment_bytes=6 * 1024,
+    TopicSpec("v0", records=110, magics=(0,), codecs=(Codec.NONE, Codec.GZIP), segment_bytes=6 * 1024,
               batch_records=IntRange(1, 8)),
     TopicSpec("lat", records=150, magics=(1, 2), timestamp_type=TimestampType.LOG_APPEND_TIME, segment_bytes=8 * 1024),
 )
