@@ -143,6 +143,25 @@ def test_changed_timestamp_with_a_valid_crc(canary: Path, tmp_path: Path) -> Non
                for d in j["differences"]), j["differences"]
 
 
+def test_changed_leader_epoch_outside_the_crc(canary: Path, tmp_path: Path) -> None:
+    """partitionLeaderEpoch is not covered by the batch CRC: only the field comparison and the epoch rebuild see it."""
+    w = _copy(canary, tmp_path)
+    seg = w / "canary" / "sensors-2016-0" / "00000000000000000000.log"
+    with FileRecords(seg) as fr:
+        b = list(fr.batches())[2]
+        pos, first = b.position, b.base_offset
+    data = bytearray(seg.read_bytes())
+    struct.pack_into(">i", data, pos + 12, 99)
+    seg.write_bytes(bytes(data))
+    rc, lines, _ = _verify(w)
+    assert rc == 1
+    j = next(x for x in lines if x.get("partition") == "sensors-2016-0" and x["type"] == "partition")
+    # One message for the batch, not one per record.
+    msgs = [d for d in j["differences"] if "leader_epoch -1 in the original" in d]
+    assert len(msgs) == 1 and msgs[0].startswith(f"offsets {first}..") and "99 in the canary" in msgs[0], msgs
+    assert any(d.startswith("leader epochs recovery would assign: [(99, ") for d in j["differences"])
+
+
 def test_rewritten_index_and_oversized_batches(canary: Path, tmp_path: Path) -> None:
     w = _copy(canary, tmp_path)
     idx = w / "canary" / "legacy-events-0" / "00000000000000000230.index"

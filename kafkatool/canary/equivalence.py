@@ -56,6 +56,8 @@ class Item(NamedTuple):
     where: str  # "<file> at byte <position>"
 
 
+# Fields every record of a batch shares: a difference there is reported once per batch.
+_BATCH_FIELDS = frozenset({"kind", "timestamp_type", "producer_id", "producer_epoch", "transactional", "leader_epoch"})
 _COMPARED = ("kind", "timestamp", "timestamp_type", "key", "value", "headers", "producer_id", "producer_epoch",
              "sequence", "transactional", "leader_epoch")
 
@@ -186,6 +188,15 @@ def _batch_items(b: RecordBatch, recs: list, stats: StreamStats, to_v2: bool, wh
 
 
 @dataclass(slots=True)
+class _Group:
+    key: tuple[object, ...]
+    first: int
+    last: int
+    count: int
+    text: str
+
+
+@dataclass(slots=True)
 class Comparison:
     compared: int = 0
     differences: list[str] = field(default_factory=list)
@@ -219,12 +230,21 @@ def compare(expected: Iterator[Item], actual: Iterator[Item], damage: list[Damag
         return any(d.first <= offset and (d.last < 0 or offset <= d.last) for d in damage)
 
     run: list[int] = []  # consecutive missing offsets, reported as one range
+    # A batch-level field that differs for every record of a batch is one message.
+    group: list[_Group] = []
 
     def flush_missing() -> None:
         if run:
             span = f"offset {run[0]}" if len(run) == 1 else f"offsets {run[0]}..{run[-1]}"
             add(f"{span} ({len(run)} item(s)) missing from the canary")
             run.clear()
+
+    def flush_group() -> None:
+        if group:
+            g = group.pop()
+            span = f"offset {g.first}" if g.count == 1 else f"offsets {g.first}..{g.last} ({g.count} items)"
+            if len(c.differences) < max_details:
+                c.differences.append(f"{span}: {g.text}")
 
     e = next(expected, None)
     a = next(actual, None)
@@ -248,13 +268,30 @@ def compare(expected: Iterator[Item], actual: Iterator[Item], damage: list[Damag
         if a.magic != target_magic:
             c.not_v2 += 1
             add(f"offset {a.offset}: still message format v{a.magic} in the canary ({a.where})")
+        differs = False
         for f in _COMPARED:
             ev, av = getattr(e, f), getattr(a, f)
             if ev != av:
-                add(f"offset {a.offset}: {f} {_describe(f, ev)} in the original (v{e.magic}, {e.where}), "
-                    f"{_describe(f, av)} in the canary ({a.where})")
+                differs = True
+                text = (f"{f} {_describe(f, ev)} in the original (v{e.magic}, {e.where}), {_describe(f, av)} in the "
+                        f"canary ({a.where})")
+                if f in _BATCH_FIELDS:
+                    key = (f, ev, av, e.where, a.where)
+                    c.difference_count += 1
+                    if group and group[0].key == key:
+                        group[0].last = a.offset
+                        group[0].count += 1
+                    else:
+                        flush_group()
+                        group.append(_Group(key, a.offset, a.offset, 1, text))
+                else:
+                    flush_group()
+                    add(f"offset {a.offset}: {text}")
                 break
+        if not differs:
+            flush_group()
         e = next(expected, None)
         a = next(actual, None)
     flush_missing()
+    flush_group()
     return c

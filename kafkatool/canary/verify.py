@@ -175,7 +175,7 @@ def verify_partition(w: Workdir, p: PartitionEntry, *, max_bytes: int, interval:
     if c.in_damaged:
         v.warnings.append(f"{c.in_damaged} item(s) of the original fall in damaged canary batches")
     _check_boundaries(v, p, max_details)
-    _check_indexes(v, orig, can, bases, interval, max_details)
+    _check_indexes(v, orig, can, bases, p.segments, interval, max_details)
     _check_carried(v, orig, can, p, max_details)
     _check_sizes(v, max_bytes, max_details)
     _expected_changes(v)
@@ -188,7 +188,26 @@ def _check_boundaries(v: PartitionVerdict, p: PartitionEntry, limit: int) -> Non
         v.differ(f"log end offset {p.log_end_offset} in the canary, {leo} in the original", limit)
 
 
-def _check_indexes(v: PartitionVerdict, orig: Path, can: Path, bases: list[int], interval: int, limit: int) -> None:
+def _epoch_assignments(part: Path, bases: list[int]) -> list[tuple[int, int]]:
+    """The leader-epoch cache entries recovery assigns from the batches (epoch >= 0 and above the latest)."""
+    out: list[tuple[int, int]] = []
+    latest = -1
+    for base in bases:
+        rec = recover_segment(part / f"{base:020d}.log", base, latest_epoch=latest)
+        out += rec.epochs
+        if rec.epochs:
+            latest = rec.epochs[-1][0]
+    return out
+
+
+def _check_indexes(v: PartitionVerdict, orig: Path, can: Path, bases: list[int], orig_bases: list[int], interval: int,
+                   limit: int) -> None:
+    # Converted legacy batches carry partition leader epoch -1 (as Kafka 4's cleaner writes them) and v2 batches
+    # are copied, so recovery must assign the same leader epochs from both: the carried leader-epoch-checkpoint
+    # stays true for the canary.
+    e_orig, e_can = _epoch_assignments(orig, orig_bases), _epoch_assignments(can, bases)
+    if e_orig != e_can:
+        v.differ(f"leader epochs recovery would assign: {e_can} from the canary, {e_orig} from the original", limit)
     for base in bases:
         log = can / f"{base:020d}.log"
         rec = recover_segment(log, base, index_interval_bytes=interval, verify=True)
