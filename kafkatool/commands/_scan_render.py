@@ -192,8 +192,8 @@ def render_index_checks(rows: Sequence[dict[str, Any]], out: Output, form: Outpu
             counts[r["classification"]] = counts.get(r["classification"], 0) + 1
         out.line("index check: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
     for r in rows:
-        if r["classification"] != "equal":
-            out.finding(f"kafkatool: finding: {r['path']}: index {r['classification']}: {r['detail']}")
+        if r["severity"] in ("error", "warning"):
+            out.finding(f"kafkatool: {r['severity']}: {r['path']}: index {r['classification']}: {r['detail']}")
 
 
 def render_export(n: int, directory: str, out: Output, form: OutputFormat) -> None:

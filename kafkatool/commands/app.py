@@ -55,6 +55,7 @@ def root(
 # Subcommand modules, in the order ``--help`` lists them. Each has ``register(app)``.
 COMMAND_MODULES: list[str] = [
     "dump",
+    "reindex_time",
     "downconvert",
     "upconvert",
     "fetch_sim",

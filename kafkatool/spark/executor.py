@@ -48,7 +48,7 @@ def export_fn(items: Sequence[WorkItem], tasks: Sequence[Sequence[int]], opts: S
 
 def index_check_row(seg: SegmentFile, index_interval_bytes: int) -> dict[str, Any]:
     """One segment's index verdict as an ``INDEX_CHECK_SCHEMA`` row (URLs are copied to a temp dir first)."""
-    from kafkatool.index_verify import check_segment
+    from kafkatool.reindex import verify_segment
 
     if is_url(seg.path):
         tmp = tempfile.mkdtemp(prefix="kafkatool-verify-")
@@ -60,13 +60,15 @@ def index_check_row(seg: SegmentFile, index_interval_bytes: int) -> dict[str, An
                     local_copy(stem + suffix, tmp)
                 except Exception:
                     pass  # missing files are part of the verdict
-            verdict = check_segment(log, seg.base_offset, index_interval_bytes=index_interval_bytes)
+            verdict = verify_segment(log, seg.base_offset, active=seg.active,
+                                     index_interval_bytes=index_interval_bytes)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     else:
-        verdict = check_segment(seg.path, seg.base_offset, index_interval_bytes=index_interval_bytes)
+        verdict = verify_segment(seg.path, seg.base_offset, active=seg.active,
+                                 index_interval_bytes=index_interval_bytes)
     return {"topic": seg.topic, "partition": seg.partition, "base_offset": seg.base_offset, "path": seg.path,
-            "classification": verdict.classification, "detail": verdict.detail,
+            "classification": verdict.classification, "severity": verdict.severity, "detail": verdict.detail,
             "offset_entries_on_disk": verdict.offset_entries_on_disk,
             "offset_entries_rebuilt": verdict.offset_entries_rebuilt,
             "time_entries_on_disk": verdict.time_entries_on_disk,

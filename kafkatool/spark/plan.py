@@ -10,6 +10,7 @@ before it does not hand off exactly at the cut, and that segment is rescanned wh
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import heapq
 import math
@@ -50,6 +51,7 @@ class SegmentFile:
     base_offset: int
     size: int
     index_path: str | None = None
+    active: bool = False  # the last segment of its partition dir (the broker's active segment)
 
     @property
     def name(self) -> str:
@@ -144,7 +146,13 @@ def discover(paths: Sequence[str], topics: Sequence[str] = ()) -> Discovery:
         if s.path not in seen:
             seen.add(s.path)
             unique.append(s)
-    out.segments = unique
+    last: dict[str, SegmentFile] = {}
+    for s in unique:
+        if s.path.endswith(LOG_SUFFIX):
+            last[parent_of(s.path)] = s  # sorted by base offset: the last one wins
+    active = {id(s) for s in last.values()}
+    out.segments = [dataclasses.replace(s, active=True) if id(s) in active else s for s in unique]
+    unique = out.segments
     dirs: dict[tuple[str, int], set[str]] = {}
     for s in unique:
         dirs.setdefault((s.topic, s.partition), set()).add(parent_of(s.path))

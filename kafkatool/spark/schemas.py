@@ -54,7 +54,7 @@ RECORD_SCHEMA = pa.schema([
 
 INDEX_CHECK_SCHEMA = pa.schema([
     ("topic", pa.string()), ("partition", pa.int32()), ("base_offset", _I64), ("path", pa.string()),
-    ("classification", pa.string()), ("detail", pa.string()),
+    ("classification", pa.string()), ("severity", pa.string()), ("detail", pa.string()),
     ("offset_entries_on_disk", _I64), ("offset_entries_rebuilt", _I64),
     ("time_entries_on_disk", _I64), ("time_entries_rebuilt", _I64),
 ])

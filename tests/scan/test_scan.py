@@ -234,7 +234,7 @@ def test_export_has_every_record_once_with_time_and_topic_filters(mixed_dir, tmp
         export_local(plan, str(tmp_path / "window"))
 
 
-def test_verify_index_equal_differs_missing(mixed_dir, tmp_path):
+def test_verify_index_uses_the_reindex_classification(mixed_dir, tmp_path):
     root = tmp_path / "logs"
     shutil.copytree(mixed_dir.path, root)
     idx = root / "orders-1" / f"{0:020d}.index"
@@ -243,10 +243,13 @@ def test_verify_index_equal_differs_missing(mixed_dir, tmp_path):
     idx.write_bytes(bytes(data))
     rows = verify_local(discover([str(root)]).segments, 1024, jobs=2)
     verdicts = {(r["topic"], r["partition"], r["base_offset"]): r for r in rows}
-    assert verdicts[("orders", 1, 0)]["classification"] == "differs"
-    assert "entry 1" in verdicts[("orders", 1, 0)]["detail"]
-    assert verdicts[("damaged", 0, 0)]["classification"] == "missing"
-    assert sum(r["classification"] == "equal" for r in rows) == len(rows) - 2
+    # An offset entry that no longer points at a batch start makes the broker misbehave: an error.
+    assert (verdicts[("orders", 1, 0)]["classification"], verdicts[("orders", 1, 0)]["severity"]) == \
+        ("corrupt", "error")
+    damaged = verdicts[("damaged", 0, 0)]
+    assert (damaged["classification"], damaged["severity"]) == ("log-truncation", "warning")
+    assert "torn tail" in damaged["detail"] and "no .index" in damaged["detail"]
+    assert sum(r["classification"] == "ok" for r in rows) == len(rows) - 2
 
 
 def test_discovery_of_urls_matches_local_paths(mixed_dir):
