@@ -210,8 +210,8 @@ SWAP_HELP = {
 
 Segment by segment: new files written as <name>.swap (fsync), then renamed into place, the way the broker's
 LogLoader completes an interrupted swap at startup, so a crash is completed by the next broker start or by running
-apply again. Refused with exit 3 while a broker holds the log dir's .lock; exit 1 if the canary is not verified or
-a partition changed since the run.
+apply again. Refused with exit 3 while a broker holds the log dir's .lock; exit 2 if the canary was never verified,
+exit 1 if its last verify failed or a partition changed since the run.
 
 Example: kafkatool canary apply /var/tmp/c1""",
     "rollback": """Put the original partitions back, byte for byte (and their mtimes), with the same safety as apply.
