@@ -198,6 +198,23 @@ def test_apply_refuses_a_failed_or_missing_verify(canary: Path, mixed: Path, tmp
     assert tree(mixed) == before
 
 
+def test_damaged_work_dirs_are_one_line_errors(canary: Path, tmp_path: Path) -> None:
+    w = _copy(canary, tmp_path)
+    (w / "manifest.json").write_text('{"tool": "kafkatool", "partitions": [')
+    for cmd in ("verify", "apply", "rollback"):
+        r = run_cli("canary", cmd, w)
+        assert r.returncode == 2 and "unreadable canary manifest" in r.stderr and "Traceback" not in r.stderr, cmd
+    r = run_cli("canary", "verify", tmp_path / "nowhere")
+    assert r.returncode == 2 and "no canary manifest" in r.stderr
+    w2 = _copy(canary, tmp_path / "second")
+    (w2 / "originals" / "sensors-2016-0" / "00000000000000000386.snapshot").unlink()
+    rc, lines, _ = _verify(w2)
+    assert rc == 1 and any("saved original 00000000000000000386.snapshot does not match the manifest" in d
+                           for x in lines if x.get("partition") == "sensors-2016-0" for d in x.get("differences", []))
+    r = run_cli("canary", "rollback", w2)
+    assert r.returncode == 1 and "a byte-exact rollback is impossible" in r.stderr
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["--partitions", "nope-*"], "matches no partition"),
     (["--partitions", "sensors-*", "--target-format", "1"], "target-format"),

@@ -79,8 +79,12 @@ def segment_file(name: str) -> tuple[int, str] | None:
 
 
 def _segment_entries(entries: list[FileEntry], base: int) -> list[FileEntry]:
-    mine = {segment_file(e.name)[1]: e for e in entries  # type: ignore[index]
-            if segment_file(e.name) is not None and segment_file(e.name)[0] == base}  # type: ignore[index]
+    """The files of segment ``base``, in swap order (.log first)."""
+    mine: dict[str, FileEntry] = {}
+    for e in entries:
+        sf = segment_file(e.name)
+        if sf is not None and sf[0] == base:
+            mine[sf[1]] = e
     return [mine[s] for s in SEGMENT_SUFFIXES if s in mine]
 
 

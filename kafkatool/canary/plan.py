@@ -142,8 +142,11 @@ def _client_report(inv: LogDirInventory, cap: ClientCapability, options: PlanOpt
             if f.magic > cap.max_magic:
                 newer += f.bytes
     zstd = sum(p.zstd.bytes for p in inv.partitions) if not cap.reads_zstd else 0
-    # With IBP >= 3.0 every Fetch <= v3 goes through down-conversion (no zero-copy), whatever the bytes are.
-    needs = cap.max_magic < 2 or cap.max_magic < options.target_format
+    # The broker converts from the configured format, not the bytes: with IBP >= 3.0 (KRaft always) that is v2, so
+    # every Fetch <= v3 goes through down-conversion (no zero-copy); a ZooKeeper cluster heading for v1 converts
+    # only for clients below v1.
+    written = 2 if (inv.kraft or options.target_format == 2) else options.target_format
+    needs = cap.max_magic < written
     return ClientReport(cap, needs, newer, zstd, not cap.fetches_on_kafka4)
 
 
