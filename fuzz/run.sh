@@ -6,7 +6,7 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 PY="${PYTHON:-python3}"
 SECONDS_EACH="${1:-600}"; shift || true
-TARGETS=("$@"); [ ${#TARGETS[@]} -gt 0 ] || TARGETS=(fuzz_records fuzz_codecs fuzz_files)
+TARGETS=("$@"); [ ${#TARGETS[@]} -gt 0 ] || TARGETS=(fuzz_records fuzz_codecs fuzz_files fuzz_dump fuzz_decoders)
 "$PY" "$HERE/seed_corpus.py"
 for t in "${TARGETS[@]}"; do
     mkdir -p "$HERE/corpus/$t" "$HERE/artifacts/$t"

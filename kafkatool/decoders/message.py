@@ -171,6 +171,8 @@ class _Reader:
         return self.end - self.pos
 
     def take(self, n: int) -> bytes:
+        if n < 0:
+            raise MessageError(str(n))  # Java: new byte[n] -> NegativeArraySizeException("<n>")
         if n > self.end - self.pos:
             raise MessageError(None)  # BufferUnderflowException
         out = bytes(self.buf[self.pos:self.pos + n])
