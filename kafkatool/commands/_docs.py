@@ -39,6 +39,7 @@ ENVIRONMENT = [
     ("KAFKATOOL_TRACEBACK", "show the Python traceback of an error (as --traceback)"),
     ("NO_COLOR", "no colour on the terminal"),
     ("COLUMNS", "terminal width for tables and help"),
+    ("KAFKATOOL_CRASH_AFTER", "canary apply/rollback: SIGKILL the process after its Nth durable step (crash tests)"),
 ]
 
 
@@ -333,6 +334,20 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
                              ("kafkatool spark-scan /data/kafka --master spark://master:7077 --output /tmp/stats",
                               "The same on a cluster, written as Parquet.")],
     "kafkatool canary": [("kafkatool canary plan /var/lib/kafka --target-format 2", "Inventory and upgrade plan.")],
+    "kafkatool canary plan": [
+        ("kafkatool canary plan /var/lib/kafka --clients clients.txt",
+         "What is on disk, what breaks for which consumers, and the upgrade phases."),
+        ("kafkatool canary plan /var/lib/kafka --compacted events --max-message-bytes events=4MiB --format json",
+         "Declare a compacted topic and its max.message.bytes; JSON lines."),
+    ],
+    "kafkatool canary run": [("kafkatool canary run /var/lib/kafka --partitions 'legacy-*' --workdir /var/tmp/c1",
+                              "Convert the chosen partitions to v2 in a work dir (the log dir is not touched).")],
+    "kafkatool canary verify": [("kafkatool canary verify /var/tmp/c1",
+                                 "Prove each canary equal to its original, record by record.")],
+    "kafkatool canary apply": [("kafkatool canary apply /var/tmp/c1",
+                                "Swap the verified canaries in (broker stopped); crash-safe.")],
+    "kafkatool canary rollback": [("kafkatool canary rollback /var/tmp/c1",
+                                   "Put the originals back, byte for byte.")],
 }
 
 

@@ -59,6 +59,7 @@ COMMAND_MODULES: list[str] = [
     "downconvert",
     "upconvert",
     "fetch_sim",
+    "canary",
     "spark_scan",
     "sample",
 ]

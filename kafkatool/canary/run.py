@@ -1,0 +1,206 @@
+"""``kafkatool canary run``: convert chosen partitions into a work dir, never touching the log dir.
+
+For each partition matching ``--partitions``:
+
+1. every file of the partition dir is copied into ``W/originals/<partition>`` (SHA-256 computed on the
+   bytes copied, mtimes kept); a file that changes while it is copied (a live broker appending) fails the
+   run for that partition;
+2. the copy is converted to v2 by the convert engine (:func:`kafkatool.convert.convert_partition`, Kafka 4's
+   cleaner rules: each compressed legacy wrapper -> one v2 batch, each uncompressed legacy message -> its
+   own v2 batch with ``batch_bytes=0``, v0 -> CreateTime -1, LogAppendTime kept; v2 batches copied; indexes
+   as ``LogSegment.recover`` builds them) into ``W/canary/<partition>``. Segments are not re-rolled: each
+   output segment replaces exactly one input segment (same base offset, same offset range), which is what
+   makes the swap in ``apply`` safe to complete or undo after a crash;
+3. ``W/manifest.json`` records inputs and outputs (size, SHA-256, mtime), the options and the tool version.
+
+W must be new or empty and outside the log dir. A failed run removes what it wrote.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import fnmatch
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from kafkatool import __version__
+from kafkatool.atomic import TEMP_PREFIX, fsync_dir
+from kafkatool.canary.inventory import DEFAULT_MAX_MESSAGE_BYTES, scan_partitions
+from kafkatool.canary.manifest import (
+    CANARY,
+    ORIGINALS,
+    FileEntry,
+    Manifest,
+    PartitionEntry,
+    Workdir,
+    copy_file,
+    dir_entries,
+    remove_tree,
+)
+from kafkatool.codecs import Codec
+from kafkatool.errors import InputError, KafkaToolError, UsageError
+from kafkatool.lock import broker_holds_lock
+from kafkatool.logdir import LOG_SUFFIX, PartitionDir, is_log_dir, offset_from_filename
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    target_format: int = 2
+    batch_bytes: int = 0  # 0: one v2 batch per uncompressed legacy message, as Kafka 4's cleaner writes them
+    codec: str | None = None  # None: keep each batch's codec
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    index_interval_bytes: int = 4096
+
+    def validate(self) -> None:
+        if self.target_format != 2:
+            raise UsageError("canary run converts to message format v2 only (--target-format 2): v0/v1 are what "
+                             "Kafka 4 can no longer write")
+        if self.batch_bytes < 0:
+            raise UsageError("--batch-bytes must be >= 0")
+        if self.codec is not None:
+            Codec.from_label(self.codec)
+
+
+def _inside(child: Path, parent: Path) -> bool:
+    try:
+        child.relative_to(parent)
+        return True
+    except ValueError:
+        return False
+
+
+def select_partitions(log_dir: Path, patterns: Sequence[str]) -> list[PartitionDir]:
+    """Partition dirs whose name (``topic-N``) matches any glob; each glob must match something."""
+    globs = [g.strip() for p in patterns for g in p.split(",") if g.strip()]
+    if not globs:
+        raise UsageError("--partitions needs at least one glob (e.g. 'orders-0' or 'legacy-*')")
+    parts = scan_partitions(log_dir)
+    chosen = [pd for pd in parts if any(fnmatch.fnmatchcase(pd.path.name, g) for g in globs)]
+    for g in globs:
+        if not any(fnmatch.fnmatchcase(pd.path.name, g) for pd in parts):
+            raise UsageError(f"--partitions {g!r} matches no partition of {log_dir}")
+    return chosen
+
+
+def check_workdir(log_dir: Path, workdir: Path) -> bool:
+    """W new or empty, not inside the log dir, and the log dir not inside W. True when W must be created."""
+    ld, w = log_dir.resolve(), workdir.resolve()
+    if _inside(w, ld):
+        raise UsageError("the work dir must not be inside the log dir (the broker would find it there)", path=workdir)
+    if _inside(ld, w):
+        raise UsageError("the log dir must not be inside the work dir", path=workdir)
+    if workdir.exists():
+        if not workdir.is_dir():
+            raise UsageError("the work dir exists and is not a directory", path=workdir)
+        if any(workdir.iterdir()):
+            raise UsageError("the work dir must be new or empty (each canary gets its own)", path=workdir)
+        return False
+    return True
+
+
+def run_canary(log_dir: str | os.PathLike[str], patterns: Sequence[str], workdir: str | os.PathLike[str],
+               options: RunOptions | None = None, progress: Progress | None = None) -> Manifest:
+    opts = options or RunOptions()
+    opts.validate()
+    note = progress or (lambda _s: None)
+    ld = Path(log_dir)
+    if not ld.is_dir() or not is_log_dir(ld):
+        raise InputError("not a Kafka log dir", path=ld)
+    chosen = select_partitions(ld, patterns)
+    for pd in chosen:
+        if pd.pending:
+            raise UsageError(f"{pd.path.name} has unfinished cleaner/split files ("
+                             + ", ".join(p.name for p in pd.pending) + "): start and stop the broker once to "
+                             "complete them first", path=pd.path)
+    w = Workdir(workdir)
+    created = check_workdir(ld, w.path)
+    if broker_holds_lock(ld):
+        note("canary run: a live broker holds the log dir: the canary is a snapshot of files it may still "
+             "append to; apply will refuse a partition that changed since")
+    if created:
+        w.path.mkdir(parents=True)
+    try:
+        (w.path / ORIGINALS).mkdir()
+        (w.path / CANARY).mkdir()
+        entries = []
+        for pd in chosen:
+            note(f"canary run: {pd.path.name}: copying the originals")
+            entry = _copy_originals(pd, w.originals(pd.path.name))
+            note(f"canary run: {pd.path.name}: converting to v{opts.target_format}")
+            entry.convert = convert_partition_to_v2(w.originals(pd.path.name), w.path / CANARY, opts)
+            _check_outputs(entry, w.canary(pd.path.name))
+            entries.append(entry)
+        fsync_dir(w.path / ORIGINALS)
+        fsync_dir(w.path / CANARY)
+        manifest = Manifest("kafkatool", __version__, _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+                            str(ld.resolve()), {**asdict(opts), "partitions": list(patterns)}, entries)
+        w.write_manifest(manifest)
+        return manifest
+    except BaseException:
+        if created:
+            remove_tree(w.path)
+        else:
+            for sub in (ORIGINALS, CANARY):
+                remove_tree(w.path / sub)
+        raise
+
+
+def _copy_originals(pd: PartitionDir, dst: Path) -> PartitionEntry:
+    assert pd.topic_partition is not None
+    dst.mkdir()
+    inputs: list[FileEntry] = []
+    for src in sorted(pd.path.iterdir()):
+        if not src.is_file() or src.name.startswith(TEMP_PREFIX):
+            continue
+        before = src.stat()
+        entry = copy_file(src, dst / src.name)
+        after = src.stat()
+        if (before.st_size, before.st_mtime_ns) != (after.st_size, after.st_mtime_ns) or entry.size != after.st_size:
+            raise InputError("changed while it was copied (a live broker appending?): stop the broker or retry",
+                             path=src)
+        inputs.append(entry)
+    fsync_dir(dst)
+    segments = sorted(offset_from_filename(f.name) for f in inputs if f.name.endswith(LOG_SUFFIX)
+                      and f.name[:20].isdigit() and f.name == f"{f.name[:20]}{LOG_SUFFIX}")
+    return PartitionEntry(pd.path.name, pd.topic_partition.topic, pd.topic_partition.partition, inputs,
+                          segments=segments)
+
+
+def convert_partition_to_v2(src: Path, dst_root: Path, opts: RunOptions) -> dict[str, Any]:
+    """The one call into the convert engine: ``src`` (a partition dir) -> ``dst_root/<src.name>``.
+
+    Options as Kafka 4's cleaner rewrites legacy data, except that a built batch over ``max.message.bytes`` is
+    split (KIP-126) where the cleaner would fail; segments are never re-rolled (``segment_bytes`` at its int32
+    maximum), so output segments map 1:1 onto input segments."""
+    from kafkatool.convert import MAX_SEGMENT_BYTES, ConvertObserver, ConvertOptions, convert_partition
+    from kafkatool.convert_io import resolve_sources
+    from kafkatool.estimator import CompressionRatioEstimator
+
+    copts = ConvertOptions(to_magic=opts.target_format,
+                           codec=None if opts.codec is None else Codec.from_label(opts.codec),
+                           segment_bytes=MAX_SEGMENT_BYTES, max_message_bytes=opts.max_message_bytes,
+                           batch_bytes=opts.batch_bytes, index_interval_bytes=opts.index_interval_bytes)
+    copts.validate()
+    (source,) = resolve_sources(src)
+    try:
+        stats = convert_partition(source, dst_root, copts, CompressionRatioEstimator(), ConvertObserver())
+    except KafkaToolError as e:
+        e.message = f"{src.name}: {e.message}"
+        raise
+    return stats.as_dict()
+
+
+def _check_outputs(entry: PartitionEntry, out: Path) -> None:
+    """Outputs hashed into the entry; the 1:1 segment mapping checked (it is what makes apply crash-safe)."""
+    entry.outputs = dir_entries(out)
+    bases = sorted(offset_from_filename(f.name) for f in entry.outputs if f.name.endswith(LOG_SUFFIX))
+    if bases != entry.segments:
+        raise KafkaToolError(
+            f"{entry.name}: the converted segments start at {bases}, the originals at {entry.segments}: a segment "
+            "grew past 2 GiB and had to be split; such a partition cannot be swapped segment by segment", path=out)
+    entry.log_end_offset = int(entry.convert.get("log_end_offset_out", -1))
