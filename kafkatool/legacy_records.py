@@ -19,7 +19,6 @@ an inner message set; the wrapper offset is the last inner offset; v1 inner offs
 from __future__ import annotations
 
 import struct
-import zlib
 from collections.abc import Iterable, Sequence
 
 from kafkatool.batch import (
@@ -33,7 +32,7 @@ from kafkatool.batch import (
     Record,
     TimestampType,
 )
-from kafkatool.codecs import DEFAULT_DECOMPRESS_LIMIT, Codec, compress, decompress
+from kafkatool.codecs import DEFAULT_DECOMPRESS_LIMIT, Codec, compress, crc32, decompress
 from kafkatool.errors import CorruptRecordError, InvalidRecordError, KafkaToolError
 
 Buffer = bytes | bytearray | memoryview
@@ -143,7 +142,7 @@ class LegacyRecordBatch:
     # ------------------------------------------------------------------ validation
     def compute_crc(self) -> int:
         s = self.start + 12
-        return zlib.crc32(memoryview(self.buf)[s + MAGIC_OFFSET:s + self.length])
+        return crc32(memoryview(self.buf)[s + MAGIC_OFFSET:s + self.length])
 
     def is_valid(self) -> bool:
         """``LegacyRecord.isValid``: size >= 14 (even for v1) and the stored CRC-32 matches."""
@@ -247,7 +246,7 @@ class LegacyRecordBatch:
             else:
                 ts = TIMESTAMP.unpack_from(data, start + TIMESTAMP_OFFSET)[0]
             (stored_crc,) = struct.unpack_from(">I", data, start)
-            crc_ok = size >= RECORD_OVERHEAD_V0 and stored_crc == zlib.crc32(
+            crc_ok = size >= RECORD_OVERHEAD_V0 and stored_crc == crc32(
                 memoryview(data)[start + MAGIC_OFFSET:start + size])
             absolute = base + offset if wrapper_magic == MAGIC_V1 else offset
             out.append(Record(absolute, ts, key, val, (), NO_SEQUENCE, size + 12, stored_crc, crc_ok))
@@ -303,27 +302,30 @@ def compute_attributes(magic: int, codec: Codec | int, timestamp_type: Timestamp
     return attributes
 
 
+_V0_HEAD = struct.Struct(">BBi")  # magic, attributes, key length
+_V1_HEAD = struct.Struct(">BBqi")  # magic, attributes, timestamp, key length
+_ENTRY_HEAD = struct.Struct(">qiI")  # log offset, message size, crc
+_NULL_LENGTH = b"\xff\xff\xff\xff"
+_CRC = struct.Struct(">I")
+
+
 def encode_message(magic: int, attributes: int, timestamp: int, key: bytes | None, value: bytes | None) -> bytes:
     """``LegacyRecord.write``: the message (crc .. value), without the log overhead."""
     if magic not in (MAGIC_V0, MAGIC_V1):
         raise ValueError(f"Invalid magic value {magic}")
     if timestamp < 0 and timestamp != NO_TIMESTAMP:
         raise ValueError(f"Invalid message timestamp {timestamp}")
-    parts = [bytes((magic, attributes & 0xFF))]
-    if magic > MAGIC_V0:
-        parts.append(TIMESTAMP.pack(timestamp))
-    if key is None:
-        parts.append(b"\xff\xff\xff\xff")
+    body = _message_body(magic, attributes & 0xFF, timestamp, key, value)
+    return _CRC.pack(crc32(body)) + body
+
+
+def _message_body(magic: int, attributes: int, timestamp: int, key: bytes | None, value: bytes | None) -> bytes:
+    """magic .. value: what the message CRC covers."""
+    if magic == MAGIC_V0:
+        head = _V0_HEAD.pack(magic, attributes, -1 if key is None else len(key))
     else:
-        parts.append(I32.pack(len(key)))
-        parts.append(key)
-    if value is None:
-        parts.append(b"\xff\xff\xff\xff")
-    else:
-        parts.append(I32.pack(len(value)))
-        parts.append(value)
-    body = b"".join(parts)
-    return struct.pack(">I", zlib.crc32(body)) + body
+        head = _V1_HEAD.pack(magic, attributes, timestamp, -1 if key is None else len(key))
+    return b"".join((head, key or b"", _NULL_LENGTH if value is None else I32.pack(len(value)), value or b""))
 
 
 def encode_entry(offset: int, message: bytes) -> bytes:
@@ -340,27 +342,53 @@ def build_entries(records: Iterable[tuple[int, int, bytes | None, bytes | None]]
     holding absolute (v0) or relative-to-``base_offset`` (v1) inner offsets; the v1 wrapper timestamp is
     the max record timestamp (CreateTime) or the log append time (LogAppendTime).
     ``records`` are ``(offset, timestamp, key, value)``; v0 ignores timestamps.
+
+    The hot path of down-conversion: one ``struct`` pack for the message header, one join, one CRC-32
+    per record (``encode_message`` gives the same bytes one message at a time).
     """
     recs = list(records)
     if not recs:
         return b""
     if codec == Codec.ZSTD:
         raise ValueError(f"ZStandard compression is not supported for magic {magic}")
+    if magic not in (MAGIC_V0, MAGIC_V1):
+        raise ValueError(f"Invalid magic value {magic}")
     if magic == MAGIC_V0:
         timestamp_type = TimestampType.NO_TIMESTAMP_TYPE
     lat = timestamp_type == TimestampType.LOG_APPEND_TIME
-    inner_attrs = compute_attributes(magic, Codec.NONE, timestamp_type)
+    inner_attrs = compute_attributes(magic, Codec.NONE, timestamp_type) & 0xFF
     base = recs[0][0] if base_offset is None else base_offset
-    parts = []
+    relative = magic > MAGIC_V0 and codec != Codec.NONE
+    parts: list[bytes] = []
+    append = parts.append
+    join = b"".join
+    pack_entry = _ENTRY_HEAD.pack
+    pack_i32 = I32.pack
+    null = _NULL_LENGTH
     max_ts = NO_TIMESTAMP
-    for offset, ts, key, value in recs:
-        ts = NO_TIMESTAMP if magic == MAGIC_V0 else (log_append_time if lat else ts)
-        max_ts = max(max_ts, ts)
-        inner_offset = offset - base if (magic > MAGIC_V0 and codec != Codec.NONE) else offset
-        parts.append(encode_entry(inner_offset, encode_message(magic, inner_attrs, ts, key, value)))
+    if magic == MAGIC_V0:
+        pack_v0 = _V0_HEAD.pack
+        for offset, _, key, value in recs:
+            body = join((pack_v0(MAGIC_V0, inner_attrs, -1 if key is None else len(key)), key or b"",
+                         null if value is None else pack_i32(len(value)), value or b""))
+            append(pack_entry(offset, len(body) + 4, crc32(body)))
+            append(body)
+    else:
+        pack_v1 = _V1_HEAD.pack
+        for offset, ts, key, value in recs:
+            if lat:
+                ts = log_append_time
+            if ts < NO_TIMESTAMP:
+                raise ValueError(f"Invalid message timestamp {ts}")
+            if ts > max_ts:
+                max_ts = ts
+            body = join((pack_v1(MAGIC_V1, inner_attrs, ts, -1 if key is None else len(key)), key or b"",
+                         null if value is None else pack_i32(len(value)), value or b""))
+            append(pack_entry(offset - base if relative else offset, len(body) + 4, crc32(body)))
+            append(body)
     if codec == Codec.NONE:
-        return b"".join(parts)
-    compressed = compress(codec, b"".join(parts), magic=magic, level=level)
+        return join(parts)
+    compressed = compress(codec, join(parts), magic=magic, level=level)
     wrapper_ts = log_append_time if lat else max_ts
     wrapper = encode_message(magic, compute_attributes(magic, codec, timestamp_type),
                              wrapper_ts if magic > MAGIC_V0 else NO_TIMESTAMP, None, compressed)
