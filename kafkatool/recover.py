@@ -18,12 +18,16 @@ compressed wrapper from its outer message (wrapper offset = last offset, wrapper
 
 from __future__ import annotations
 
+import os
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafkatool.batch import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, MAGIC_V0, MAGIC_V2, NO_TIMESTAMP
-from kafkatool.errors import CorruptDataError, CorruptRecordError, KafkaToolError
+from crc32c import crc32c
+
+from kafkatool.batch import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, MAGIC_V0, NO_TIMESTAMP
+from kafkatool.codecs import crc32
+from kafkatool.errors import CorruptDataError, CorruptRecordError, InputError, KafkaToolError
 from kafkatool.file_records import FileRecords, LogInputStream, WalkEnd
 from kafkatool.index import OffsetPosition, TimestampOffset
 from kafkatool.legacy_records import RECORD_OVERHEAD_V0
@@ -36,6 +40,7 @@ _V2_LAST_DELTA = struct.Struct(">i")  # at 23
 _V2_MAX_TS = struct.Struct(">q")  # at 35
 _V2_EPOCH = struct.Struct(">i")  # at 12
 _LEGACY_TS = struct.Struct(">q")  # at 12 + 6 for magic 1
+_U32 = struct.Struct(">I")
 
 
 @dataclass(slots=True)
@@ -78,9 +83,19 @@ def recover_segment(log: str | Path | FileRecords, base_offset: int, *,
             fr.close()
 
 
+# The header walk reads the file with pread into a window instead of touching the mapping: on the
+# machines we measured, a page fault costs 1.5-9 us (fault-around maps 64 KiB) against ~1.2 us for a
+# small pread, and a header walk over a mapping faults on every batch. Dense files (small batches) are
+# read in 64 KiB windows, sparse ones (batches over 8 KiB) one short read per batch.
+_WINDOW_DENSE = 64 * 1024
+_WINDOW_SPARSE = 128
+_SPARSE_BATCH = 8 * 1024
+_NEED = 61  # a v2 header; legacy entries need 26 bytes, and a batch never ends before its header does
+_V2_EPOCH_DELTA = struct.Struct(">i7xi")  # partitionLeaderEpoch at 12, lastOffsetDelta at 23
+
+
 def _recover(fr: FileRecords, base_offset: int, interval: int, verify: bool, latest_epoch: int) -> SegmentRecovery:
     out = SegmentRecovery(base_offset, fr.size)
-    buf = fr.buf
     end = fr.size
     p = 0
     last_index_entry = 0
@@ -89,89 +104,107 @@ def _recover(fr: FileRecords, base_offset: int, interval: int, verify: bool, lat
     time_last_ts = NO_TIMESTAMP  # TimeIndex.lastEntry starts as (NO_TIMESTAMP, baseOffset)
     offset_entries = out.offset_entries
     time_entries = out.time_entries
+    epochs = out.epochs
     unpack_log = _LOG.unpack_from
-    unpack_i32 = _V2_LAST_DELTA.unpack_from
+    unpack_ed = _V2_EPOCH_DELTA.unpack_from
     unpack_i64 = _V2_MAX_TS.unpack_from
-    magics = out.magics
+    magic_seen = [False] * 256
     batches = 0
     last_offset: int | None = None
+    last_index_offset = -1
     drop_at = 64 << 20
-
-    while p < end - HEADER_SIZE_UP_TO_MAGIC:
-        offset_field, size = unpack_log(buf, p)
-        if size < RECORD_OVERHEAD_V0:
-            out.stop = WalkEnd("corrupt", p, end - p, f"Found record size {size} smaller than minimum record "
-                               f"overhead ({RECORD_OVERHEAD_V0})", size)
-            out.error = CorruptRecordError(out.stop.message, path=fr.path, position=p)
-            break
-        if p > end - LOG_OVERHEAD - size:
-            out.stop = WalkEnd("size-past-end", p, end - p,
-                               f"batch declares {size + LOG_OVERHEAD} bytes but only {end - p} remain", size)
-            break
-        magic = buf[p + 16]
-        if magic > 127:
-            magic -= 256
-        if magic >= MAGIC_V2:
-            if size + LOG_OVERHEAD < 61:
-                out.error = CorruptRecordError(
-                    f"Record batch is corrupt (the size of {size + LOG_OVERHEAD} is smaller than the minimum "
-                    "allowed overhead 61)", path=fr.path, position=p)
+    mv = memoryview(fr.buf) if verify else None
+    try:
+        fd = os.open(fr.path, os.O_RDONLY) if end > 0 else -1
+    except OSError as e:
+        raise InputError(f"cannot open: {e.strerror}", path=fr.path) from None
+    pread = os.pread
+    w = b""  # the window: file bytes [ws, we)
+    ws = we = 0
+    size = 0
+    try:
+        while p < end - HEADER_SIZE_UP_TO_MAGIC:
+            if p + _NEED > we and we < end:
+                w = pread(fd, _WINDOW_SPARSE if size > _SPARSE_BATCH else _WINDOW_DENSE, p)
+                ws, we = p, p + len(w)
+                if we < min(p + _NEED, end):
+                    raise InputError(f"file shrank to {we} bytes while being read (expected {end})",
+                                     path=fr.path, position=we)
+            q = p - ws
+            offset_field, size = unpack_log(w, q)
+            if size < RECORD_OVERHEAD_V0:
+                out.stop = WalkEnd("corrupt", p, end - p, f"Found record size {size} smaller than minimum record "
+                                   f"overhead ({RECORD_OVERHEAD_V0})", size)
+                out.error = CorruptRecordError(out.stop.message, path=fr.path, position=p)
                 break
-            batch_last = offset_field + unpack_i32(buf, p + 23)[0]
-            batch_max_ts = unpack_i64(buf, p + 35)[0]
-        else:
-            batch_last = offset_field
-            if magic == MAGIC_V0 or size < 14:
-                batch_max_ts = NO_TIMESTAMP
+            if p > end - LOG_OVERHEAD - size:
+                out.stop = WalkEnd("size-past-end", p, end - p,
+                                   f"batch declares {size + LOG_OVERHEAD} bytes but only {end - p} remain", size)
+                break
+            magic = w[q + 16]
+            v2 = 2 <= magic < 128
+            if v2:
+                if size + LOG_OVERHEAD < 61:
+                    out.error = CorruptRecordError(
+                        f"Record batch is corrupt (the size of {size + LOG_OVERHEAD} is smaller than the minimum "
+                        "allowed overhead 61)", path=fr.path, position=p)
+                    break
+                epoch, delta = unpack_ed(w, q + 12)
+                batch_last = offset_field + delta
+                batch_max_ts = unpack_i64(w, q + 35)[0]
             else:
-                batch_max_ts = unpack_i64(buf, p + 18)[0]
-        if verify:
-            batch = next(iter(LogInputStream(buf, start=p, end=p + size + LOG_OVERHEAD, path=fr.path)))
-            try:
-                batch.ensure_valid()
-            except KafkaToolError as e:
-                out.error = e.at(fr.path)
-                break
-        rel = batch_last - base_offset
-        if rel < 0 or rel > INT32_MAX:
-            out.error = CorruptDataError(
-                f"offset {batch_last} does not fit the segment's relative index (base offset {base_offset}): "
-                "LogSegmentOffsetOverflowException, the broker splits such segments", path=fr.path, position=p)
-            break
-        magics.add(magic)
-        if batch_max_ts > max_ts:
-            max_ts = batch_max_ts
-            max_ts_offset = batch_last
-        if p - last_index_entry > interval:
-            if offset_entries and batch_last <= offset_entries[-1].offset:
+                epoch = -1
+                batch_last = offset_field
+                batch_max_ts = NO_TIMESTAMP if magic == MAGIC_V0 else unpack_i64(w, q + 18)[0]
+            if verify:
+                error = _verify_batch(fr, mv, p, size, v2)  # type: ignore[arg-type]
+                if error is not None:
+                    out.error = error
+                    break
+            rel = batch_last - base_offset
+            if rel < 0 or rel > INT32_MAX:
                 out.error = CorruptDataError(
-                    f"Attempt to append an offset ({batch_last}) to position {len(offset_entries)} no larger "
-                    f"than the last offset appended ({offset_entries[-1].offset}): InvalidOffsetException, the "
-                    "broker empties the whole segment", path=fr.path, position=p)
+                    f"offset {batch_last} does not fit the segment's relative index (base offset {base_offset}): "
+                    "LogSegmentOffsetOverflowException, the broker splits such segments", path=fr.path, position=p)
                 break
-            offset_entries.append(OffsetPosition(batch_last, p))
-            if max_ts > time_last_ts:
-                time_entries.append(TimestampOffset(max_ts, max_ts_offset))
-                time_last_ts = max_ts
-            last_index_entry = p
-        if magic >= MAGIC_V2:
-            epoch = unpack_i32(buf, p + 12)[0]
+            magic_seen[magic] = True
+            if batch_max_ts > max_ts:
+                max_ts = batch_max_ts
+                max_ts_offset = batch_last
+            if p - last_index_entry > interval:
+                if offset_entries and batch_last <= last_index_offset:
+                    out.error = CorruptDataError(
+                        f"Attempt to append an offset ({batch_last}) to position {len(offset_entries)} no larger "
+                        f"than the last offset appended ({last_index_offset}): InvalidOffsetException, the "
+                        "broker empties the whole segment", path=fr.path, position=p)
+                    break
+                offset_entries.append(OffsetPosition(batch_last, p))
+                last_index_offset = batch_last
+                if max_ts > time_last_ts:
+                    time_entries.append(TimestampOffset(max_ts, max_ts_offset))
+                    time_last_ts = max_ts
+                last_index_entry = p
             if epoch >= 0 and epoch > latest_epoch:
-                out.epochs.append((epoch, offset_field))
+                epochs.append((epoch, offset_field))
                 latest_epoch = epoch
-        last_offset = batch_last
-        batches += 1
-        p += size + LOG_OVERHEAD
-        if p >= drop_at:
-            fr.drop_before(p)
-            drop_at = p + (64 << 20)
-    else:
-        if p < end:
-            out.stop = WalkEnd("short-tail", p, end - p, f"{end - p} trailing bytes are too few for a batch header")
+            last_offset = batch_last
+            batches += 1
+            p += size + LOG_OVERHEAD
+            if verify and p >= drop_at:
+                fr.drop_before(p)
+                drop_at = p + (64 << 20)
         else:
-            out.stop = WalkEnd("end", p, 0)
+            if p < end:
+                out.stop = WalkEnd("short-tail", p, end - p,
+                                   f"{end - p} trailing bytes are too few for a batch header")
+            else:
+                out.stop = WalkEnd("end", p, 0)
+    finally:
+        if fd >= 0:
+            os.close(fd)
     if out.error is not None and out.stop is None:
         out.stop = WalkEnd("corrupt", p, end - p, out.error.message)
+    out.magics.update(m if m < 128 else m - 256 for m in range(256) if magic_seen[m])
     out.valid_bytes = p
     out.batches = batches
     out.last_offset = last_offset
@@ -181,3 +214,20 @@ def _recover(fr: FileRecords, base_offset: int, interval: int, verify: bool, lat
     if max_ts > time_last_ts:
         time_entries.append(TimestampOffset(max_ts, max_ts_offset))
     return out
+
+
+def _verify_batch(fr: FileRecords, mv: memoryview, p: int, size: int, v2: bool) -> KafkaToolError | None:
+    """``batch.ensureValid()`` for the batch at ``p``: the CRC over the mapping, the exact error on failure."""
+    nxt = p + LOG_OVERHEAD + size
+    if v2:
+        ok = _U32.unpack_from(mv, p + 17)[0] == crc32c(mv[p + 21:nxt])
+    else:
+        ok = _U32.unpack_from(mv, p + 12)[0] == crc32(mv[p + 16:nxt])
+    if ok:
+        return None
+    batch = next(iter(LogInputStream(fr.buf, start=p, end=nxt, path=fr.path)))
+    try:
+        batch.ensure_valid()
+    except KafkaToolError as e:
+        return e.at(fr.path)
+    return None  # pragma: no cover - the fast check and ensure_valid agree
