@@ -21,10 +21,11 @@ from dataclasses import dataclass
 
 from kafkatool.batch import MAGIC_V1, MAGIC_V2, NO_TIMESTAMP, TimestampType
 from kafkatool.codecs import DEFAULT_DECOMPRESS_LIMIT, Codec
-from kafkatool.default_records import build_batch
+from kafkatool.default_records import DefaultRecordBatch, build_batch
 from kafkatool.errors import UnsupportedCodecError
 from kafkatool.file_records import RecordBatch
 from kafkatool.legacy_records import build_entries
+from kafkatool.records_util import convert_v2_batch
 
 
 @dataclass(slots=True)
@@ -72,6 +73,22 @@ def down_convert(batches: Iterable[RecordBatch], to_magic: int, first_offset: in
             parts.append(bytes(batch.raw()))
             out.batches_copied += 1
             continue
+        if to_magic < MAGIC_V2 and isinstance(batch, DefaultRecordBatch):
+            # v2 -> v0/v1 without per-record objects (records_util): same bytes, same statistics.
+            conv = convert_v2_batch(batch, to_magic, first_offset, codec_override, limit=limit)
+            if conv is not None:
+                out.records_filtered += conv.filtered
+                if not conv.records:
+                    out.batches_empty += 1
+                    continue
+                parts.append(conv.data)
+                out.headers_dropped += conv.with_headers
+                if batch.producer_id >= 0 or batch.is_transactional:
+                    out.producer_fields_dropped += 1
+                out.batches_converted += 1
+                out.records_converted += conv.records
+                out.temporary_memory_bytes += conv.size_sum
+                continue
         source = batch.records(limit=limit)
         if to_magic > MAGIC_V1 or batch.is_compressed:
             records = source

@@ -271,3 +271,48 @@ def test_struct_layouts() -> None:
     struct.pack_into(">i", hdr, 12, 7)
     struct.pack_into(">i", hdr, 23, 42)
     assert _V2_EPOCH_DELTA.unpack_from(hdr, 12) == (7, 42)
+
+
+def convert_outcome(batches: list[object], to_magic: int, first_offset: int,
+                    override: Codec | None) -> object:
+    from kafkatool.down_convert import down_convert
+
+    try:
+        r = down_convert(batches, to_magic, first_offset, codec_override=override)  # type: ignore[arg-type]
+    except (KafkaToolError, ValueError) as e:
+        return type(e), str(e), getattr(e, "position", None)
+    return (r.data, r.records_converted, r.temporary_memory_bytes, r.batches_in, r.batches_copied,
+            r.batches_converted, r.control_batches_dropped, r.batches_empty, r.records_filtered, r.headers_dropped,
+            r.producer_fields_dropped)
+
+
+@SETTINGS
+@given(data=segment(), to_magic=st.sampled_from([0, 1]), first_offset=st.sampled_from([0, 60, 130, 10**6]),
+       override=st.sampled_from([None, None, Codec.NONE, Codec.GZIP, Codec.LZ4, Codec.ZSTD]))
+def test_fused_v2_to_legacy_conversion_equals_the_record_path(data: bytes, to_magic: int, first_offset: int,
+                                                               override: Codec | None) -> None:
+    import kafkatool.down_convert as dc
+
+    batches = []
+    stream = LogInputStream(data)
+    try:
+        for b in stream:
+            batches.append(b)
+    except KafkaToolError:
+        pass
+    fast = convert_outcome(batches, to_magic, first_offset, override)
+    saved = dc.convert_v2_batch
+    dc.convert_v2_batch = lambda *a, **k: None  # type: ignore[assignment]
+    try:
+        slow = convert_outcome(batches, to_magic, first_offset, override)
+    finally:
+        dc.convert_v2_batch = saved
+    assert fast == slow
+
+
+def test_fused_conversion_refuses_bad_timestamps_like_build_entries() -> None:
+    from kafkatool.down_convert import down_convert
+
+    data = v2.build_batch([(0, -5, b"k", b"v", ())])
+    with pytest.raises(ValueError, match="Invalid message timestamp -5"):
+        down_convert(list(LogInputStream(data)), 1, 0)
