@@ -157,6 +157,7 @@ def _cli(*argv: str) -> Spec:
     return Spec(f"cli {' '.join(argv)}", lambda p, a: measure_cli(list(argv), p, a.cli_iterations, 1))
 
 
+_NO_PEER = Spec("none", lambda p, a: Measurement("none", [], float("nan"), float("nan"), 0.0))
 _java_shallow = _kafka("bench")
 _java_deep = _kafka("bench", "--deep")
 _java_down = _kafka("bench-downconvert", "--to-magic", "1", "--mode", "lazy")
@@ -256,6 +257,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--cli-iterations", type=int, default=3)
     ap.add_argument("--no-cli", action="store_true", help="skip the whole-command rows")
+    ap.add_argument("--no-peers", action="store_true",
+                    help="time kafkatool only (e.g. the peak-RSS check on a 1 GiB segment)")
     ap.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
     ap.add_argument("--out", type=Path, help="results JSON (default: DATA_DIR/results-<time>.json)")
     a = ap.parse_args(argv)
@@ -286,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
             if not row.applies(s):
                 continue
             ms = []
-            for spec in (row.ours, row.peer):
+            for spec in (row.ours, row.peer) if not a.no_peers else (row.ours, _NO_PEER):
                 # Rows that share a measurement (the Kafka shallow pass ...) reuse it within a scenario.
                 if spec.key not in cache:
                     cache[spec.key] = spec.fn(path, a)

@@ -48,7 +48,7 @@ from kafkatool.batch import (
 )
 from kafkatool.codecs import DEFAULT_DECOMPRESS_LIMIT, Codec, compress, decompress
 from kafkatool.errors import CorruptRecordError, InvalidRecordError, KafkaToolError, UnsupportedCodecError
-from kafkatool.varint import encode_varint_fast, encode_varlong, read_varint, read_varlong
+from kafkatool.varint import ZIGZAG_14, encode_varint_fast, encode_varlong, read_varint, read_varlong
 
 Buffer = bytes | bytearray | memoryview
 
@@ -268,16 +268,17 @@ def parse_records(d: bytes, p: int, end: int, count: int, base_offset: int, base
     R = Record
     no_headers: tuple[Header, ...] = ()
     rv = read_varint
+    zigzag = ZIGZAG_14
     try:
         for _ in range(count):
             start = p
             b = d[p]
             if b < 0x80:
-                length = (b >> 1) ^ -(b & 1)
+                length = zigzag[b]
                 p += 1
             elif p + 1 < end and d[p + 1] < 0x80:
-                b = (b & 0x7F) | (d[p + 1] << 7)
-                length = (b >> 1) ^ -(b & 1)
+                b = b - 0x80 + (d[p + 1] << 7)
+                length = zigzag[b]
                 p += 2
             else:
                 length, p = rv(d, p, end)
@@ -289,31 +290,31 @@ def parse_records(d: bytes, p: int, end: int, count: int, base_offset: int, base
             p += 1  # attributes: unused, ignored on read
             b = d[p]
             if b < 0x80:
-                ts_delta = (b >> 1) ^ -(b & 1)
+                ts_delta = zigzag[b]
                 p += 1
             elif p + 1 < end and d[p + 1] < 0x80:
-                b = (b & 0x7F) | (d[p + 1] << 7)
-                ts_delta = (b >> 1) ^ -(b & 1)
+                b = b - 0x80 + (d[p + 1] << 7)
+                ts_delta = zigzag[b]
                 p += 2
             else:
                 ts_delta, p = read_varlong(d, p, end)
             b = d[p]
             if b < 0x80:
-                offset_delta = (b >> 1) ^ -(b & 1)
+                offset_delta = zigzag[b]
                 p += 1
             elif p + 1 < end and d[p + 1] < 0x80:
-                b = (b & 0x7F) | (d[p + 1] << 7)
-                offset_delta = (b >> 1) ^ -(b & 1)
+                b = b - 0x80 + (d[p + 1] << 7)
+                offset_delta = zigzag[b]
                 p += 2
             else:
                 offset_delta, p = rv(d, p, end)
             b = d[p]
             if b < 0x80:
-                n = (b >> 1) ^ -(b & 1)
+                n = zigzag[b]
                 p += 1
             elif p + 1 < end and d[p + 1] < 0x80:
-                b = (b & 0x7F) | (d[p + 1] << 7)
-                n = (b >> 1) ^ -(b & 1)
+                b = b - 0x80 + (d[p + 1] << 7)
+                n = zigzag[b]
                 p += 2
             else:
                 n, p = rv(d, p, end)
@@ -327,11 +328,11 @@ def parse_records(d: bytes, p: int, end: int, count: int, base_offset: int, base
                                          position=start)
             b = d[p]
             if b < 0x80:
-                n = (b >> 1) ^ -(b & 1)
+                n = zigzag[b]
                 p += 1
             elif p + 1 < end and d[p + 1] < 0x80:
-                b = (b & 0x7F) | (d[p + 1] << 7)
-                n = (b >> 1) ^ -(b & 1)
+                b = b - 0x80 + (d[p + 1] << 7)
+                n = zigzag[b]
                 p += 2
             else:
                 n, p = rv(d, p, end)

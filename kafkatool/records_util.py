@@ -32,7 +32,7 @@ from kafkatool.legacy_records import (
     encode_entry,
     encode_message,
 )
-from kafkatool.varint import read_varint, read_varlong
+from kafkatool.varint import ZIGZAG_14, read_varint, read_varlong
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +100,7 @@ def _convert(d: bytes, count: int, base_offset: int, base_timestamp: int, max_ti
     pack_v0 = _V0_HEAD.pack
     null = _NULL_LENGTH
     rv = read_varint
+    zigzag = ZIGZAG_14
     v1 = magic == MAGIC_V1
     relative = v1 and codec != Codec.NONE
     attrs = compute_attributes(magic, Codec.NONE, TimestampType.LOG_APPEND_TIME if lat
@@ -113,11 +114,11 @@ def _convert(d: bytes, count: int, base_offset: int, base_timestamp: int, max_ti
         start = p
         b = d[p]
         if b < 0x80:
-            length = (b >> 1) ^ -(b & 1)
+            length = zigzag[b]
             p += 1
         elif p + 1 < end and d[p + 1] < 0x80:
-            b = (b & 0x7F) | (d[p + 1] << 7)
-            length = (b >> 1) ^ -(b & 1)
+            b = b - 0x80 + (d[p + 1] << 7)
+            length = zigzag[b]
             p += 2
         else:
             length, p = rv(d, p, end)
@@ -127,31 +128,31 @@ def _convert(d: bytes, count: int, base_offset: int, base_timestamp: int, max_ti
         p += 1  # attributes
         b = d[p]
         if b < 0x80:
-            ts_delta = (b >> 1) ^ -(b & 1)
+            ts_delta = zigzag[b]
             p += 1
         elif p + 1 < end and d[p + 1] < 0x80:
-            b = (b & 0x7F) | (d[p + 1] << 7)
-            ts_delta = (b >> 1) ^ -(b & 1)
+            b = b - 0x80 + (d[p + 1] << 7)
+            ts_delta = zigzag[b]
             p += 2
         else:
             ts_delta, p = read_varlong(d, p, end)
         b = d[p]
         if b < 0x80:
-            offset_delta = (b >> 1) ^ -(b & 1)
+            offset_delta = zigzag[b]
             p += 1
         elif p + 1 < end and d[p + 1] < 0x80:
-            b = (b & 0x7F) | (d[p + 1] << 7)
-            offset_delta = (b >> 1) ^ -(b & 1)
+            b = b - 0x80 + (d[p + 1] << 7)
+            offset_delta = zigzag[b]
             p += 2
         else:
             offset_delta, p = rv(d, p, end)
         b = d[p]
         if b < 0x80:
-            n = (b >> 1) ^ -(b & 1)
+            n = zigzag[b]
             p += 1
         elif p + 1 < end and d[p + 1] < 0x80:
-            b = (b & 0x7F) | (d[p + 1] << 7)
-            n = (b >> 1) ^ -(b & 1)
+            b = b - 0x80 + (d[p + 1] << 7)
+            n = zigzag[b]
             p += 2
         else:
             n, p = rv(d, p, end)
@@ -166,11 +167,11 @@ def _convert(d: bytes, count: int, base_offset: int, base_timestamp: int, max_ti
             raise _Reread
         b = d[p]
         if b < 0x80:
-            n = (b >> 1) ^ -(b & 1)
+            n = zigzag[b]
             p += 1
         elif p + 1 < end and d[p + 1] < 0x80:
-            b = (b & 0x7F) | (d[p + 1] << 7)
-            n = (b >> 1) ^ -(b & 1)
+            b = b - 0x80 + (d[p + 1] << 7)
+            n = zigzag[b]
             p += 2
         else:
             n, p = rv(d, p, end)
