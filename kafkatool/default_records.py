@@ -196,7 +196,8 @@ class DefaultRecordBatch:
         return bool(self.h[4] == self.compute_crc())
 
     def ensure_valid(self) -> None:
-        size = self.size
+        h = self.h
+        size = h[1] + 12
         if size < RECORD_BATCH_OVERHEAD:
             raise CorruptRecordError(
                 f"Record batch is corrupt (the size of {size} is smaller than the minimum allowed overhead "
@@ -204,10 +205,11 @@ class DefaultRecordBatch:
         if self.start + size > len(self.buf):
             raise CorruptRecordError(f"Record batch of {size} bytes runs past the end of the data",
                                      position=self.position)
-        computed = self.compute_crc()
-        if self.h[4] != computed:
+        s = self.start
+        computed = _crc(memoryview(self.buf)[s + ATTRIBUTES_OFFSET:s + size])
+        if h[4] != computed:
             raise CorruptRecordError(
-                f"Record is corrupt (stored crc = {self.h[4]}, computed crc = {computed})", position=self.position)
+                f"Record is corrupt (stored crc = {h[4]}, computed crc = {computed})", position=self.position)
 
     # ------------------------------------------------------------------ records
     def records_bytes(self, *, limit: int = DEFAULT_DECOMPRESS_LIMIT) -> bytes:
