@@ -168,7 +168,7 @@ def kp_deep(path: str, args: argparse.Namespace) -> dict[str, Any]:
                 payload += len(v)
                 if v:
                     sink += v[-1]
-            sink += len(r.headers) + r.timestamp
+            sink += len(r.headers) + (r.timestamp or 0)  # kafka-python gives v0 records a None timestamp
             if not r.validate_crc():
                 raise SystemExit("kafka-python: record CRC mismatch")
     return {"batches": batches, "bytes": nbytes, "records": records, "payload_bytes": payload}
