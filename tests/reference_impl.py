@@ -8,21 +8,36 @@ damaged input.
 
 from __future__ import annotations
 
+import struct
+
 from kafkatool.batch import (
     HEADER_SIZE_UP_TO_MAGIC,
     LOG_OVERHEAD,
     MAGIC_V0,
+    MAGIC_V1,
     MAGIC_V2,
+    NO_SEQUENCE,
     NO_TIMESTAMP,
     Header,
     Record,
     increment_sequence,
 )
+from kafkatool.codecs import Codec, crc32, decompress
 from kafkatool.default_records import MIN_RECORD_SIZE, _parse_headers
 from kafkatool.errors import CorruptDataError, CorruptRecordError, InvalidRecordError, KafkaToolError
 from kafkatool.file_records import FileRecords, LogInputStream, WalkEnd
 from kafkatool.index import OffsetPosition, TimestampOffset
-from kafkatool.legacy_records import RECORD_OVERHEAD_V0
+from kafkatool.legacy_records import (
+    ATTRIBUTES_OFFSET,
+    COMPRESSION_CODEC_MASK,
+    MAGIC_OFFSET,
+    RECORD_OVERHEAD_V0,
+    TIMESTAMP,
+    TIMESTAMP_OFFSET,
+    TIMESTAMP_TYPE_MASK,
+    LegacyRecordBatch,
+    _key_value,
+)
 from kafkatool.recover import _LOG, _V2_LAST_DELTA, _V2_MAX_TS, INT32_MAX, SegmentRecovery
 from kafkatool.varint import read_varint, read_varlong
 
@@ -228,3 +243,79 @@ def _recover(fr: FileRecords, base_offset: int, interval: int, verify: bool, lat
     if max_ts > time_last_ts:
         time_entries.append(TimestampOffset(max_ts, max_ts_offset))
     return out
+
+
+# LegacyRecordBatch._deep_records at a117c71, as a function of the batch.
+def legacy_deep_records(self: LegacyRecordBatch, value: bytes | None, limit: int) -> list[Record]:
+    wrapper_magic = self.magic
+    pos = self.position
+    if wrapper_magic not in (MAGIC_V0, MAGIC_V1):
+        raise InvalidRecordError(f"Invalid wrapper magic found in legacy deep record iterator {wrapper_magic}",
+                                 position=pos)
+    codec_id = self.attributes & COMPRESSION_CODEC_MASK
+    if codec_id == Codec.ZSTD:
+        # Kafka's message prints the wrapper magic here (sic).
+        raise InvalidRecordError("Invalid wrapper compressionType found in legacy deep record iterator "
+                                 f"{wrapper_magic} (zstd is not allowed below magic 2)", position=pos)
+    if codec_id > 4:
+        raise InvalidRecordError(f"Unknown compression type id {codec_id}", position=pos)
+    if value is None:
+        raise InvalidRecordError(
+            f"Found invalid compressed record set with null value (magic = {wrapper_magic})", position=pos)
+    try:
+        data = decompress(codec_id, value, limit=limit, magic=wrapper_magic)
+    except KafkaToolError as e:
+        raise (e.at(base=pos) if e.position is None else e) from None
+    wrapper_lat = wrapper_magic == MAGIC_V1 and bool(self.attributes & TIMESTAMP_TYPE_MASK)
+    inner: list[tuple[int, int, int, int, int]] = []  # (offset, start, length, magic, attributes)
+    p, end = 0, len(data)
+    while end - p >= 12:
+        offset, size = struct.unpack_from(">qi", data, p)
+        if size < RECORD_OVERHEAD_V0:
+            raise CorruptRecordError(
+                f"Record size is less than the minimum record overhead ({RECORD_OVERHEAD_V0}) "
+                f"(inner message at decompressed byte {p} of the wrapper)", position=pos)
+        if end - p - 12 < size:
+            break  # a truncated tail inside the decompressed data is silently dropped, as Kafka does
+        inner.append((offset, p + 12, size, data[p + 12 + MAGIC_OFFSET], data[p + 12 + ATTRIBUTES_OFFSET]))
+        p += 12 + size
+    if not inner:
+        raise InvalidRecordError("Found invalid compressed record set with no inner records", position=pos)
+    if wrapper_magic == MAGIC_V1:
+        wrapper_offset = int(self.offset)
+        if wrapper_offset == 0:
+            base = 0  # produce data from some librdkafka versions
+        else:
+            last_inner = inner[-1][0]
+            if wrapper_offset < last_inner:
+                raise InvalidRecordError(
+                    "Found invalid wrapper offset in compressed v1 message set, wrapper offset "
+                    f"'{wrapper_offset}' is less than the last inner message offset '{last_inner}' and it is "
+                    "not zero.", position=pos)
+            base = wrapper_offset - last_inner
+    else:
+        base = 0
+    out: list[Record] = []
+    wrapper_ts = int(self.timestamp)
+    for offset, start, size, magic, attributes in inner:
+        if attributes & COMPRESSION_CODEC_MASK:
+            raise InvalidRecordError("Inner messages must not be compressed", position=pos)
+        try:
+            key, val = _key_value(data, start, size, magic)
+        except KafkaToolError as e:
+            e.message += f" (inner message at decompressed byte {start - 12} of the wrapper)"
+            e.position = pos
+            raise
+        if magic == MAGIC_V0:
+            ts = NO_TIMESTAMP
+        elif wrapper_lat:
+            ts = wrapper_ts
+        else:
+            ts = TIMESTAMP.unpack_from(data, start + TIMESTAMP_OFFSET)[0]
+        (stored_crc,) = struct.unpack_from(">I", data, start)
+        crc_ok = size >= RECORD_OVERHEAD_V0 and stored_crc == crc32(
+            memoryview(data)[start + MAGIC_OFFSET:start + size])
+        absolute = base + offset if wrapper_magic == MAGIC_V1 else offset
+        out.append(Record(absolute, ts, key, val, (), NO_SEQUENCE, size + 12, stored_crc, crc_ok))
+    return out
+

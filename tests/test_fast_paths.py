@@ -120,6 +120,33 @@ def test_recover_segment_equals_reference(data: bytes, verify: bool, interval: i
     assert recovery_view(fast) == recovery_view(slow)
 
 
+def test_recover_segment_equals_reference_across_the_pread_switch() -> None:
+    """Batches above 8 KiB make the walk read the next header with pread, smaller ones from the mapping."""
+    import random
+
+    rnd = random.Random(7)
+    for trial in range(40):
+        parts, offset = [], 0
+        for _ in range(rnd.randint(1, 8)):
+            n = rnd.choice([1, 2, 12])
+            value = rnd.randbytes(rnd.choice([10, 900, 9000, 70000]))
+            parts.append(v2.build_batch([(offset + i, TS + rnd.randint(0, 9), b"k", value, ()) for i in range(n)],
+                                        partition_leader_epoch=rnd.randint(-1, 3)))
+            offset += n + rnd.randint(0, 2)
+        data = bytearray(b"".join(parts))
+        if trial % 3 == 1:
+            i = rnd.randrange(len(data))
+            data[i] ^= 0xFF
+        if trial % 4 == 2:
+            data = data[:rnd.randrange(len(data))]
+        with as_file(bytes(data)) as path:
+            for verify in (False, True):
+                fast = recover_segment(path, 0, verify=verify)
+                with FileRecords(path) as fr:
+                    slow = ref._recover(fr, 0, 4096, verify, -1)
+                assert recovery_view(fast) == recovery_view(slow), (trial, verify)
+
+
 def reference_verify(path: str) -> tuple[object, ...]:
     """``for b in batches(): b.ensure_valid()``, going on past invalid batches."""
     errors = []
@@ -170,7 +197,7 @@ def test_verify_segment_reports_every_bad_crc_and_goes_on() -> None:
 @st.composite
 def records_area(draw: st.DrawFn) -> tuple[bytes, int]:
     recs = []
-    for i in range(draw(st.integers(0, 5))):
+    for _ in range(draw(st.integers(0, 5))):
         recs.append(v2.encode_record(draw(st.integers(0, 20000)), draw(st.integers(-20000, 20000)),
                                      draw(small_bytes), draw(small_bytes), draw(headers)))
     data = bytearray(b"".join(recs))
@@ -316,3 +343,48 @@ def test_fused_conversion_refuses_bad_timestamps_like_build_entries() -> None:
     data = v2.build_batch([(0, -5, b"k", b"v", ())])
     with pytest.raises(ValueError, match="Invalid message timestamp -5"):
         down_convert(list(LogInputStream(data)), 1, 0)
+
+
+@st.composite
+def legacy_wrapper(draw: st.DrawFn) -> bytes:
+    """A v0/v1 compressed wrapper around an inner message set, possibly damaged before compression."""
+    wrapper_magic = draw(st.integers(0, 1))
+    inner = bytearray()
+    for i in range(draw(st.integers(0, 4))):
+        magic = draw(st.sampled_from([wrapper_magic, wrapper_magic, wrapper_magic, 1 - wrapper_magic, 2]))
+        if magic == 2:  # an inner message with a magic the legacy reader treats as v1
+            msg = bytearray(legacy.encode_message(1, 0, TS, draw(small_bytes), draw(small_bytes)))
+            msg[4] = 2
+        else:
+            msg = bytearray(legacy.encode_message(magic, draw(st.sampled_from([0, 0, 0, 8, 1])), TS + i,
+                                                  draw(small_bytes), draw(small_bytes)))
+        inner += legacy.encode_entry(i if wrapper_magic == 1 else 500 + i, bytes(msg))
+    for _ in range(draw(st.integers(0, 3))):
+        if inner:
+            inner[draw(st.integers(0, len(inner) - 1))] = draw(st.integers(0, 255))
+    if inner and draw(st.booleans()):
+        inner = inner[:draw(st.integers(0, len(inner)))]
+    codec = draw(st.sampled_from([Codec.GZIP, Codec.LZ4, Codec.SNAPPY]))
+    from kafkatool.codecs import compress
+
+    lat = draw(st.booleans()) and wrapper_magic == 1
+    attrs = int(codec) | (legacy.TIMESTAMP_TYPE_MASK if lat else 0)
+    wrapper = legacy.encode_message(wrapper_magic, attrs, TS + 77 if wrapper_magic else -1, None,
+                                    compress(codec, bytes(inner), magic=wrapper_magic))
+    return legacy.encode_entry(draw(st.sampled_from([0, 3, 503, 10**6])), wrapper)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=legacy_wrapper())
+def test_legacy_deep_records_equal_reference(data: bytes) -> None:
+    b = legacy.LegacyRecordBatch(data, 0, 0)
+
+    def outcome(fn: object) -> object:
+        try:
+            key, value = b.key_value()
+            return fn(b, value, 1 << 20)  # type: ignore[operator]
+        except KafkaToolError as e:
+            return err(e)
+
+    fast = outcome(lambda batch, value, limit: batch._deep_records(value, limit))
+    assert fast == outcome(ref.legacy_deep_records)
