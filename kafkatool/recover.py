@@ -87,9 +87,9 @@ def recover_segment(log: str | Path | FileRecords, base_offset: int, *,
 # a page not touched yet (the kernel maps up to 64 KiB around each fault); a pread of 128 bytes costs
 # one system call. Measured on 64-200 MB segments (2-core VM): for batches of 2 KiB the mapping is
 # twice as fast; from 12 KiB up pread is as fast or faster, 1.4x at 33 KiB and 2.7x at 260 KiB. So
-# after a batch over _SPARSE_BATCH the next header is read with pread, and the walk goes back to the
+# after a batch over _SPARSE_BATCH (16 KiB) the next header is read with pread, and the walk goes back to the
 # mapping when batches shrink again.
-_SPARSE_BATCH = 8 * 1024
+_SPARSE_BATCH = 16 * 1024
 _PREAD = 128
 _NEED = 61  # a v2 header; legacy entries need 26 bytes, and a batch never ends before its header does
 _V2_EPOCH_DELTA = struct.Struct(">i7xi")  # partitionLeaderEpoch at 12, lastOffsetDelta at 23

@@ -121,7 +121,7 @@ def test_recover_segment_equals_reference(data: bytes, verify: bool, interval: i
 
 
 def test_recover_segment_equals_reference_across_the_pread_switch() -> None:
-    """Batches above 8 KiB make the walk read the next header with pread, smaller ones from the mapping."""
+    """Batches above 16 KiB make the walk read the next header with pread, smaller ones from the mapping."""
     import random
 
     rnd = random.Random(7)
