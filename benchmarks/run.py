@@ -145,7 +145,7 @@ class Row:
 
 def _kafka(kind: str, *extra: str) -> Spec:
     return Spec(f"kafka {kind} {' '.join(extra)}",
-                lambda p, a: measure_kafka(kind, p, a.iterations, a.warmup, list(extra)))
+                lambda p, a: measure_kafka(kind, p, a.java_iterations, a.java_warmup, list(extra)))
 
 
 def _ours(name: str, *extra: str) -> Spec:
@@ -255,6 +255,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--size-mb", type=float, default=200.0, help="segment size per scenario (default 200)")
     ap.add_argument("--iterations", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=1)
+    # The JVM needs more warm-up than CPython: with one warm-up pass its deep-read time varied 2x
+    # between runs (JIT tiers); Kafka's passes are the cheap ones, so they get 5 + 5 by default.
+    ap.add_argument("--java-iterations", type=int, default=5)
+    ap.add_argument("--java-warmup", type=int, default=5)
     ap.add_argument("--cli-iterations", type=int, default=3)
     ap.add_argument("--no-cli", action="store_true", help="skip the whole-command rows")
     ap.add_argument("--no-peers", action="store_true",
@@ -318,7 +322,8 @@ def main(argv: list[str] | None = None) -> int:
     out = a.out or a.data_dir / f"results-{started.replace(':', '')}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"started": started, "machine": info, "size_mb": a.size_mb,
-                               "iterations": a.iterations, "warmup": a.warmup, "rows": out_rows,
+                               "iterations": a.iterations, "warmup": a.warmup,
+                               "java_iterations": a.java_iterations, "java_warmup": a.java_warmup, "rows": out_rows,
                                "measurements": {k: vars(m) for k, m in measurements.items()}}, indent=1) + "\n")
     print(f"# results: {out}")
     return 0
