@@ -40,8 +40,9 @@ def render(path: Path) -> str:
         out.append(f"| {s} | {mb:.0f} | " + " | ".join(cells) + " |")
     m = d["machine"]
     out.append("")
+    end_load = m.get("loadavg_end", [float("nan")])[0]
     out.append(f"Run {d['started']}, {m['cpu']}, {m['cores']} cores, load average {m['loadavg'][0]:.1f} at start and "
-               f"{m.get('loadavg_end', [float('nan')])[0]:.1f} at end, Python {m['python']}, kafkatool {d['iterations']} "
+               f"{end_load:.1f} at end, Python {m['python']}, kafkatool {d['iterations']} "
                f"iterations after {d['warmup']} warm-up, Kafka {d.get('java_iterations', d['iterations'])} after "
                f"{d.get('java_warmup', d['warmup'])}, {d['size_mb']:g} MB files.")
     return "\n".join(out)
