@@ -69,5 +69,11 @@ def replace_with_backup(path: Path, data: bytes, *, backup: bool) -> Path | None
             pass
         os.link(path, tmp_link)
         os.replace(tmp_link, bak)
+        # rename() between two links of one file does nothing (POSIX): when an interrupted earlier run
+        # already made the backup, tmp_link is still there.
+        try:
+            os.unlink(tmp_link)
+        except FileNotFoundError:
+            pass
     atomic_write_bytes(path, data)
     return bak

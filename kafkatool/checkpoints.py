@@ -36,15 +36,23 @@ def _read_text(path: Path) -> str:
 
 def _read_checkpoint_lines(path: Path, fields: int) -> list[list[str]]:
     lines = _read_text(path).splitlines()
-    if len(lines) < 2:
-        raise CorruptDataError("Malformed line in checkpoint file: expected a version and a count line", path=path)
+    # CheckpointFile.CheckpointReadBuffer.read (3.9): an empty file, or one that ends after the version
+    # line, is an empty checkpoint. The broker creates checkpoint files empty (``CheckpointFile``'s
+    # constructor), e.g. cleaner-offset-checkpoint stays 0 bytes until the cleaner first checkpoints.
+    if not lines:
+        return []
     try:
         version = int(lines[0].strip())
-        count = int(lines[1].strip())
     except ValueError:
-        raise CorruptDataError(f"Malformed line in checkpoint file: {lines[0]!r} / {lines[1]!r}", path=path) from None
+        raise CorruptDataError(f"Malformed line in checkpoint file: {lines[0]!r}", path=path) from None
     if version != CHECKPOINT_VERSION:
         raise CorruptDataError(f"Unrecognized version of the checkpoint file: {version}", path=path)
+    if len(lines) < 2:
+        return []
+    try:
+        count = int(lines[1].strip())
+    except ValueError:
+        raise CorruptDataError(f"Malformed line in checkpoint file: {lines[1]!r}", path=path) from None
     entries = []
     for line in lines[2:]:
         if not line.strip():

@@ -13,14 +13,18 @@
 
 Decompression never produces more than ``limit`` bytes: exceeding it raises
 :class:`LimitExceededError` (a decompression bomb is a finding, not an out-of-memory).
-The compressed bytes we write are not byte-identical to Kafka's Java libraries (JDK zlib,
-snappy-java, lz4-java, zstd-jni); they are frame-compatible and Kafka reads them.
+gzip and lz4 (default level) output is byte-identical to Kafka's (JDK zlib with GZIPOutputStream's
+header; lz4-java's fast compressor, whose blocks equal cramjam's LZ4 block compressor). snappy
+(cramjam, not snappy-java's C++ snappy) and zstd bytes differ from Kafka's Java libraries; they are
+frame-compatible and Kafka reads them.
 """
 
 from __future__ import annotations
 
 import enum
+import functools
 import struct
+import zlib
 from collections.abc import Callable
 
 import cramjam
@@ -28,8 +32,9 @@ import lz4.block
 import zstandard
 
 try:
-    # zlib-ng: the same deflate/gzip formats and zlib's API, ~1.5x faster inflate, ~1.4x faster deflate at
-    # the same level, and a vectorised CRC-32 (10-20x zlib's), which v0/v1 messages are checked with.
+    # zlib-ng for reading: the same formats and zlib's API, ~1.5x faster inflate and a vectorised CRC-32
+    # (10-20x zlib's), which v0/v1 messages are checked with. Compression stays on the system zlib, which
+    # the JDK shares: that keeps our gzip bytes equal to Kafka's (_gzip).
     from zlib_ng import zlib_ng as _zlib
 except ImportError:  # pragma: no cover - a declared dependency; stdlib zlib gives the same results, slower
     import zlib as _zlib  # type: ignore[no-redef]
@@ -122,9 +127,15 @@ def _too_big(limit: int) -> LimitExceededError:
 # ---------------------------------------------------------------------------------------------- gzip
 
 def _gzip(data: Buffer, level: int) -> bytes:
-    # 16 + MAX_WBITS: a gzip member with a zeroed mtime, like Java's GZIPOutputStream (which writes OS 0xff).
-    c = _zlib.compressobj(level, _zlib.DEFLATED, 31)
-    return c.compress(data) + c.flush()
+    # Java's GZIPOutputStream writes a fixed 10-byte header (mtime 0, XFL 0, OS 0xff "unknown") before raw
+    # deflate; zlib's own gzip wrapper would say OS 3. JDK and CPython share the system zlib, so with the same
+    # level the deflate bytes, and so the whole member, are Kafka's (checked against kafka-ref).
+    c = zlib.compressobj(level, zlib.DEFLATED, -zlib.MAX_WBITS)
+    body = c.compress(data) + c.flush()
+    return _GZIP_HEADER + body + struct.pack("<II", zlib.crc32(data) & 0xFFFFFFFF, len(data) & 0xFFFFFFFF)
+
+
+_GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
 
 
 def _gunzip(data: Buffer, limit: int) -> bytes:
@@ -231,9 +242,7 @@ _LZ4_HC_GOOD = 0x82  # (xxh32(b"\x60\x40") >> 8) & 0xff
 _LZ4_HC_V0 = 0x1A  # (xxh32(magic + b"\x60\x40") >> 8) & 0xff: KAFKA-3160's broken checksum
 _LE32 = struct.Struct("<I")
 _BLOCK_SIZES = {4: 64 * 1024, 5: 256 * 1024, 6: 1024 * 1024, 7: 4 * 1024 * 1024}
-# Header checksum byte by frame descriptor: the pure-Python xxh32 would cost more than a block's
-# decompression, and a segment uses one or two descriptors.
-_LZ4_HC_CACHE: dict[bytes, int] = {}
+
 
 
 def lz4_kafka_compress(data: Buffer, *, magic: int = 2, level: int = 9) -> bytes:
@@ -244,13 +253,15 @@ def lz4_kafka_compress(data: Buffer, *, magic: int = 2, level: int = 9) -> bytes
     mv = memoryview(data)
     hc = _LZ4_HC_V0 if magic == 0 else _LZ4_HC_GOOD
     parts = [struct.pack("<I", LZ4_MAGIC), bytes((LZ4_FLG, LZ4_BD, hc))]
-    if level == 9:
-        mode, kw = "default", {}
-    else:
-        mode, kw = "high_compression", {"compression": level}
+    kw = {"compression": level}
     for i in range(0, len(mv), LZ4_BLOCK):
         block = mv[i:i + LZ4_BLOCK]
-        packed = lz4.block.compress(block, mode=mode, store_size=False, **kw)
+        if level == 9:
+            # lz4-java 1.8.0's fast compressor (Kafka's default level): cramjam's block compressor gives the
+            # same bytes (tests/vectors/lz4_java); python-lz4 1.10's default mode picks other matches.
+            packed = bytes(cramjam.lz4.compress_block(block, store_size=False))
+        else:
+            packed = lz4.block.compress(block, mode="high_compression", store_size=False, **kw)
         if len(packed) >= len(block):
             parts.append(_LE32.pack(len(block) | 0x80000000))
             parts.append(bytes(block))
@@ -294,12 +305,7 @@ def _lz4_decompress(data: Buffer, limit: int, magic: int) -> bytes:
     if pos >= end:
         raise CorruptRecordError("lz4 frame ends early (Stream ended prematurely)")
     if magic != 0:  # magic 0: Kafka skips the (historically wrong) header checksum
-        descriptor = bytes(mv[4:pos])
-        expected = _LZ4_HC_CACHE.get(descriptor)
-        if expected is None:
-            expected = (xxh32(descriptor) >> 8) & 0xFF
-            if len(_LZ4_HC_CACHE) < 64:
-                _LZ4_HC_CACHE[descriptor] = expected
+        expected = _descriptor_checksum(bytes(mv[4:pos]))
         if mv[pos] != expected:
             raise CorruptRecordError("lz4 stream frame descriptor corrupted (header checksum "
                                      f"0x{mv[pos]:02x}, expected 0x{expected:02x})")
@@ -346,6 +352,12 @@ def _lz4_blocks(mv: memoryview, pos: int, max_block: int, block_checksum: bool, 
             raise _too_big(limit)
         out.append(chunk)
     return out[0] if len(out) == 1 else b"".join(out)
+
+
+@functools.lru_cache(maxsize=64)
+def _descriptor_checksum(descriptor: bytes) -> int:
+    """Header checksum of an LZ4 frame descriptor: a handful of distinct descriptors exist, each hashed once."""
+    return (xxh32(descriptor) >> 8) & 0xFF
 
 
 _P1, _P2, _P3, _P4, _P5 = 2654435761, 2246822519, 3266489917, 668265263, 374761393

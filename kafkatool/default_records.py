@@ -47,8 +47,22 @@ from kafkatool.batch import (
     increment_sequence,
 )
 from kafkatool.codecs import DEFAULT_DECOMPRESS_LIMIT, Codec, compress, decompress
-from kafkatool.errors import CorruptRecordError, InvalidRecordError, KafkaToolError, UnsupportedCodecError
-from kafkatool.varint import ZIGZAG_14, encode_varint_fast, encode_varlong, read_varint, read_varlong
+from kafkatool.errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    KafkaToolError,
+    TruncatedError,
+    UnsupportedCodecError,
+)
+from kafkatool.varint import _SMALL as _SMALL_VARINTS
+from kafkatool.varint import (
+    ZIGZAG_14,
+    encode_varint,
+    encode_varint_fast,
+    encode_varlong,
+    read_varint,
+    read_varlong,
+)
 
 Buffer = bytes | bytearray | memoryview
 
@@ -323,11 +337,8 @@ def parse_records(d: bytes, p: int, end: int, count: int, base_offset: int, base
             if n >= 0:
                 key: bytes | None = d[p:p + n]
                 p += n
-            elif n == -1:
-                key = None
             else:
-                raise InvalidRecordError(f"Invalid negative key length {n} (Kafka reads it as a null key)",
-                                         position=start)
+                key = None  # any negative length is a null key (DefaultRecord.readFrom: `if (keySize >= 0)`)
             b = d[p]
             if b < 0x80:
                 n = zigzag[b]
@@ -341,12 +352,10 @@ def parse_records(d: bytes, p: int, end: int, count: int, base_offset: int, base
             if n >= 0:
                 value: bytes | None = d[p:p + n]
                 p += n
-            elif n == -1:
-                value = None
             else:
-                raise InvalidRecordError(f"Invalid negative value length {n} (Kafka reads it as a null value)",
-                                         position=start)
-            if d[p] == 0:
+                value = None  # likewise any negative value length
+            b = d[p]
+            if b == 0:
                 headers = no_headers
                 p += 1
             else:
@@ -366,6 +375,10 @@ def parse_records(d: bytes, p: int, end: int, count: int, base_offset: int, base
                            key, value, headers, seq, rec_end - start, None, None)))
     except IndexError:
         raise InvalidRecordError("Incorrect declared batch size, premature EOF reached", position=p) from None
+    except TruncatedError as e:
+        # A varint cut by its record's end: DefaultRecord.readFrom turns the BufferUnderflowException into
+        # InvalidRecordException("Found invalid record structure") (checked against kafka-clients 3.9.1).
+        raise InvalidRecordError(f"Found invalid record structure ({e.message})", position=e.position) from None
     if p != end:
         raise InvalidRecordError("Incorrect declared batch size, records still remaining in file", position=p)
     return out
@@ -393,10 +406,8 @@ def _parse_headers(d: bytes, p: int, rec_end: int, start: int) -> tuple[tuple[He
                 raise InvalidRecordError("Header value runs past the end of the record", position=start)
             hval: bytes | None = d[p:p + vl]
             p += vl
-        elif vl == -1:
-            hval = None
         else:
-            raise InvalidRecordError(f"Invalid negative header value size {vl}", position=start)
+            hval = None  # any negative header value length is null in Kafka; a negative key length is an error
         headers.append(Header(hkey, hval))
     return tuple(headers), p
 
@@ -472,6 +483,72 @@ def encode_record(offset_delta: int, timestamp_delta: int, key: bytes | None, va
     return ev(len(body)) + body
 
 
+def _headers_bytes(headers: Sequence[tuple[str, bytes | None]]) -> bytes:
+    ev = encode_varint_fast
+    parts = [ev(len(headers))]
+    for hk, hv in headers:
+        kb = hk.encode("utf-8")
+        parts.append(ev(len(kb)))
+        parts.append(kb)
+        if hv is None:
+            parts.append(b"\x01")
+        else:
+            parts.append(ev(len(hv)))
+            parts.append(hv)
+    return b"".join(parts)
+
+
+def encode_records(records: Sequence[tuple[int, int, bytes | None, bytes | None, Sequence[tuple[str, bytes | None]]]],
+                   base_offset: int, base_timestamp: int) -> tuple[bytes, int, int]:
+    """The uncompressed records area of a v2 batch: ``b"".join(encode_record(...))`` for each record,
+    built without per-record joins (table lookups for small varints, one header encoding per distinct
+    header tuple). Returns (area, last offset, max timestamp); offsets must increase from ``base_offset``."""
+    small = _SMALL_VARINTS
+    limit = len(small) - 1  # small[v + 1] encodes v for -1 <= v < limit
+    out: list[bytes] = []
+    ext = out.extend
+    header_cache: dict[object, bytes] = {}
+    key_cache: dict[bytes, bytes] = {}  # key -> its length varint + the key (keys repeat within a batch)
+    last = base_offset - 1
+    max_ts = NO_TIMESTAMP
+    for offset, ts, key, value, headers in records:
+        if offset <= last:
+            raise ValueError(f"offsets must increase: {offset} after {last}")
+        last = offset
+        if ts > max_ts:
+            max_ts = ts
+        d = ts - base_timestamp
+        tsb = small[d + 1] if -1 <= d < limit else encode_varlong(d)
+        d = offset - base_offset
+        ob = small[d + 1] if -1 <= d < limit else encode_varint(d)
+        if headers:
+            try:
+                hb = header_cache.get(headers)
+                if hb is None:
+                    hb = header_cache[headers] = _headers_bytes(headers)
+            except TypeError:  # an unhashable (list) header sequence
+                hb = _headers_bytes(headers)
+        else:
+            hb = b"\x00"
+        if key is None:
+            kp = b"\x01"
+        else:
+            cached = key_cache.get(key)
+            if cached is None:
+                n = len(key)
+                cached = key_cache[key] = (small[n + 1] if n < limit else encode_varint(n)) + key
+            kp = cached
+        if value is None:
+            vb = b"\x01"
+            value = b""
+        else:
+            n = len(value)
+            vb = small[n + 1] if n < limit else encode_varint(n)
+        size = 1 + len(tsb) + len(ob) + len(kp) + len(vb) + len(value) + len(hb)
+        ext((small[size + 1] if size < limit else encode_varint(size), b"\x00", tsb, ob, kp, vb, value, hb))
+    return b"".join(out), last, max_ts
+
+
 def build_batch(records: Iterable[tuple[int, int, bytes | None, bytes | None, Sequence[tuple[str, bytes | None]]]],
                 *, base_offset: int | None = None, codec: Codec | int = Codec.NONE,
                 timestamp_type: TimestampType = TimestampType.CREATE_TIME,
@@ -479,31 +556,28 @@ def build_batch(records: Iterable[tuple[int, int, bytes | None, bytes | None, Se
                 producer_id: int = NO_PRODUCER_ID, producer_epoch: int = NO_PRODUCER_EPOCH,
                 base_sequence: int = NO_SEQUENCE, is_transactional: bool = False, is_control: bool = False,
                 partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH, delete_horizon_ms: int | None = None,
-                level: int | None = None) -> bytes:
+                level: int | None = None, override_last_offset: int | None = None) -> bytes:
     """Build one v2 batch as ``MemoryRecordsBuilder`` does, from ``(offset, timestamp, key, value, headers)``.
 
     Offsets must increase; the base offset defaults to the first record's offset. The batch's
     baseTimestamp is the first record's timestamp (or the delete horizon), maxTimestamp the largest
     record timestamp for CreateTime and ``log_append_time`` for LogAppendTime.
+    ``override_last_offset`` is ``MemoryRecordsBuilder.overrideLastOffset``: the log cleaner keeps a
+    rewritten batch's original last offset (so its last sequence survives) when trailing records go.
     """
-    recs = list(records)
+    recs = records if isinstance(records, list) else list(records)
     if not recs:
         raise ValueError("a v2 batch built from records needs at least one record (see build_empty_batch)")
     first_offset = recs[0][0]
     base = first_offset if base_offset is None else base_offset
     first_ts = recs[0][1]
     base_ts = delete_horizon_ms if delete_horizon_ms is not None else first_ts
-    max_ts = NO_TIMESTAMP
-    last_offset = base - 1
-    body_parts = []
-    for offset, ts, key, value, headers in recs:
-        if offset <= last_offset:
-            raise ValueError(f"offsets must increase: {offset} after {last_offset}")
-        last_offset = offset
-        if ts > max_ts:
-            max_ts = ts
-        body_parts.append(encode_record(offset - base, ts - base_ts, key, value, headers))
-    body = b"".join(body_parts)
+    body, last_offset, max_ts = encode_records(recs, base, base_ts)
+    if override_last_offset is not None:
+        if override_last_offset < last_offset:
+            raise ValueError(f"override_last_offset {override_last_offset} is below the last record's offset "
+                             f"{last_offset}")
+        last_offset = override_last_offset
     if timestamp_type == TimestampType.LOG_APPEND_TIME:
         max_ts = log_append_time
     if codec != Codec.NONE:
@@ -524,11 +598,13 @@ def build_batch(records: Iterable[tuple[int, int, bytes | None, bytes | None, Se
 def build_empty_batch(*, base_offset: int, last_offset_delta: int, max_timestamp: int, producer_id: int,
                       producer_epoch: int, base_sequence: int, is_transactional: bool,
                       partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
-                      timestamp_type: TimestampType = TimestampType.CREATE_TIME) -> bytes:
+                      timestamp_type: TimestampType = TimestampType.CREATE_TIME, is_control: bool = False) -> bytes:
     """``DefaultRecordBatch.writeEmptyHeader``: a 61-byte batch the cleaner keeps for producer state."""
     attributes = TIMESTAMP_TYPE_MASK if timestamp_type == TimestampType.LOG_APPEND_TIME else 0
     if is_transactional:
         attributes |= TRANSACTIONAL_FLAG_MASK
+    if is_control:
+        attributes |= CONTROL_FLAG_MASK
     return _assemble(base_offset, partition_leader_epoch, attributes, last_offset_delta, NO_TIMESTAMP,
                      max_timestamp, producer_id, producer_epoch, base_sequence, 0, b"")
 
@@ -558,12 +634,12 @@ def build_end_txn_marker(*, offset: int, timestamp: int, producer_id: int, produ
 def _assemble(base_offset: int, ple: int, attributes: int, last_offset_delta: int, base_ts: int, max_ts: int,
               producer_id: int, producer_epoch: int, base_sequence: int, count: int, body: bytes) -> bytes:
     size = RECORD_BATCH_OVERHEAD + len(body)
-    out = bytearray(size)
-    HEADER.pack_into(out, 0, base_offset, size - 12, ple, MAGIC_V2, 0, attributes, last_offset_delta, base_ts,
-                     max_ts, producer_id, producer_epoch, base_sequence, count)
-    out[RECORDS_OFFSET:] = body
-    _CRC_STRUCT.pack_into(out, CRC_OFFSET, _crc(memoryview(out)[ATTRIBUTES_OFFSET:]))
-    return bytes(out)
+    head = HEADER.pack(base_offset, size - 12, ple, MAGIC_V2, 0, attributes, last_offset_delta, base_ts, max_ts,
+                       producer_id, producer_epoch, base_sequence, count)
+    tail = head[ATTRIBUTES_OFFSET:]
+    # CRC-32C of attributes..end, computed over the two pieces (crc32c continues from a previous value).
+    crc = _crc(body, _crc(tail))
+    return b"".join((head[:CRC_OFFSET], _CRC_STRUCT.pack(crc), tail, body))
 
 
 def set_partition_leader_epoch(batch: bytearray, epoch: int) -> None:

@@ -318,10 +318,8 @@ def _key_value(buf: Buffer, start: int, length: int, magic: int) -> tuple[bytes 
             raise InvalidRecordError(f"key length {n} runs past the end of the message", position=start)
         key = bytes(buf[p:p + n])
         p += n
-    elif n == -1:
-        key = None
     else:
-        raise InvalidRecordError(f"Invalid negative key length {n} (Kafka reads it as a null key)", position=start)
+        key = None  # LegacyRecord.key(): Utils.sizeDelimited returns null for any negative size
     (n,) = I32.unpack_from(buf, p)
     p += 4
     value: bytes | None
@@ -329,11 +327,8 @@ def _key_value(buf: Buffer, start: int, length: int, magic: int) -> tuple[bytes 
         if p + n > end:
             raise InvalidRecordError(f"value length {n} runs past the end of the message", position=start)
         value = bytes(buf[p:p + n])
-    elif n == -1:
-        value = None
     else:
-        raise InvalidRecordError(f"Invalid negative value length {n} (Kafka reads it as a null value)",
-                                 position=start)
+        value = None
     return key, value
 
 
@@ -379,7 +374,49 @@ def encode_entry(offset: int, message: bytes) -> bytes:
     return struct.pack(">qi", offset, len(message)) + message
 
 
-def build_entries(records: Iterable[tuple[int, int, bytes | None, bytes | None]], *, magic: int,
+# (offset, timestamp, key, value), or a v2-style record tuple whose fields after the value are ignored
+LegacyRecordTuple = tuple[int, int, bytes | None, bytes | None] | tuple[int, int, bytes | None, bytes | None, object]
+_ENTRY_PREFIX = struct.Struct(">qiI")  # offset, size, crc
+_BODY_V0 = struct.Struct(">bb")  # magic, attributes
+_BODY_V1 = struct.Struct(">bbq")  # magic, attributes, timestamp
+_NULL = b"\xff\xff\xff\xff"
+
+
+def encode_entries(records: Sequence[LegacyRecordTuple], *, magic: int,
+                   attributes: int, timestamp: int | None = None, offset_shift: int = 0) -> tuple[bytes, int]:
+    """Log entries of uncompressed messages: ``encode_entry(offset - offset_shift, encode_message(magic,
+    attributes, ts, key, value))`` for each record, without per-record joins. ``timestamp`` replaces every
+    record's timestamp (LogAppendTime; v0 always -1). Records are ``(offset, timestamp, key, value)``, or v2-style
+    tuples with headers after them (ignored). Returns (bytes, max timestamp)."""
+    if magic not in (MAGIC_V0, MAGIC_V1):
+        raise ValueError(f"Invalid magic value {magic}")
+    out: list[bytes] = []
+    app = out.append
+    pack_prefix = _ENTRY_PREFIX.pack
+    i32 = I32.pack
+    max_ts = NO_TIMESTAMP
+    head_v0 = _BODY_V0.pack(magic, attributes & 0xFF) if magic == MAGIC_V0 else b""
+    pack_v1 = _BODY_V1.pack
+    for r in records:
+        offset, ts, key, value = r[0], r[1], r[2], r[3]
+        if magic == MAGIC_V0:
+            head = head_v0
+        else:
+            if timestamp is not None:
+                ts = timestamp
+            if ts < 0 and ts != NO_TIMESTAMP:
+                raise ValueError(f"Invalid message timestamp {ts}")
+            if ts > max_ts:
+                max_ts = ts
+            head = pack_v1(magic, attributes & 0xFF, ts)
+        body = b"%b%b%b%b%b" % (head, _NULL if key is None else i32(len(key)), key or b"",
+                                _NULL if value is None else i32(len(value)), value or b"")
+        app(pack_prefix(offset - offset_shift, len(body) + 4, crc32(body)))
+        app(body)
+    return b"".join(out), max_ts
+
+
+def build_entries(records: Iterable[LegacyRecordTuple], *, magic: int,
                   codec: Codec | int = Codec.NONE, timestamp_type: TimestampType = TimestampType.CREATE_TIME,
                   log_append_time: int = NO_TIMESTAMP, level: int | None = None,
                   base_offset: int | None = None) -> bytes:
@@ -405,37 +442,12 @@ def build_entries(records: Iterable[tuple[int, int, bytes | None, bytes | None]]
     lat = timestamp_type == TimestampType.LOG_APPEND_TIME
     inner_attrs = compute_attributes(magic, Codec.NONE, timestamp_type) & 0xFF
     base = recs[0][0] if base_offset is None else base_offset
-    relative = magic > MAGIC_V0 and codec != Codec.NONE
-    parts: list[bytes] = []
-    append = parts.append
-    join = b"".join
-    pack_entry = _ENTRY_HEAD.pack
-    pack_i32 = I32.pack
-    null = _NULL_LENGTH
-    max_ts = NO_TIMESTAMP
-    if magic == MAGIC_V0:
-        pack_v0 = _V0_HEAD.pack
-        for offset, _, key, value in recs:
-            body = join((pack_v0(MAGIC_V0, inner_attrs, -1 if key is None else len(key)), key or b"",
-                         null if value is None else pack_i32(len(value)), value or b""))
-            append(pack_entry(offset, len(body) + 4, crc32(body)))
-            append(body)
-    else:
-        pack_v1 = _V1_HEAD.pack
-        for offset, ts, key, value in recs:
-            if lat:
-                ts = log_append_time
-            if ts < NO_TIMESTAMP:
-                raise ValueError(f"Invalid message timestamp {ts}")
-            if ts > max_ts:
-                max_ts = ts
-            body = join((pack_v1(MAGIC_V1, inner_attrs, ts, -1 if key is None else len(key)), key or b"",
-                         null if value is None else pack_i32(len(value)), value or b""))
-            append(pack_entry(offset - base if relative else offset, len(body) + 4, crc32(body)))
-            append(body)
+    shift = base if (magic > MAGIC_V0 and codec != Codec.NONE) else 0
+    body, max_ts = encode_entries(recs, magic=magic, attributes=inner_attrs,
+                                  timestamp=log_append_time if lat else None, offset_shift=shift)
     if codec == Codec.NONE:
-        return join(parts)
-    compressed = compress(codec, join(parts), magic=magic, level=level)
+        return body
+    compressed = compress(codec, body, magic=magic, level=level)
     wrapper_ts = log_append_time if lat else max_ts
     wrapper = encode_message(magic, compute_attributes(magic, codec, timestamp_type),
                              wrapper_ts if magic > MAGIC_V0 else NO_TIMESTAMP, None, compressed)

@@ -50,3 +50,7 @@ def golden() -> dict[str, bytes]:
             except ValueError:
                 continue
     return out
+
+
+# kafka-ref (Apache Kafka's own code) for every test directory: the session fixture lives in tests/kafkaref.py.
+from tests.kafkaref import kafka_ref  # noqa: E402, F401

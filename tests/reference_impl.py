@@ -1,32 +1,20 @@
-"""Reference implementations the fast paths are proven equal to (kafkatool at commit a117c71).
+"""Reference implementations the fast paths are proven equal to.
 
-These are the straightforward versions of the hot paths, kept verbatim as test oracles: the library
-replaced them with faster code (inline two-byte varints, a pread header walk, ...) and
-tests/test_fast_paths.py checks both give the same results and the same errors on random and
-damaged input.
+These are the straightforward versions of the hot paths, kept as test oracles: ``parse_records`` as on main
+before the inline varint decoding (a117c71 plus main's null-for-any-negative-length rule), and
+``LegacyRecordBatch._deep_records`` at a117c71 (it calls the library's ``_key_value``, so it follows
+main's rules too). tests/test_fast_paths.py checks both paths give the same results and the same errors on
+random and damaged input.
 """
 
 from __future__ import annotations
 
 import struct
 
-from kafkatool.batch import (
-    HEADER_SIZE_UP_TO_MAGIC,
-    LOG_OVERHEAD,
-    MAGIC_V0,
-    MAGIC_V1,
-    MAGIC_V2,
-    NO_SEQUENCE,
-    NO_TIMESTAMP,
-    Header,
-    Record,
-    increment_sequence,
-)
+from kafkatool.batch import MAGIC_V0, MAGIC_V1, NO_SEQUENCE, NO_TIMESTAMP, Header, Record, increment_sequence
 from kafkatool.codecs import Codec, crc32, decompress
 from kafkatool.default_records import MIN_RECORD_SIZE, _parse_headers
-from kafkatool.errors import CorruptDataError, CorruptRecordError, InvalidRecordError, KafkaToolError
-from kafkatool.file_records import FileRecords, LogInputStream, WalkEnd
-from kafkatool.index import OffsetPosition, TimestampOffset
+from kafkatool.errors import CorruptRecordError, InvalidRecordError, KafkaToolError, TruncatedError
 from kafkatool.legacy_records import (
     ATTRIBUTES_OFFSET,
     COMPRESSION_CODEC_MASK,
@@ -38,7 +26,6 @@ from kafkatool.legacy_records import (
     LegacyRecordBatch,
     _key_value,
 )
-from kafkatool.recover import _LOG, _V2_LAST_DELTA, _V2_MAX_TS, INT32_MAX, SegmentRecovery
 from kafkatool.varint import read_varint, read_varlong
 
 
@@ -94,11 +81,8 @@ def parse_records(d: bytes, p: int, end: int, count: int, base_offset: int, base
             if n >= 0:
                 key: bytes | None = d[p:p + n]
                 p += n
-            elif n == -1:
-                key = None
             else:
-                raise InvalidRecordError(f"Invalid negative key length {n} (Kafka reads it as a null key)",
-                                         position=start)
+                key = None  # any negative length is a null key (DefaultRecord.readFrom: `if (keySize >= 0)`)
             b = d[p]
             if b < 0x80:
                 n = (b >> 1) ^ -(b & 1)
@@ -108,11 +92,8 @@ def parse_records(d: bytes, p: int, end: int, count: int, base_offset: int, base
             if n >= 0:
                 value: bytes | None = d[p:p + n]
                 p += n
-            elif n == -1:
-                value = None
             else:
-                raise InvalidRecordError(f"Invalid negative value length {n} (Kafka reads it as a null value)",
-                                         position=start)
+                value = None  # likewise any negative value length
             b = d[p]
             if b == 0:
                 headers = no_headers
@@ -134,115 +115,14 @@ def parse_records(d: bytes, p: int, end: int, count: int, base_offset: int, base
                            key, value, headers, seq, rec_end - start, None, None)))
     except IndexError:
         raise InvalidRecordError("Incorrect declared batch size, premature EOF reached", position=p) from None
+    except TruncatedError as e:
+        # A varint cut by its record's end: DefaultRecord.readFrom turns the BufferUnderflowException into
+        # InvalidRecordException("Found invalid record structure") (checked against kafka-clients 3.9.1).
+        raise InvalidRecordError(f"Found invalid record structure ({e.message})", position=e.position) from None
     if p != end:
         raise InvalidRecordError("Incorrect declared batch size, records still remaining in file", position=p)
     return out
 
-
-
-def _recover(fr: FileRecords, base_offset: int, interval: int, verify: bool, latest_epoch: int) -> SegmentRecovery:
-    out = SegmentRecovery(base_offset, fr.size)
-    buf = fr.buf
-    end = fr.size
-    p = 0
-    last_index_entry = 0
-    max_ts = NO_TIMESTAMP
-    max_ts_offset = base_offset
-    time_last_ts = NO_TIMESTAMP  # TimeIndex.lastEntry starts as (NO_TIMESTAMP, baseOffset)
-    offset_entries = out.offset_entries
-    time_entries = out.time_entries
-    unpack_log = _LOG.unpack_from
-    unpack_i32 = _V2_LAST_DELTA.unpack_from
-    unpack_i64 = _V2_MAX_TS.unpack_from
-    magics = out.magics
-    batches = 0
-    last_offset: int | None = None
-    drop_at = 64 << 20
-
-    while p < end - HEADER_SIZE_UP_TO_MAGIC:
-        offset_field, size = unpack_log(buf, p)
-        if size < RECORD_OVERHEAD_V0:
-            out.stop = WalkEnd("corrupt", p, end - p, f"Found record size {size} smaller than minimum record "
-                               f"overhead ({RECORD_OVERHEAD_V0})", size)
-            out.error = CorruptRecordError(out.stop.message, path=fr.path, position=p)
-            break
-        if p > end - LOG_OVERHEAD - size:
-            out.stop = WalkEnd("size-past-end", p, end - p,
-                               f"batch declares {size + LOG_OVERHEAD} bytes but only {end - p} remain", size)
-            break
-        magic = buf[p + 16]
-        if magic > 127:
-            magic -= 256
-        if magic >= MAGIC_V2:
-            if size + LOG_OVERHEAD < 61:
-                out.error = CorruptRecordError(
-                    f"Record batch is corrupt (the size of {size + LOG_OVERHEAD} is smaller than the minimum "
-                    "allowed overhead 61)", path=fr.path, position=p)
-                break
-            batch_last = offset_field + unpack_i32(buf, p + 23)[0]
-            batch_max_ts = unpack_i64(buf, p + 35)[0]
-        else:
-            batch_last = offset_field
-            if magic == MAGIC_V0 or size < 14:
-                batch_max_ts = NO_TIMESTAMP
-            else:
-                batch_max_ts = unpack_i64(buf, p + 18)[0]
-        if verify:
-            batch = next(iter(LogInputStream(buf, start=p, end=p + size + LOG_OVERHEAD, path=fr.path)))
-            try:
-                batch.ensure_valid()
-            except KafkaToolError as e:
-                out.error = e.at(fr.path)
-                break
-        rel = batch_last - base_offset
-        if rel < 0 or rel > INT32_MAX:
-            out.error = CorruptDataError(
-                f"offset {batch_last} does not fit the segment's relative index (base offset {base_offset}): "
-                "LogSegmentOffsetOverflowException, the broker splits such segments", path=fr.path, position=p)
-            break
-        magics.add(magic)
-        if batch_max_ts > max_ts:
-            max_ts = batch_max_ts
-            max_ts_offset = batch_last
-        if p - last_index_entry > interval:
-            if offset_entries and batch_last <= offset_entries[-1].offset:
-                out.error = CorruptDataError(
-                    f"Attempt to append an offset ({batch_last}) to position {len(offset_entries)} no larger "
-                    f"than the last offset appended ({offset_entries[-1].offset}): InvalidOffsetException, the "
-                    "broker empties the whole segment", path=fr.path, position=p)
-                break
-            offset_entries.append(OffsetPosition(batch_last, p))
-            if max_ts > time_last_ts:
-                time_entries.append(TimestampOffset(max_ts, max_ts_offset))
-                time_last_ts = max_ts
-            last_index_entry = p
-        if magic >= MAGIC_V2:
-            epoch = unpack_i32(buf, p + 12)[0]
-            if epoch >= 0 and epoch > latest_epoch:
-                out.epochs.append((epoch, offset_field))
-                latest_epoch = epoch
-        last_offset = batch_last
-        batches += 1
-        p += size + LOG_OVERHEAD
-        if p >= drop_at:
-            fr.drop_before(p)
-            drop_at = p + (64 << 20)
-    else:
-        if p < end:
-            out.stop = WalkEnd("short-tail", p, end - p, f"{end - p} trailing bytes are too few for a batch header")
-        else:
-            out.stop = WalkEnd("end", p, 0)
-    if out.error is not None and out.stop is None:
-        out.stop = WalkEnd("corrupt", p, end - p, out.error.message)
-    out.valid_bytes = p
-    out.batches = batches
-    out.last_offset = last_offset
-    out.max_timestamp = max_ts
-    out.offset_of_max_timestamp = max_ts_offset
-    # The roll/close entry: maybeAppend(maxTimestampSoFar, shallowOffsetOfMaxTimestampSoFar, skipFullCheck=true).
-    if max_ts > time_last_ts:
-        time_entries.append(TimestampOffset(max_ts, max_ts_offset))
-    return out
 
 
 # LegacyRecordBatch._deep_records at a117c71, as a function of the batch.

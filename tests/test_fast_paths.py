@@ -1,15 +1,14 @@
 """The fast paths give exactly what the straightforward code gives: records, errors, walk ends.
 
-Oracles: ``tests/reference_impl.py`` (the pre-optimisation ``parse_records`` and ``LogSegment.recover``
-walk, verbatim), ``batches()`` + ``ensure_valid()`` for ``verify_segment``, and ``encode_message`` +
-``encode_entry`` per record for ``build_entries``. Inputs are random segments mixing v0/v1/v2,
+Oracles: ``tests/reference_impl.py`` (the straightforward ``parse_records`` and legacy deep read),
+``batches()`` + ``ensure_valid()`` for ``verify_segment``, and ``encode_message`` + ``encode_entry`` per
+record for ``build_entries``. Inputs are random segments mixing v0/v1/v2,
 codecs, control and empty batches, then damaged (flipped bytes, cut tails, junk).
 """
 
 from __future__ import annotations
 
 import os
-import struct
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,7 +23,6 @@ from kafkatool.batch import TimestampType
 from kafkatool.codecs import Codec
 from kafkatool.errors import KafkaToolError
 from kafkatool.file_records import FileRecords, LogInputStream, verify_segment
-from kafkatool.recover import recover_segment
 from tests import reference_impl as ref
 
 TS = 1_700_000_000_000
@@ -101,50 +99,6 @@ def err(e: BaseException | None) -> tuple[object, ...] | None:
         return None
     assert isinstance(e, KafkaToolError)
     return type(e), e.message, e.position, e.path
-
-
-def recovery_view(r: ref.SegmentRecovery) -> tuple[object, ...]:
-    return (r.base_offset, r.file_size, r.offset_entries, r.time_entries, r.valid_bytes, r.batches, r.last_offset,
-            r.max_timestamp, r.offset_of_max_timestamp, r.epochs, r.magics, r.stop, err(r.error))
-
-
-@SETTINGS
-@given(data=segment(), verify=st.booleans(), interval=st.sampled_from([0, 1, 64, 300, 4096]),
-       base=st.sampled_from([0, 40, 400]), latest_epoch=st.integers(-1, 2))
-def test_recover_segment_equals_reference(data: bytes, verify: bool, interval: int, base: int,
-                                          latest_epoch: int) -> None:
-    with as_file(data) as path:
-        fast = recover_segment(path, base, index_interval_bytes=interval, verify=verify, latest_epoch=latest_epoch)
-        with FileRecords(path) as fr:
-            slow = ref._recover(fr, base, interval, verify, latest_epoch)
-    assert recovery_view(fast) == recovery_view(slow)
-
-
-def test_recover_segment_equals_reference_across_the_pread_switch() -> None:
-    """Batches above 16 KiB make the walk read the next header with pread, smaller ones from the mapping."""
-    import random
-
-    rnd = random.Random(7)
-    for trial in range(40):
-        parts, offset = [], 0
-        for _ in range(rnd.randint(1, 8)):
-            n = rnd.choice([1, 2, 12])
-            value = rnd.randbytes(rnd.choice([10, 900, 9000, 70000]))
-            parts.append(v2.build_batch([(offset + i, TS + rnd.randint(0, 9), b"k", value, ()) for i in range(n)],
-                                        partition_leader_epoch=rnd.randint(-1, 3)))
-            offset += n + rnd.randint(0, 2)
-        data = bytearray(b"".join(parts))
-        if trial % 3 == 1:
-            i = rnd.randrange(len(data))
-            data[i] ^= 0xFF
-        if trial % 4 == 2:
-            data = data[:rnd.randrange(len(data))]
-        with as_file(bytes(data)) as path:
-            for verify in (False, True):
-                fast = recover_segment(path, 0, verify=verify)
-                with FileRecords(path) as fr:
-                    slow = ref._recover(fr, 0, 4096, verify, -1)
-                assert recovery_view(fast) == recovery_view(slow), (trial, verify)
 
 
 def reference_verify(path: str) -> tuple[object, ...]:
@@ -288,61 +242,6 @@ def test_legacy_crc_matches_zlib() -> None:
         data = os.urandom(n)
         assert crc32(data) == zlib.crc32(data)
         assert crc32(data[n // 2:], crc32(data[:n // 2])) == zlib.crc32(data)
-
-
-def test_struct_layouts() -> None:
-    # The fast recover walk reads epoch and lastOffsetDelta with one unpack (12 and 23).
-    from kafkatool.recover import _V2_EPOCH_DELTA
-
-    hdr = bytearray(61)
-    struct.pack_into(">i", hdr, 12, 7)
-    struct.pack_into(">i", hdr, 23, 42)
-    assert _V2_EPOCH_DELTA.unpack_from(hdr, 12) == (7, 42)
-
-
-def convert_outcome(batches: list[object], to_magic: int, first_offset: int,
-                    override: Codec | None) -> object:
-    from kafkatool.down_convert import down_convert
-
-    try:
-        r = down_convert(batches, to_magic, first_offset, codec_override=override)  # type: ignore[arg-type]
-    except (KafkaToolError, ValueError) as e:
-        return type(e), str(e), getattr(e, "position", None)
-    return (r.data, r.records_converted, r.temporary_memory_bytes, r.batches_in, r.batches_copied,
-            r.batches_converted, r.control_batches_dropped, r.batches_empty, r.records_filtered, r.headers_dropped,
-            r.producer_fields_dropped)
-
-
-@SETTINGS
-@given(data=segment(), to_magic=st.sampled_from([0, 1]), first_offset=st.sampled_from([0, 60, 130, 10**6]),
-       override=st.sampled_from([None, None, Codec.NONE, Codec.GZIP, Codec.LZ4, Codec.ZSTD]))
-def test_fused_v2_to_legacy_conversion_equals_the_record_path(data: bytes, to_magic: int, first_offset: int,
-                                                               override: Codec | None) -> None:
-    import kafkatool.down_convert as dc
-
-    batches = []
-    stream = LogInputStream(data)
-    try:
-        for b in stream:
-            batches.append(b)
-    except KafkaToolError:
-        pass
-    fast = convert_outcome(batches, to_magic, first_offset, override)
-    saved = dc.convert_v2_batch
-    dc.convert_v2_batch = lambda *a, **k: None  # type: ignore[assignment]
-    try:
-        slow = convert_outcome(batches, to_magic, first_offset, override)
-    finally:
-        dc.convert_v2_batch = saved
-    assert fast == slow
-
-
-def test_fused_conversion_refuses_bad_timestamps_like_build_entries() -> None:
-    from kafkatool.down_convert import down_convert
-
-    data = v2.build_batch([(0, -5, b"k", b"v", ())])
-    with pytest.raises(ValueError, match="Invalid message timestamp -5"):
-        down_convert(list(LogInputStream(data)), 1, 0)
 
 
 @st.composite

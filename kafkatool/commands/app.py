@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from typing import Annotated
@@ -11,6 +12,20 @@ import typer
 
 from kafkatool import __version__
 from kafkatool.errors import ExitCode, KafkaToolError
+
+
+def _vendored_click_errors() -> tuple[type[Exception], ...]:
+    """typer >= 0.2x vendors click (``typer._click``): its usage errors are not click's own classes."""
+    try:
+        mod = importlib.import_module("typer._click.exceptions")
+    except ImportError:  # pragma: no cover - older typer raises click's own
+        return ()
+    return (mod.ClickException,)
+
+
+_USAGE_ERRORS: tuple[type[Exception], ...] = (click.ClickException, *_vendored_click_errors())
+_EXITS = (click.exceptions.Exit, typer.Exit)
+_ABORTS = (click.exceptions.Abort, typer.Abort)
 
 app = typer.Typer(
     name="kafkatool",
@@ -39,6 +54,13 @@ def root(
 
 # Subcommand modules, in the order ``--help`` lists them. Each has ``register(app)``.
 COMMAND_MODULES: list[str] = [
+    "dump",
+    "reindex_time",
+    "downconvert",
+    "upconvert",
+    "fetch_sim",
+    "spark_scan",
+    "sample",
 ]
 
 _registered = False
@@ -69,14 +91,17 @@ def main(argv: list[str] | None = None) -> None:
     try:
         _register()
         command = typer.main.get_command(app)
-        result = command.main(args=args, prog_name="kafkatool", standalone_mode=False)
+        # make_context + invoke rather than command.main(): click's main() turns EPIPE into exit 1, and a
+        # closed pipe (``| head``) is not a failure.
+        with command.make_context("kafkatool", args) as ctx:
+            result = command.invoke(ctx)
         rc = result if isinstance(result, int) else ExitCode.OK
-    except click.exceptions.Exit as e:
+    except _EXITS as e:
         rc = e.exit_code
-    except click.exceptions.Abort:
+    except _ABORTS:
         rc = ExitCode.INTERRUPTED
-    except click.ClickException as e:
-        e.show()
+    except _USAGE_ERRORS as e:
+        getattr(e, "show")()  # noqa: B009 - both click's and typer's vendored class have show()
         rc = ExitCode.USAGE
     except KafkaToolError as e:
         if show_traceback:
@@ -89,7 +114,7 @@ def main(argv: list[str] | None = None) -> None:
         _err("kafkatool: interrupted")
         rc = ExitCode.INTERRUPTED
     except BrokenPipeError:
-        rc = ExitCode.OK
+        rc = ExitCode.OK  # the reader went away (``| head``): not an error
     except OSError as e:
         if show_traceback:
             import traceback

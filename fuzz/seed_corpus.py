@@ -1,0 +1,62 @@
+"""Seed each fuzz target's corpus with real bytes: the golden vectors, batches of every magic x codec
+built by kafkatool, and the hostile-input corpus of tests/hostile/. Idempotent."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+
+from kafkatool import codecs, default_records, legacy_records  # noqa: E402
+from kafkatool.codecs import Codec  # noqa: E402
+
+
+def put(target: str, data: bytes) -> None:
+    d = os.path.join(HERE, "corpus", target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, hashlib.sha1(data).hexdigest()), "wb") as f:
+        f.write(data)
+
+
+def main() -> None:
+    recs = [(7, 1000, b"key", b"value" * 10, [("h", b"v")]), (8, 1005, None, b"x", [])]
+    batches = []
+    for codec in Codec:
+        batches.append(default_records.build_batch(recs, codec=codec))
+        if codec != Codec.ZSTD:
+            for magic in (0, 1):
+                batches.append(legacy_records.build_entries([r[:4] for r in recs], magic=magic, codec=codec))
+    for b in batches:
+        put("fuzz_records", b)
+        put("fuzz_records", b"\x00" + b)
+        put("fuzz_files", b"\x07" + b)
+    for codec in Codec:
+        for magic in (0, 1, 2):
+            if codec == Codec.ZSTD and magic < 2:
+                continue
+            put("fuzz_codecs", bytes((codec, magic)) + codecs.compress(codec, b"kafka " * 200, magic=magic))
+    vectors = os.path.join(ROOT, "tests", "vectors", "kafka-3.9.1-golden.txt")
+    for line in open(vectors):
+        if "=" in line:
+            try:
+                put("fuzz_records", bytes.fromhex(line.split("=", 1)[1].strip()))
+            except ValueError:
+                pass
+    hostile = os.path.join(ROOT, "tests", "hostile")
+    for name in sorted(os.listdir(hostile)):
+        path = os.path.join(hostile, name)
+        if name.endswith((".log", ".bin")):
+            data = open(path, "rb").read()[:65536]
+            put("fuzz_records", b"\x00" + data)
+            put("fuzz_files", b"\x07" + data)
+        elif name.endswith((".index", ".timeindex", ".snapshot", ".txnindex")):
+            kinds = {".index": 0, ".timeindex": 1, ".txnindex": 2, ".snapshot": 3}
+            put("fuzz_files", bytes((kinds[os.path.splitext(name)[1]],)) + open(path, "rb").read()[:65536])
+
+
+if __name__ == "__main__":
+    main()

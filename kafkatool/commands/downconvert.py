@@ -1,0 +1,77 @@
+"""``kafkatool downconvert``: rewrite a segment, partition or log dir into message format v1 or v0."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kafkatool.commands._common import FormatOpt, Output, OutputFormat, QuietOpt, TracebackOpt
+from kafkatool.commands._convert import (
+    ChunkSizeOpt,
+    CliObserver,
+    DryRunOpt,
+    MaxMessageBytesOpt,
+    SegmentBytesOpt,
+    codec_or_keep,
+    render_total,
+    size,
+)
+from kafkatool.convert import ConvertOptions, convert_log
+from kafkatool.errors import ExitCode, UsageError
+
+HELP = "\n\n".join([
+    'Convert SRC (a .log segment, a partition dir or a log dir) to message format v1 or v0 in DST.',
+    "Down-conversion follows Kafka's RecordsUtil.downConvert exactly, so old consumers can be served "
+    "without the broker converting at fetch time (KIP-283's CPU and heap problem): control batches "
+    '(transaction markers) dropped, headers and producer id/epoch/sequence dropped, offsets preserved, v1 '
+    'inner offsets relative, timestamps kept for v1 and dropped for v0, codec kept. Kafka cannot write '
+    'zstd below v2: the run stops naming the first zstd batch unless --zstd-to says what to recompress it '
+    'to.',
+    'DST must be new or empty; it receives one complete partition dir per input partition (segments, '
+    '.index, .timeindex, leader-epoch-checkpoint, partition.metadata), written crash-safely. Source files '
+    'are never modified. Stop the broker before moving the result into a log dir.',
+])
+
+
+def register(app: typer.Typer) -> None:
+    app.command("downconvert", help=HELP, no_args_is_help=True)(downconvert)
+
+
+def downconvert(
+    src: Annotated[Path, typer.Argument(metavar="SRC", help="A .log segment file, a partition dir or a log dir.",
+                                                  show_default=False)],
+    dst: Annotated[Path, typer.Argument(metavar="DST", help="New or empty output directory.", show_default=False)],
+    to_magic: Annotated[int, typer.Option("--to-magic", min=0, max=1, help="Target message format: 0 or 1.",
+                                          show_default=False)],
+    codec: Annotated[str, typer.Option(
+        "--codec", help="Codec of rebuilt batches: keep (the batch's own, as Kafka does), none, gzip, snappy, "
+        "lz4.")] = "keep",
+    zstd_to: Annotated[str | None, typer.Option(
+        "--zstd-to", help="Recompress zstd batches with gzip, lz4, snappy or none (Kafka refuses them).",
+        show_default=False)] = None,
+    chunk_size: ChunkSizeOpt = "128KiB",
+    segment_bytes: SegmentBytesOpt = "1GiB",
+    max_message_bytes: MaxMessageBytesOpt = "1048588",
+    dry_run: DryRunOpt = False,
+    fmt: FormatOpt = None,
+    quiet: QuietOpt = False,
+    traceback: TracebackOpt = False,
+) -> int:
+    output = Output(quiet=quiet)
+    form = output.resolve_format(fmt, tty_default=OutputFormat.text)
+    zstd = codec_or_keep(zstd_to, "--zstd-to") if zstd_to is not None else None
+    if zstd_to is not None and zstd is None:
+        raise UsageError("--zstd-to must be gzip, lz4, snappy or none")
+    opts = ConvertOptions(to_magic=to_magic, codec=codec_or_keep(codec, "--codec"), zstd_to=zstd,
+                          chunk_size=size(chunk_size, "--chunk-size"),
+                          segment_bytes=size(segment_bytes, "--segment-bytes"),
+                          max_message_bytes=size(max_message_bytes, "--max-message-bytes"), dry_run=dry_run)
+    observer = CliObserver(output, form, "downconvert")
+    try:
+        results = convert_log(src, dst, opts, observer)
+    finally:
+        observer.stop()
+    render_total(output, form, results, "downconvert", dry_run)
+    return ExitCode.OK

@@ -1,0 +1,69 @@
+"""``kafkatool reindex-time``: check or rebuild .timeindex/.index files offline, by Kafka 3.9's recover rules.
+
+Only option parsing lives here (imported by every ``kafkatool`` run); the work, with numpy and the
+library, is imported when the command runs (``reindex_time_run``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kafkatool.commands._common import FormatOpt, JobsOpt, QuietOpt, TracebackOpt
+
+DEFAULT_INDEX_INTERVAL_BYTES = "4096"  # index.interval.bytes (ServerLogConfigs), as recover.py uses it
+
+HELP = """Check or rebuild segment time indexes (and offset indexes) offline, by Kafka 3.9's LogSegment.recover rules.
+
+PATH is a .log segment, a partition dir or a whole log dir. The default (--check) rebuilds every index in
+memory from batch headers, compares it with the file on disk and classifies each difference: missing,
+untrimmed (zero-padded), corrupt, stale (points past the end of a truncated log), or valid but different
+(a follower's multi-batch appends, a <= 3.6 leader's record-level time offsets, other index points).
+Exit 1 if an index would make the broker misbehave, 0 otherwise.
+
+--output DIR writes the rebuilt files into DIR/<partition dir>/; --in-place replaces the files that differ,
+atomically, keeping <name>.bak (refused while a broker holds the log dir's .lock, exit 3; .log files are
+never written). --recovery-report says what the broker's own startup recovery would do, read-only.
+"""
+
+
+def register(app: typer.Typer) -> None:
+    app.command("reindex-time", help=HELP, no_args_is_help=True)(reindex_time)
+
+
+def reindex_time(
+    paths: Annotated[list[Path], typer.Argument(help="A .log segment, a partition dir or a log dir.",
+                                                show_default=False)],
+    check: Annotated[bool, typer.Option("--check", help="Compare with the files on disk and classify (default).")]
+    = False,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the rebuilt index files into "
+                                                "DIR/<partition dir>/ (a mirror tree).")] = None,
+    in_place: Annotated[bool, typer.Option("--in-place", help="Replace index files that differ, atomically "
+                                           "(temp file, fsync, rename, fsync dir).")] = False,
+    no_backup: Annotated[bool, typer.Option("--no-backup", help="With --in-place: do not keep <name>.bak.")]
+    = False,
+    keep_valid: Annotated[bool, typer.Option("--keep-valid", help="With --in-place: leave files that differ from "
+                                             "the rebuild but are valid lookups as they are.")] = False,
+    recovery_report: Annotated[bool, typer.Option("--recovery-report", help="Report what the broker's startup "
+                                                  "recovery would do to these partitions (read-only).")] = False,
+    no_offset_index: Annotated[bool, typer.Option("--no-offset-index", help="Only the .timeindex: leave .index "
+                                                  "files alone.")] = False,
+    index_interval_bytes: Annotated[str, typer.Option("--index-interval-bytes", help="The topic's "
+                                                      "index.interval.bytes (units allowed: 4KiB).")]
+    = DEFAULT_INDEX_INTERVAL_BYTES,
+    verify: Annotated[bool, typer.Option("--verify", help="Check every batch's CRC, as the broker's recovery "
+                                         "does (reads every byte).")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also list the files that are fine.")] = False,
+    jobs: JobsOpt = 1,
+    fmt: FormatOpt = None,
+    quiet: QuietOpt = False,
+    traceback: TracebackOpt = False,
+) -> int:
+    from kafkatool.commands.reindex_time_run import reindex_time_run
+
+    return reindex_time_run(paths, check=check, output=output, in_place=in_place, no_backup=no_backup,
+                            keep_valid=keep_valid, recovery_report=recovery_report, no_offset_index=no_offset_index,
+                            index_interval_bytes=index_interval_bytes, verify=verify, verbose=verbose, jobs=jobs,
+                            fmt=fmt, quiet=quiet)

@@ -1,0 +1,312 @@
+"""``kafkatool spark-scan``: scan whole log dirs with Spark (or a local process pool)."""
+
+from __future__ import annotations
+
+import enum
+import os
+import time
+from typing import Annotated, Any
+
+import typer
+
+from kafkatool.commands._common import FormatOpt, Output, OutputFormat, QuietOpt, TracebackOpt, env_memory_default
+from kafkatool.commands._scan_render import (
+    render_export,
+    render_index_checks,
+    render_keyshare,
+    render_stats,
+)
+from kafkatool.errors import ExitCode, UsageError
+from kafkatool.units import format_size, parse_size, parse_time_ms
+
+DEFAULT_MEMORY = "2GiB"
+
+
+class Level(str, enum.Enum):
+    TOPIC = "topic"
+    PARTITION = "partition"
+    SEGMENT = "segment"
+
+
+class Engine(str, enum.Enum):
+    SPARK = "spark"
+    LOCAL_PROCESSES = "local-processes"
+
+
+def _pairs(values: list[str] | None, what: str) -> list[tuple[str, str]]:
+    out = []
+    for v in values or []:
+        k, sep, val = v.partition("=")
+        if not sep or not k.strip():
+            raise UsageError(f"{what} takes KEY=VALUE, got {v!r}")
+        out.append((k.strip(), val.strip()))
+    return out
+
+
+class ProgressLine:
+    """Progress on stderr: a rewritten line on a terminal, a line every 10 s otherwise."""
+
+    def __init__(self, out: Output, label: str) -> None:
+        self.out = out
+        self.label = label
+        self.start = time.monotonic()
+        self.tty = out.err.is_terminal
+        self.last = 0.0 if self.tty else self.start  # piped: the first line after 10 s
+
+    def __call__(self, done_bytes: int, total_bytes: int, done_tasks: int = -1, total_tasks: int = -1) -> None:
+        if self.out.quiet:
+            return
+        now = time.monotonic()
+        if not self.tty and done_bytes >= total_bytes:
+            return  # finish() says it
+        if done_bytes < total_bytes and now - self.last < (0.5 if self.tty else 10.0):
+            return
+        self.last = now
+        elapsed = now - self.start
+        share = done_bytes / total_bytes if total_bytes else 1.0
+        eta = f", ETA {int(elapsed / share - elapsed)}s" if 0 < share < 1 else ""
+        tasks = f"{done_tasks}/{total_tasks} tasks, " if total_tasks >= 0 else ""
+        text = f"{self.label}: {tasks}{format_size(done_bytes)}/{format_size(total_bytes)} ({share:.0%}){eta}"
+        if self.tty:
+            self.out.err.file.write("\r" + text + "\x1b[K")
+            self.out.err.file.flush()
+        else:
+            self.out.note(text)
+
+    def finish(self, total_bytes: int) -> None:
+        if self.tty and not self.out.quiet:
+            self.out.err.file.write("\r\x1b[K")
+        elapsed = time.monotonic() - self.start
+        rate = total_bytes / elapsed if elapsed > 0 else 0.0
+        self.out.note(f"{self.label}: {format_size(total_bytes)} in {elapsed:.1f}s ({format_size(int(rate))}/s)")
+
+
+def spark_scan(
+    paths: Annotated[list[str], typer.Argument(help="Log dirs, partition dirs or .log files; local paths or "
+                                               "URLs Spark's nodes can read (hdfs://, s3://, gs://, file://).")],
+    master: Annotated[str, typer.Option("--master", help="Spark master: local[*] (embedded, default), local[N], "
+                                        "spark://HOST:7077, yarn, k8s://...")] = "local[*]",
+    conf: Annotated[list[str] | None, typer.Option("--conf", help="Spark setting K=V (repeatable; wins over "
+                                                   "kafkatool's own).")] = None,
+    output: Annotated[str | None, typer.Option("--output", "-o", help="Write the figures as Parquet files into "
+                                               "this directory.")] = None,
+    fmt: FormatOpt = None,
+    level: Annotated[Level, typer.Option("--level", help="Rows of the printed table.")] = Level.PARTITION,
+    stats: Annotated[bool, typer.Option("--stats", help="Also print the stats when another analysis is "
+                                        "chosen (they are the default otherwise).")] = False,
+    export_records: Annotated[str | None, typer.Option("--export-records", help="Write every record as Parquet "
+                                                       "into this new directory, partitioned by topic and "
+                                                       "partition.")] = None,
+    from_time: Annotated[str | None, typer.Option("--from-time", help="Export records with timestamp >= this "
+                                                  "(epoch ms or ISO-8601).")] = None,
+    to_time: Annotated[str | None, typer.Option("--to-time", help="Export records with timestamp < this.")] = None,
+    topic: Annotated[list[str] | None, typer.Option("--topic", "-t", help="Only topics matching this glob "
+                                                    "(repeatable).")] = None,
+    verify_index: Annotated[bool, typer.Option("--verify-index", help="Check every segment's .index and "
+                                               ".timeindex against a rebuild from its .log.")] = False,
+    index_interval_bytes: Annotated[int, typer.Option("--index-interval-bytes", min=1,
+                                                      help="index.interval.bytes of the topics (for "
+                                                      "--verify-index).")] = 4096,
+    key_sharing: Annotated[int | None, typer.Option("--key-sharing", min=1, help="How records would spread "
+                                                    "over N consumers sharing partitions by key-hash "
+                                                    "ranges.")] = None,
+    partitions: Annotated[list[str] | None, typer.Option("--partitions", help="TOPIC=N partition count for "
+                                                         "--key-sharing (default: highest found + 1).")] = None,
+    hot_keys: Annotated[int, typer.Option("--hot-keys", min=0, help="Hot keys shown per partition.")] = 5,
+    memory: Annotated[str | None, typer.Option("--memory", help="The run's memory budget (local: the whole "
+                                               "run; cluster: one executor). Env KAFKATOOL_MEMORY; default "
+                                               "2GiB with Spark, 256MiB for local-processes.")] = None,
+    split_size: Annotated[str, typer.Option("--split-size", help="Cut segments into byte ranges of about this "
+                                            "size.")] = "128MiB",
+    task_size: Annotated[str | None, typer.Option("--task-size", help="Pack ranges into tasks of about this "
+                                                  "many bytes (default: the split size; at least 3 tasks per "
+                                                  "core).")] = None,
+    max_message_bytes: Annotated[int, typer.Option("--max-message-bytes", min=1, help="max.message.bytes to "
+                                                   "compare batch sizes with.")] = 1048588,
+    engine_opt: Annotated[Engine, typer.Option("--engine", help="spark, or local-processes (a process pool, no "
+                                               "JVM).")] = Engine.SPARK,
+    jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Processes for --engine "
+                                             "local-processes (default: CPU count).")] = None,
+    executor_cores: Annotated[int, typer.Option("--executor-cores", min=1, help="Cores per executor on a "
+                                                "cluster (the --memory split).")] = 1,
+    driver_host: Annotated[str | None, typer.Option("--driver-host", help="Address executors reach this "
+                                                    "driver at (cluster masters).")] = None,
+    python_archive: Annotated[str | None, typer.Option("--python-archive", help="Packed virtualenv/conda env "
+                                                       "(tar.gz) for the executors' Python.")] = None,
+    spark_ui: Annotated[bool, typer.Option("--spark-ui", help="Keep Spark's web UI on.")] = False,
+    quiet: QuietOpt = False,
+    traceback: TracebackOpt = False,
+) -> int:
+    """Scan log dirs in parallel with Spark: stats (default), record export, index check, key sharing.
+
+    The parsing is kafkatool's own library, run on the executors. Segments are cut into byte ranges
+    at batch boundaries and tasks balanced by bytes, so one big segment spreads over many tasks.
+    """
+    out = Output(quiet=quiet)
+    form = out.resolve_format(fmt)
+    engine = engine_opt.value
+    if engine == "spark" and master.startswith("sc://"):
+        raise UsageError("Spark Connect (sc://) is not supported yet: give a spark://, yarn, k8s:// or local master")
+    flt_from = parse_time_ms(from_time) if from_time is not None else None
+    flt_to = parse_time_ms(to_time) if to_time is not None else None
+    if (flt_from is not None or flt_to is not None) and export_records is None:
+        raise UsageError("--from-time/--to-time filter --export-records")
+    part_counts = {k: _positive(v, k) for k, v in _pairs(partitions, "--partitions")}
+    conf_pairs = _pairs(conf, "--conf")
+    given = memory or env_memory_default()
+    budget = parse_size(given or DEFAULT_MEMORY)
+    split = parse_size(split_size)
+    task_bytes = parse_size(task_size) if task_size else split
+    if split < 1 or task_bytes < 1:
+        raise UsageError("--split-size and --task-size must be positive")
+    want_stats = stats or not (export_records or verify_index or key_sharing)
+    from kafkatool.spark.source import is_url
+
+    if output and is_url(output):
+        raise UsageError("--output writes to a local directory (the figures are small); give a local path")
+    if export_records and is_url(export_records) and engine != "spark":
+        raise UsageError("--engine local-processes exports to a local directory; use Spark to write to a URL")
+
+    from kafkatool.scan import ScanOptions
+    from kafkatool.scan_report import keyshare_setup
+    from kafkatool.spark.memory import is_local_master, local_cores, plan_memory, plan_processes
+    from kafkatool.spark.plan import discover, make_plan
+
+    found = discover(paths, topic or ())
+    for note in found.notes:
+        out.note(f"note: {note}")
+    if not found.segments:
+        raise UsageError("no .log segments found under " + ", ".join(paths))
+    unknown = sorted(set(part_counts) - {s.topic for s in found.segments})
+    if unknown:
+        raise UsageError(f"--partitions names topics not scanned: {', '.join(unknown)}")
+    local = engine == "local-processes" or is_local_master(master)
+    if engine == "local-processes":
+        cores = jobs or os.cpu_count() or 1
+    else:
+        cores = local_cores(master, os.cpu_count() or 1) if local else executor_cores
+    if engine == "spark":
+        mem = plan_memory(budget, cores, local=local)
+        opts = ScanOptions(decompress_limit=mem.decompress_limit, chunk_bytes=mem.chunk_bytes,
+                           max_batch_bytes=mem.max_batch_bytes, max_message_bytes=max_message_bytes)
+    else:
+        pool = plan_processes(parse_size(given) if given else None, cores)
+        opts = ScanOptions(decompress_limit=pool.worker.decompress_limit, chunk_bytes=pool.worker.chunk_bytes,
+                           max_batch_bytes=max(pool.worker.decompress_limit, pool.worker.chunk_bytes),
+                           max_message_bytes=max_message_bytes)
+        out.note(pool.describe())
+    setup = keyshare_setup(found.segments, key_sharing, part_counts) if key_sharing else None
+
+    spark: Any = None
+    if engine == "spark":
+        from kafkatool.spark.session import SessionSettings, build_session
+
+        settings = SessionSettings(master=master, conf=conf_pairs, memory=mem, driver_host=driver_host,
+                                   python_archive=python_archive, ui=spark_ui,
+                                   fast_jvm=os.environ.get("KAFKATOOL_SPARK_FAST_JVM") == "1")
+        out.note(f"starting Spark ({master}, --memory {format_size(budget)}: driver {format_size(mem.driver_memory)}"
+                 f", {cores} x Python worker {format_size(mem.python_worker_memory)})")
+        spark = build_session(settings, warn=lambda s: out.finding(f"warning: {s}"))
+        if not local:
+            from kafkatool.spark.job import preflight
+
+            preflight(spark)
+        parallelism = int(spark.sparkContext.defaultParallelism)
+    else:
+        parallelism = cores
+    try:
+        plan = make_plan(found.segments, split_bytes=split, parallelism=parallelism, task_bytes=task_bytes,
+                         share_slots=setup.share_slots() if setup else None,
+                         topic_partitions=setup.topic_partitions() if setup else None)
+        for note in plan.notes:
+            out.note(f"note: {note}")
+        out.note(f"plan: {len(plan.segments)} segments, {format_size(plan.total_bytes)} in {len(plan.items)} "
+                 f"ranges, {len(plan.tasks)} tasks")
+        rc = ExitCode.OK
+        tables: dict[str, list[dict[str, Any]]] = {}
+        if want_stats or setup is not None:
+            rc = max(rc, _stats(spark, plan, opts, engine, cores, out, form, level.value, want_stats, setup, hot_keys,
+                                tables))
+        if verify_index:
+            rc = max(rc, _verify(spark, plan, index_interval_bytes, engine, cores, parallelism, out, form, tables))
+        if export_records:
+            _export(spark, plan, export_records, opts, flt_from, flt_to, engine, cores, out, form)
+        if output and tables:
+            from kafkatool.scan_report import write_parquet
+
+            written = write_parquet(output, tables)
+            out.note(f"wrote {len(written)} Parquet files to {output}")
+    finally:
+        if spark is not None:
+            spark.stop()
+    return int(rc)
+
+
+def _positive(v: str, topic: str) -> int:
+    if not v.isdigit() or int(v) < 1:
+        raise UsageError(f"--partitions {topic}={v}: the count must be a positive number")
+    return int(v)
+
+
+def _stats(spark: Any, plan: Any, opts: Any, engine: str, cores: int, out: Output, form: OutputFormat, level: str,
+           want_stats: bool, setup: Any, hot: int, tables: dict[str, list[dict[str, Any]]]) -> ExitCode:
+    from kafkatool.scan import run_local
+    from kafkatool.scan_report import keyshare_tables, stats_tables, topic_shares
+
+    progress = ProgressLine(out, "scan")
+    if engine == "spark":
+        from kafkatool.spark.job import run_stats
+
+        report = run_stats(spark, plan, opts, progress=progress)
+    else:
+        report = run_local(plan, opts, jobs=cores, progress=progress)
+    progress.finish(plan.total_bytes)
+    for note in report.notes[len(plan.notes):]:
+        out.note(f"note: {note}")
+    tables.update(stats_tables(report))
+    if want_stats:
+        render_stats(report, out, form, level)
+    if setup is not None:
+        shares = topic_shares(report, setup, hot)
+        tables.update(keyshare_tables(shares))
+        render_keyshare(shares, out, form)
+    return ExitCode.FINDINGS if report.findings else ExitCode.OK
+
+
+def _verify(spark: Any, plan: Any, interval: int, engine: str, cores: int, parallelism: int, out: Output,
+            form: OutputFormat, tables: dict[str, list[dict[str, Any]]]) -> ExitCode:
+    from kafkatool.spark.verify import verify_local
+
+    progress = ProgressLine(out, "verify-index")
+    if engine == "spark":
+        from kafkatool.spark.job import run_verify
+
+        rows = run_verify(spark, plan.segments, interval, parallelism=parallelism, progress=progress)
+    else:
+        rows = verify_local(plan.segments, interval, jobs=cores,
+                            progress=lambda d, t: progress(d, t))
+    progress.finish(plan.total_bytes)
+    tables["index_check"] = rows
+    render_index_checks(rows, out, form)
+    # As reindex-time --check: exit 1 only when an index would make the broker misbehave.
+    return ExitCode.FINDINGS if any(r["severity"] == "error" for r in rows) else ExitCode.OK
+
+
+def _export(spark: Any, plan: Any, directory: str, opts: Any, lo: int | None, hi: int | None, engine: str,
+            cores: int, out: Output, form: OutputFormat) -> None:
+    from kafkatool.spark.export import ExportFilter, export_local
+
+    flt = ExportFilter(lo, hi)
+    progress = ProgressLine(out, "export")
+    if engine == "spark":
+        from kafkatool.spark.job import run_export
+
+        n = run_export(spark, plan, directory, opts, flt, progress=progress)
+    else:
+        n = export_local(plan, directory, opts, flt, jobs=cores, progress=lambda d, t: progress(d, t))
+    progress.finish(plan.total_bytes)
+    render_export(n, directory, out, form)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("spark-scan", no_args_is_help=True)(spark_scan)

@@ -1,0 +1,394 @@
+"""Offline conversion of a segment, a partition or a log dir between message formats v2, v1 and v0.
+
+``downconvert`` serves consumers that only read v0/v1 without a broker spending CPU and heap on
+conversion at fetch time (the problem of KIP-283); ``upconvert`` removes v0/v1 data that Kafka 4 no
+longer writes (KIP-724). The output is a new directory holding one partition dir per input partition,
+loadable by a broker:
+
+* every source segment yields one or more output segments, the first named by the source's base
+  offset; a new one is rolled as the broker's ``LogSegment.shouldRoll`` would (``--segment-bytes``
+  reached, or an offset that would not fit the 4-byte relative index); each finished ``.log`` gets its
+  ``.index``/``.timeindex`` from :func:`kafkatool.recover.recover_segment` (Kafka 3.9 ``LogSegment.recover``);
+* offsets are preserved; if dropped control batches would lower the log end offset, an empty segment
+  named by the source's log end offset keeps it (consumers' committed offsets stay valid);
+* ``leader-epoch-checkpoint`` and ``partition.metadata`` are carried over; up-conversion also carries the
+  producer snapshots and the aborted-transaction index (v2 batches are copied unchanged), down-conversion
+  drops both (v0/v1 have no producer state and no transaction markers);
+* work proceeds in chunks of source batches (:func:`kafkatool.down_convert.iter_chunks`, 128 KiB as
+  Kafka's ``LazyDownConversionRecords``): memory depends on the chunk size and the largest batch only;
+* crash safety: a partition is written into ``DST/.kafkatool-tmp-<name>``, every file fsynced, then the
+  directory is renamed to ``DST/<name>``; a failed run removes what it wrote.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import struct
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kafkatool.atomic import TEMP_PREFIX, fsync_dir
+from kafkatool.batch import MAGIC_V2, NO_TIMESTAMP, TimestampType
+from kafkatool.codecs import DEFAULT_DECOMPRESS_LIMIT, Codec
+from kafkatool.convert_io import (
+    PartitionSource,
+    SegmentWriter,
+    check_destination,
+    resolve_sources,
+    scan_for_zstd,
+    valid_batches,
+)
+from kafkatool.down_convert import MAX_READ_SIZE, DownConverted, down_convert_batch, iter_chunks
+from kafkatool.errors import KafkaToolError, LimitExceededError, UsageError
+from kafkatool.estimator import CompressionRatioEstimator, build_within_limit, compressed_payload
+from kafkatool.file_records import FileRecords, RecordBatch
+from kafkatool.legacy_records import build_entries
+from kafkatool.txn_index import read_txn_index
+from kafkatool.up_convert import ConversionCounters, Unit, UpConverter, oversized_copy
+
+__all__ = ["ConvertObserver", "ConvertOptions", "PartitionSource", "PartitionStats", "convert_log"]
+
+DEFAULT_SEGMENT_BYTES = 1 << 30  # segment.bytes
+DEFAULT_MAX_MESSAGE_BYTES = 1048588  # max.message.bytes (1 MiB + LOG_OVERHEAD)
+DEFAULT_BATCH_BYTES = 16384  # producer batch.size
+MAX_SEGMENT_BYTES = 0x7FFFFFFF  # positions in .index are int32
+
+
+@dataclass(frozen=True, slots=True)
+class ConvertOptions:
+    to_magic: int  # 0 or 1: downconvert; 2: upconvert
+    codec: Codec | None = None  # None: keep each batch's codec
+    zstd_to: Codec | None = None  # downconvert: what zstd batches become (None: refuse them, as Kafka does)
+    chunk_size: int = MAX_READ_SIZE
+    segment_bytes: int = DEFAULT_SEGMENT_BYTES
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    batch_bytes: int = DEFAULT_BATCH_BYTES  # upconvert: group uncompressed legacy messages up to this (0: one each)
+    index_interval_bytes: int = 4096
+    decompress_limit: int = DEFAULT_DECOMPRESS_LIMIT
+    dry_run: bool = False
+
+    @property
+    def up(self) -> bool:
+        return self.to_magic >= MAGIC_V2
+
+    def validate(self) -> None:
+        if self.to_magic not in (0, 1, 2):
+            raise UsageError(f"--to-magic must be 0 or 1 (got {self.to_magic})")
+        if not self.up and Codec.ZSTD in (self.codec, self.zstd_to):
+            raise UsageError("zstd cannot be written below magic 2: choose gzip, lz4, snappy or none")
+        if self.chunk_size < 1:
+            raise UsageError("--chunk-size must be at least 1 byte")
+        if not 1 <= self.segment_bytes <= MAX_SEGMENT_BYTES:
+            raise UsageError(f"--segment-bytes must be between 1 and {MAX_SEGMENT_BYTES} (positions are int32)")
+        if self.max_message_bytes < 1:
+            raise UsageError("--max-message-bytes must be at least 1")
+        if self.batch_bytes < 0:
+            raise UsageError("--batch-bytes must be >= 0")
+
+
+@dataclass(slots=True)
+class PartitionStats:
+    """The per-partition summary (``--format json`` prints it as one ``partition`` line)."""
+
+    partition: str
+    source: str
+    output: str | None
+    to_magic: int
+    segments_in: int = 0
+    segments_out: int = 0
+    bytes_in: int = 0
+    bytes_out: int = 0
+    batches_in: int = 0
+    counters: ConversionCounters = field(default_factory=ConversionCounters)
+    control_batches_dropped: int = 0
+    empty_batches_dropped: int = 0
+    headers_dropped: int = 0  # records whose headers v0/v1 cannot hold
+    producer_fields_dropped: int = 0  # batches whose producer id/epoch/sequence were lost
+    trailing_bytes_skipped: int = 0  # torn tails the broker's recovery would truncate too
+    log_end_offset_in: int = -1
+    log_end_offset_out: int = -1
+    files_carried: list[str] = field(default_factory=list)
+    files_dropped: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    elapsed_s: float = 0.0
+    peak_rss_bytes: int = 0
+
+    @property
+    def split_rate(self) -> float:
+        """Built batches that had to be split, per built batch (Kafka's ``batch-split-rate`` per batch)."""
+        built = self.counters.batches_built - self.counters.split_batches + self.counters.splits
+        return self.counters.splits / built if built else 0.0
+
+    def warn(self, text: str) -> None:
+        self.warnings.append(text)
+
+    def skipped(self, text: str, n_bytes: int) -> None:
+        self.warnings.append(text)
+        self.trailing_bytes_skipped += n_bytes
+
+    def as_dict(self) -> dict[str, Any]:
+        d = {k: v for k, v in asdict(self).items() if k != "counters"}
+        d.update(asdict(self.counters))
+        d["split_rate"] = round(self.split_rate, 6)
+        d["elapsed_s"] = round(self.elapsed_s, 3)
+        return d
+
+
+class ConvertObserver:
+    """Hooks for progress and per-partition results (the command renders them; the library prints nothing)."""
+
+    def start(self, sources: list[PartitionSource], total_bytes: int) -> None:
+        pass
+
+    def advance(self, n_bytes: int, partition: str) -> None:
+        pass
+
+    def partition_done(self, stats: PartitionStats) -> None:
+        pass
+
+
+class DownConverter:
+    """One partition's batches -> v0/v1 output units, ``RecordsUtil.downConvert`` rules plus KIP-126 splits."""
+
+    def __init__(self, opts: ConvertOptions, estimator: CompressionRatioEstimator, topic: str,
+                 counters: ConversionCounters) -> None:
+        self.opts = opts
+        self.estimator = estimator
+        self.topic = topic
+        self.c = counters
+        self.dc = DownConverted(b"")
+
+    def add(self, batch: RecordBatch) -> list[Unit]:
+        opts, c = self.opts, self.c
+        override = opts.codec
+        if override is None and batch.codec_id == Codec.ZSTD:
+            override = opts.zstd_to
+        res = down_convert_batch(batch, opts.to_magic, 0, self.dc, limit=opts.decompress_limit,
+                                 codec_override=override)
+        if res is None:
+            if not batch.is_control:
+                c.records_in += int(batch.count or 0)
+            return []
+        max_bytes = opts.max_message_bytes
+        if res.copied:
+            if len(res.data) > max_bytes:
+                raise oversized_copy(batch, max_bytes)
+            n = res.records if res.records is not None else len(batch.records(limit=opts.decompress_limit))
+            c.records_in += n
+            c.records_out += n
+            c.batches_copied += 1
+            c.batches_out += 1
+            return [(res.data, res.first_offset, res.last_offset, 1)]
+        n = res.records or 0
+        c.records_in += n
+        if res.codec != batch.codec:
+            c.codec_changed_batches += 1
+        if res.codec == Codec.NONE:  # one message per record
+            if len(res.data) > max_bytes:
+                _check_messages(res.data, max_bytes, batch)
+            c.records_out += n
+            c.batches_out += n
+            c.batches_built += n
+            return [(res.data, res.first_offset, res.last_offset, n)]
+        if len(res.data) <= max_bytes:
+            # MemoryRecordsBuilder.close: the wrapper value over the inner messages; the producer then updates
+            # the estimate for (topic, codec), as KIP-126 does after every batch.
+            ratio = compressed_payload(opts.to_magic, res.data) / res.uncompressed_bytes
+            self.estimator.update_estimation(self.topic, res.codec, ratio)
+            c.records_out += n
+            c.batches_out += 1
+            c.batches_built += 1
+            c.recompressed_batches += 1
+            return [(res.data, res.first_offset, res.last_offset, 1)]
+        return self._split(batch, res.data, res.uncompressed_bytes, res.codec)
+
+    def _split(self, batch: RecordBatch, data: bytes, uncompressed: int, codec: Codec) -> list[Unit]:
+        opts, c = self.opts, self.c
+        records = batch.records(limit=opts.decompress_limit)
+        ts_type = batch.timestamp_type
+        lat = batch.max_timestamp if ts_type == TimestampType.LOG_APPEND_TIME else NO_TIMESTAMP
+
+        def build(recs: list[Any]) -> bytes:
+            return build_entries([(r.offset, r.timestamp, r.key, r.value) for r in recs], magic=opts.to_magic,
+                                 codec=codec, timestamp_type=ts_type, log_append_time=lat)
+
+        result = build_within_limit(records, data, uncompressed, magic=opts.to_magic, codec=codec,
+                                    max_bytes=opts.max_message_bytes, split_size=opts.max_message_bytes,
+                                    estimator=self.estimator, topic=self.topic, build=build,
+                                    describe_offset=lambda r: str(r[0]))
+        c.splits += result.splits
+        c.split_batches += len(result.batches)
+        units: list[Unit] = []
+        for built, recs in result.batches:
+            units.append((built, recs[0].offset, recs[-1].offset, 1))
+            c.records_out += len(recs)
+            c.batches_out += 1
+            c.batches_built += 1
+            c.recompressed_batches += 1
+        return units
+
+    def flush(self) -> list[Unit]:
+        return []
+
+
+_LOG = struct.Struct(">qi")
+
+
+def _check_messages(data: bytes, max_bytes: int, batch: RecordBatch) -> None:
+    p = 0
+    while p < len(data):
+        offset, size = _LOG.unpack_from(data, p)
+        if size + 12 > max_bytes:
+            raise LimitExceededError(
+                f"record at offset {offset} becomes a {size + 12}-byte message, more than --max-message-bytes "
+                f"{max_bytes} (Kafka: RecordTooLargeException); raise the limit to convert it",
+                position=batch.position)
+        p += size + 12
+
+
+def _peak_rss() -> int:
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
+def convert_log(src: str | os.PathLike[str], dst: str | os.PathLike[str], opts: ConvertOptions,
+                observer: ConvertObserver | None = None) -> list[PartitionStats]:
+    """Convert every partition under ``src`` (a segment, a partition dir or a log dir) into ``dst``."""
+    opts.validate()
+    obs = observer or ConvertObserver()
+    src_p, dst_p = Path(src), Path(dst)
+    sources = resolve_sources(src_p)
+    check_destination(src_p, dst_p)
+    if not opts.up and opts.codec is None and opts.zstd_to is None:
+        scan_for_zstd(sources)
+    obs.start(sources, sum(s.total_bytes() for s in sources))
+    created = False
+    if not opts.dry_run and not dst_p.exists():
+        dst_p.mkdir(parents=True)
+        created = True
+    estimator = CompressionRatioEstimator()
+    results: list[PartitionStats] = []
+    written: list[Path] = []
+    try:
+        for source in sources:
+            stats = convert_partition(source, None if opts.dry_run else dst_p, opts, estimator, obs)
+            if stats.output:
+                written.append(Path(stats.output))
+            results.append(stats)
+            obs.partition_done(stats)
+    except BaseException:
+        for d in written:
+            shutil.rmtree(d, ignore_errors=True)
+        if created:
+            shutil.rmtree(dst_p, ignore_errors=True)
+        raise
+    return results
+
+
+def convert_partition(source: PartitionSource, dst_root: Path | None, opts: ConvertOptions,
+                      estimator: CompressionRatioEstimator, obs: ConvertObserver) -> PartitionStats:
+    t0 = time.perf_counter()
+    stats = PartitionStats(source.name, str(source.origin), None, opts.to_magic)
+    tmp: Path | None = None
+    if dst_root is not None:
+        tmp = dst_root / f"{TEMP_PREFIX}{source.name}"
+        tmp.mkdir()
+    try:
+        _convert_into(source, tmp, opts, estimator, obs, stats)
+        if tmp is not None and dst_root is not None:
+            fsync_dir(tmp)
+            final = dst_root / source.name
+            os.rename(tmp, final)
+            fsync_dir(dst_root)
+            stats.output = str(final)
+    except BaseException:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    stats.elapsed_s = time.perf_counter() - t0
+    stats.peak_rss_bytes = _peak_rss()
+    return stats
+
+
+def _convert_into(source: PartitionSource, tmp: Path | None, opts: ConvertOptions,
+                  estimator: CompressionRatioEstimator, obs: ConvertObserver, stats: PartitionStats) -> None:
+    c = stats.counters
+    conv: UpConverter | DownConverter
+    if opts.up:
+        conv = UpConverter(codec=opts.codec, batch_bytes=opts.batch_bytes, max_message_bytes=opts.max_message_bytes,
+                           estimator=estimator, topic=source.topic, counters=c, limit=opts.decompress_limit)
+    else:
+        conv = DownConverter(opts, estimator, source.topic, c)
+    writer = SegmentWriter(tmp, opts.segment_bytes, opts.index_interval_bytes)
+    log_end = -1
+    for i, seg in enumerate(source.segments):
+        stats.segments_in += 1
+        writer.begin_source_segment(seg.base_offset)
+        log_end = max(log_end, seg.base_offset)
+        with FileRecords(seg.log) as fr:
+            stats.bytes_in += fr.size
+            try:
+                for chunk in iter_chunks(valid_batches(fr, stats.skipped, last=i == len(source.segments) - 1),
+                                         opts.chunk_size):
+                    units: list[Unit] = []
+                    for batch in chunk:
+                        stats.batches_in += 1
+                        log_end = max(log_end, batch.last_offset + 1)
+                        units.extend(conv.add(batch))
+                    for unit in units:
+                        writer.append(unit)
+                    obs.advance(sum(b.size for b in chunk), source.name)
+                for unit in conv.flush():
+                    writer.append(unit)
+            except KafkaToolError as e:
+                raise e.at(fr.path) from None  # errors of records and batches name the segment they are in
+        txn = []
+        if opts.up and seg.txn_index.exists():
+            txn = read_txn_index(seg.txn_index)
+        elif seg.txn_index.exists():
+            stats.files_dropped.append(seg.txn_index.name)
+        writer.end_source_segment(txn)
+    writer.finish(log_end)
+    stats.log_end_offset_in = log_end
+    stats.log_end_offset_out = writer.log_end_offset
+    if writer.tail_segment is not None:
+        stats.warn(f"dropped batches at the end lowered the log end offset: empty segment "
+                   f"{writer.tail_segment:020d}.log keeps it at {log_end}")
+    stats.segments_out = writer.segments
+    stats.bytes_out = writer.bytes_written
+    dc = getattr(conv, "dc", None)
+    if isinstance(dc, DownConverted):
+        stats.control_batches_dropped = dc.control_batches_dropped
+        stats.empty_batches_dropped = dc.batches_empty
+        stats.headers_dropped = dc.headers_dropped
+        stats.producer_fields_dropped = dc.producer_fields_dropped
+    _carry_files(source, tmp, opts, stats)
+
+
+def _carry_files(source: PartitionSource, tmp: Path | None, opts: ConvertOptions, stats: PartitionStats) -> None:
+    """Partition metadata files: copied byte for byte (offsets are preserved, so they stay true)."""
+    carry = [p for p in source.metadata_files() if p.exists()]
+    if opts.up:
+        carry += source.snapshots
+    else:
+        stats.files_dropped += [p.name for p in source.snapshots]
+    for p in carry:
+        stats.files_carried.append(p.name)
+        if tmp is not None:
+            _copy_fsync(p, tmp / p.name)
+    for p in source.unknown_files:
+        stats.warn(f"not carried over (not a file kafkatool knows): {p.name}")
+    if source.pending:
+        stats.warn("the source has unfinished cleaner/split files (" + ", ".join(p.name for p in source.pending)
+                   + "): they are not converted; start and stop the broker once to complete them first")
+
+
+def _copy_fsync(src: Path, dst: Path) -> None:
+    with open(src, "rb") as fi, open(dst, "xb") as fo:
+        shutil.copyfileobj(fi, fo, 1 << 20)
+        fo.flush()
+        os.fsync(fo.fileno())
+

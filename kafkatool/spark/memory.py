@@ -1,0 +1,114 @@
+"""Splitting the run's one memory budget (``--memory``) top-down into Spark settings and task limits.
+
+``local[N]``: the budget is the whole run on this machine: one JVM (driver and executor in one) and N
+Python workers. ``spark://``, ``yarn``, ``k8s://``: the budget is one executor's container, split
+between its JVM heap and its Python workers (one per executor core, counted in the container's
+``memoryOverhead`` as YARN and Kubernetes account for them); the driver, on this machine, takes a
+quarter of it (0.5 to 2 GiB): it only merges small per-range figures.
+
+The Python side is then divided by the run's budget rules (``kafkatool.budget``: reserved overhead
+per process, then per worker the chunk buffers and the largest decompressed batch with the records
+made from it). Per Python worker (one task at a time) that bounds a task: the largest decompressed
+batch it accepts (``decompress_limit``), the remote read chunk and the Arrow batch being filled
+(``chunk_bytes``, 1/16 of the worker's share) and a single batch read whole from a remote file
+(``max_batch_bytes``, 1/4). ``spark.executor.pyspark.memory`` is deliberately not set: it limits the
+worker's *address space*, and the scan memory-maps segments of any size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kafkatool import budget as run_budget
+from kafkatool.errors import UsageError
+
+MiB = 1 << 20
+GiB = 1 << 30
+JVM_OFF_HEAP = 384 * MiB  # Spark's minimum memoryOverhead; metaspace, threads, Arrow buffers
+MIN_WORKER = 192 * MiB
+
+
+def _clamp(v: int, lo: int, hi: int) -> int:
+    return max(lo, min(hi, v))
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryPlan:
+    budget: int
+    cores: int
+    local: bool
+    driver_memory: int
+    executor_memory: int  # JVM heap of an executor (local: the one JVM)
+    executor_overhead: int  # container overhead: Python workers + JVM off-heap (cluster only)
+    python_worker_memory: int  # per Python worker
+    decompress_limit: int
+    chunk_bytes: int
+    max_batch_bytes: int
+
+    def spark_conf(self) -> dict[str, str]:
+        conf = {
+            "spark.driver.memory": _mb(self.driver_memory),
+            "spark.python.worker.memory": _mb(self.python_worker_memory),
+        }
+        if self.local:
+            conf["spark.executor.memory"] = _mb(self.driver_memory)
+        else:
+            conf["spark.executor.memory"] = _mb(self.executor_memory)
+            conf["spark.executor.memoryOverhead"] = _mb(self.executor_overhead)
+            conf["spark.executor.cores"] = str(self.cores)
+        return conf
+
+
+def _mb(n: int) -> str:
+    return f"{max(1, n // MiB)}m"
+
+
+def plan_memory(budget: int, cores: int, *, local: bool) -> MemoryPlan:
+    """Derive every memory setting from ``budget`` bytes for ``cores`` concurrent tasks (see module doc)."""
+    if cores < 1:
+        raise UsageError("executor cores must be at least 1")
+    heap = _clamp(int(budget * 0.3), 512 * MiB, 8 * GiB)
+    python_total = budget - heap - JVM_OFF_HEAP
+    worker = python_total // cores
+    if worker < MIN_WORKER:
+        need = heap + JVM_OFF_HEAP + MIN_WORKER * cores
+        raise UsageError(f"--memory {budget // MiB}MiB is too small for {cores} task(s) at once: give at least "
+                         f"{-(-need // MiB)}MiB, or fewer cores")
+    driver = heap if local else _clamp(budget // 4, 512 * MiB, 2 * GiB)
+    chunk = _clamp(worker // 16, 1 * MiB, 64 * MiB)
+    workers = run_budget.plan(python_total, workers=cores, chunk_bytes=chunk, processes=cores)
+    return MemoryPlan(
+        budget=budget, cores=cores, local=local,
+        driver_memory=driver,
+        executor_memory=heap,
+        executor_overhead=budget - heap,
+        python_worker_memory=worker,
+        decompress_limit=workers.worker.decompress_limit,
+        chunk_bytes=chunk,
+        max_batch_bytes=_clamp(worker // 4, 16 * MiB, 1 * GiB),
+    )
+
+
+def local_cores(master: str, cpu_count: int) -> int:
+    """Task slots of a ``local``, ``local[N]``, ``local[*]`` or ``local[N,F]`` master."""
+    m = master.strip()
+    if m == "local":
+        return 1
+    if m.startswith("local[") and m.endswith("]"):
+        inner = m[len("local["):-1].split(",")[0].strip()
+        if inner == "*":
+            return max(cpu_count, 1)
+        if inner.isdigit() and int(inner) > 0:
+            return int(inner)
+    raise UsageError(f"not a local master: {master!r} (local, local[N], local[*])")
+
+
+def is_local_master(master: str) -> bool:
+    return master.strip() == "local" or master.strip().startswith("local[")
+
+
+def plan_processes(total: int | None, jobs: int) -> run_budget.MemoryBudget:
+    """``--engine local-processes``: no JVM, so the whole budget is the process pool's (``kafkatool.budget``)."""
+    probe = run_budget.plan(total, workers=jobs, processes=jobs)
+    chunk = _clamp(probe.worker.total // 16, run_budget.DEFAULT_CHUNK, 64 * MiB)
+    return run_budget.plan(total, workers=jobs, chunk_bytes=chunk, processes=jobs)

@@ -1,0 +1,23 @@
+"""Inputs the coverage-guided fuzzers (fuzz/) found, kept as regression tests (FUZZING.md).
+
+Each file in tests/hostile/fuzz-found/ is replayed through the same entry point its fuzz target drives;
+the contract is the fuzzers': a domain error or Kafka's fallback text, never another exception."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kafkatool.decoders.offsets import decode_offsets_record
+from kafkatool.decoders.transactions import decode_transaction_record
+
+FOUND = Path(__file__).parent / "hostile" / "fuzz-found"
+
+
+def test_negative_tagged_field_size_in_offsets_key():
+    # fuzz_decoders, input byte 0 selects the decoder, byte 1 the key/value split.
+    data = (FOUND / "decoders-negative-tagged-size.bin").read_bytes()
+    body = data[2:]
+    key, value = body[:data[1]], body[data[1]:] or None
+    decoder = (decode_offsets_record, decode_transaction_record)[data[0] % 3]
+    k, v = decoder(key, value, 42)
+    assert k is not None and ("skipping" in k or k.startswith(("{", "transaction_metadata", "unknown")))

@@ -1,0 +1,127 @@
+"""The hostile-input corpus (tests/hostile/, made by make_corpus.py) against the library: each defect is
+detected at the stage MANIFEST.json names, as the error class it names, at the byte position it names,
+and no parser allocates more than the bytes available (bombs stop at the decompression limit)."""
+
+from __future__ import annotations
+
+import json
+import resource
+from pathlib import Path
+
+import pytest
+
+from kafkatool import index, recover, snapshot
+from kafkatool.errors import KafkaToolError
+from kafkatool.file_records import FileRecords
+
+HOSTILE = Path(__file__).parent / "hostile"
+MANIFEST = json.loads((HOSTILE / "MANIFEST.json").read_text())
+
+
+def first_problem(path: Path) -> dict[str, object]:
+    """Walk, CRC-check and decode everything; return the first problem in Kafka's order of discovery."""
+    with FileRecords(path) as fr:
+        stream = fr.batches()
+        try:
+            for batch in stream:
+                if batch.magic > 2:
+                    return {"stage": "magic", "error": "unknown-magic", "position": batch.position,
+                            "message": f"magic {batch.magic}"}
+                try:
+                    batch.ensure_valid()
+                except KafkaToolError as e:
+                    return {"stage": "crc", "error": type(e).__name__, "position": e.position, "message": str(e)}
+                try:
+                    batch.records()
+                except KafkaToolError as e:
+                    stage = "decompress" if type(e).__name__ == "LimitExceededError" or batch.is_compressed \
+                        else "records"
+                    return {"stage": stage, "error": type(e).__name__, "position": batch.position,
+                            "message": str(e)}
+        except KafkaToolError as e:
+            return {"stage": "walk", "error": type(e).__name__, "position": e.position, "message": str(e)}
+        end = stream.end_state
+        assert end is not None
+        if end.kind != "end":
+            return {"stage": "tail", "error": end.kind, "position": end.position, "message": end.message}
+    return {"stage": "clean"}
+
+
+LOG_CASES = sorted(n for n, m in MANIFEST.items() if n.endswith(".log") and "/" not in n)
+
+
+@pytest.mark.parametrize("name", LOG_CASES)
+def test_log_corpus_defect_is_found_where_the_manifest_says(name):
+    expected = MANIFEST[name]
+    got = first_problem(HOSTILE / name)
+    if expected["error"] == "any":
+        assert got["stage"] != "clean", got
+        return
+    assert got["stage"] == expected["stage"], got
+    assert got["error"] == expected["error"], got
+    assert got["position"] == expected["position"], got
+    assert expected["match"] in str(got["message"]), got
+
+
+def test_bombs_stop_at_the_limit_without_allocating_the_output():
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    for name in ("bomb-gzip.log", "bomb-zstd.log", "bomb-lz4.log", "bomb-snappy.log"):
+        with FileRecords(HOSTILE / name) as fr:
+            (batch,) = list(fr.batches())
+            with pytest.raises(KafkaToolError, match="exceeds the limit"):
+                batch.records(limit=8 << 20)
+    grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert grown_kib < 64 * 1024, f"peak RSS grew by {grown_kib} KiB decoding 80 MiB bombs with an 8 MiB limit"
+
+
+def test_garbage_in_the_middle_leaves_later_batches_reachable():
+    data = (HOSTILE / "garbage-in-the-middle.log").read_bytes()
+    from kafkatool.file_records import LogInputStream
+
+    # The batches after the garbage start where the third-from-last batch header parses with a valid CRC.
+    later = [p for p in range(len(data) - 61) if data[p + 16] == 2 and _valid_at(data, p)]
+    assert len(later) == 3
+    assert [b.base_offset for b in LogInputStream(data, start=later[1])] == [3, 6]
+
+
+def _valid_at(data: bytes, p: int) -> bool:
+    from kafkatool.file_records import LogInputStream
+
+    try:
+        b = next(iter(LogInputStream(data, start=p)))
+    except (KafkaToolError, StopIteration):
+        return False
+    return b.magic == 2 and b.is_valid()
+
+
+def test_index_padding_is_recognised():
+    contents = index.read_offset_index(HOSTILE / "index-padding" / "00000000000000000000.index")
+    assert len(contents.entries) == 1 and contents.untrimmed and contents.padding_all_zero
+    assert contents.padding_slots == (1 << 16) // 8 - 1
+
+
+def test_index_past_end_of_truncated_log():
+    d = HOSTILE / "index-past-end"
+    contents = index.read_offset_index(d / "00000000000000000000.index")
+    size = (d / "00000000000000000000.log").stat().st_size
+    assert [e.position >= size for e in contents.entries] == [True, True]
+
+
+def test_offset_overflow_is_a_recovery_error():
+    r = recover.recover_segment(HOSTILE / "offset-overflow" / "00000000000000000000.log", 0)
+    assert r.error is not None and "does not fit" in r.error.message
+    assert r.error.position == MANIFEST["offset-overflow/00000000000000000000.log"]["position"]
+
+
+def test_snapshot_crc():
+    with pytest.raises(KafkaToolError, match="CRC is no longer valid"):
+        snapshot.read_snapshot(HOSTILE / "snapshot-bad-crc.snapshot")
+
+
+def test_inputs_are_never_modified_by_reading(tmp_path):
+    import hashlib
+
+    sums = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in HOSTILE.rglob("*") if p.is_file()}
+    for name in LOG_CASES:
+        first_problem(HOSTILE / name)
+    assert sums == {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in HOSTILE.rglob("*") if p.is_file()}
