@@ -19,7 +19,6 @@ an inner message set; the wrapper offset is the last inner offset; v1 inner offs
 from __future__ import annotations
 
 import struct
-import zlib
 from collections.abc import Iterable, Sequence
 
 from kafkatool.batch import (
@@ -33,7 +32,7 @@ from kafkatool.batch import (
     Record,
     TimestampType,
 )
-from kafkatool.codecs import DEFAULT_DECOMPRESS_LIMIT, Codec, compress, decompress
+from kafkatool.codecs import DEFAULT_DECOMPRESS_LIMIT, Codec, compress, crc32, decompress
 from kafkatool.errors import CorruptRecordError, InvalidRecordError, KafkaToolError
 
 Buffer = bytes | bytearray | memoryview
@@ -143,7 +142,7 @@ class LegacyRecordBatch:
     # ------------------------------------------------------------------ validation
     def compute_crc(self) -> int:
         s = self.start + 12
-        return zlib.crc32(memoryview(self.buf)[s + MAGIC_OFFSET:s + self.length])
+        return crc32(memoryview(self.buf)[s + MAGIC_OFFSET:s + self.length])
 
     def is_valid(self) -> bool:
         """``LegacyRecord.isValid``: size >= 14 (even for v1) and the stored CRC-32 matches."""
@@ -201,17 +200,19 @@ class LegacyRecordBatch:
         except KafkaToolError as e:
             raise (e.at(base=pos) if e.position is None else e) from None
         wrapper_lat = wrapper_magic == MAGIC_V1 and bool(self.attributes & TIMESTAMP_TYPE_MASK)
-        inner: list[tuple[int, int, int, int, int]] = []  # (offset, start, length, magic, attributes)
+        inner: list[tuple[int, int, int]] = []  # (offset, start, length)
+        append_inner = inner.append
+        unpack_log = _LOG_HEAD.unpack_from
         p, end = 0, len(data)
         while end - p >= 12:
-            offset, size = struct.unpack_from(">qi", data, p)
+            offset, size = unpack_log(data, p)
             if size < RECORD_OVERHEAD_V0:
                 raise CorruptRecordError(
                     f"Record size is less than the minimum record overhead ({RECORD_OVERHEAD_V0}) "
                     f"(inner message at decompressed byte {p} of the wrapper)", position=pos)
             if end - p - 12 < size:
                 break  # a truncated tail inside the decompressed data is silently dropped, as Kafka does
-            inner.append((offset, p + 12, size, data[p + 12 + MAGIC_OFFSET], data[p + 12 + ATTRIBUTES_OFFSET]))
+            append_inner((offset, p + 12, size))
             p += 12 + size
         if not inner:
             raise InvalidRecordError("Found invalid compressed record set with no inner records", position=pos)
@@ -230,27 +231,69 @@ class LegacyRecordBatch:
         else:
             base = 0
         out: list[Record] = []
+        append = out.append
+        new = tuple.__new__
         wrapper_ts = int(self.timestamp)
-        for offset, start, size, magic, attributes in inner:
+        wrapper_lat = wrapper_magic == MAGIC_V1 and bool(self.attributes & TIMESTAMP_TYPE_MASK)
+        add_base = wrapper_magic == MAGIC_V1
+        mv = memoryview(data)
+        unpack_v1 = _V1_INNER.unpack_from
+        unpack_v0 = _V0_INNER.unpack_from
+        unpack_i32 = I32.unpack_from
+        for offset, start, size in inner:
+            # The message header in one unpack: crc, magic, attributes (+ timestamp for v1), key length.
+            msg_end = start + size
+            magic = data[start + MAGIC_OFFSET]
+            if magic == MAGIC_V1 and size >= HEADER_SIZE_V1 + 4:
+                stored_crc, _, attributes, ts, n = unpack_v1(data, start)
+                p = start + KEY_SIZE_OFFSET_V1 + 4
+            elif magic == MAGIC_V0 and size >= HEADER_SIZE_V0 + 4:
+                stored_crc, _, attributes, n = unpack_v0(data, start)
+                ts = NO_TIMESTAMP
+                p = start + KEY_SIZE_OFFSET_V0 + 4
+            else:
+                attributes = data[start + ATTRIBUTES_OFFSET]
+                n = -2  # the general path below decides
+                stored_crc = ts = 0
+                p = start
             if attributes & COMPRESSION_CODEC_MASK:
                 raise InvalidRecordError("Inner messages must not be compressed", position=pos)
-            try:
-                key, val = _key_value(data, start, size, magic)
-            except KafkaToolError as e:
-                e.message += f" (inner message at decompressed byte {start - 12} of the wrapper)"
-                e.position = pos
-                raise
-            if magic == MAGIC_V0:
-                ts = NO_TIMESTAMP
-            elif wrapper_lat:
-                ts = wrapper_ts
+            key: bytes | None
+            val: bytes | None
+            if n >= 0 and p + n + 4 <= msg_end:
+                key = data[p:p + n]
+                p += n
+            elif n == -1 and p + 4 <= msg_end:
+                key = None
             else:
-                ts = TIMESTAMP.unpack_from(data, start + TIMESTAMP_OFFSET)[0]
-            (stored_crc,) = struct.unpack_from(">I", data, start)
-            crc_ok = size >= RECORD_OVERHEAD_V0 and stored_crc == zlib.crc32(
-                memoryview(data)[start + MAGIC_OFFSET:start + size])
-            absolute = base + offset if wrapper_magic == MAGIC_V1 else offset
-            out.append(Record(absolute, ts, key, val, (), NO_SEQUENCE, size + 12, stored_crc, crc_ok))
+                key = val = None
+                p = -1
+            if p >= 0:
+                n = unpack_i32(data, p)[0]
+                p += 4
+                if n >= 0 and p + n <= msg_end:
+                    val = data[p:p + n]
+                elif n == -1:
+                    val = None
+                else:
+                    p = -1
+            if p < 0:  # anything unusual: the general decoder raises (or decodes) it exactly
+                try:
+                    key, val = _key_value(data, start, size, magic)
+                except KafkaToolError as e:
+                    e.message += f" (inner message at decompressed byte {start - 12} of the wrapper)"
+                    e.position = pos
+                    raise
+                stored_crc = _CRC.unpack_from(data, start)[0]
+                if magic == MAGIC_V0:
+                    ts = NO_TIMESTAMP
+                else:
+                    ts = TIMESTAMP.unpack_from(data, start + TIMESTAMP_OFFSET)[0]
+            if wrapper_lat and magic != MAGIC_V0:
+                ts = wrapper_ts
+            crc_ok = stored_crc == crc32(mv[start + MAGIC_OFFSET:msg_end])
+            append(new(Record, (base + offset if add_base else offset, ts, key, val, (), NO_SEQUENCE, size + 12,
+                                stored_crc, crc_ok)))
         return out
 
     def __repr__(self) -> str:
@@ -298,27 +341,33 @@ def compute_attributes(magic: int, codec: Codec | int, timestamp_type: Timestamp
     return attributes
 
 
+_V0_HEAD = struct.Struct(">BBi")  # magic, attributes, key length
+_V1_HEAD = struct.Struct(">BBqi")  # magic, attributes, timestamp, key length
+_ENTRY_HEAD = struct.Struct(">qiI")  # log offset, message size, crc
+_NULL_LENGTH = b"\xff\xff\xff\xff"
+_CRC = struct.Struct(">I")
+_LOG_HEAD = struct.Struct(">qi")
+_V1_INNER = struct.Struct(">IBBqi")  # crc, magic, attributes, timestamp, key length
+_V0_INNER = struct.Struct(">IBBi")  # crc, magic, attributes, key length
+
+
 def encode_message(magic: int, attributes: int, timestamp: int, key: bytes | None, value: bytes | None) -> bytes:
     """``LegacyRecord.write``: the message (crc .. value), without the log overhead."""
     if magic not in (MAGIC_V0, MAGIC_V1):
         raise ValueError(f"Invalid magic value {magic}")
     if timestamp < 0 and timestamp != NO_TIMESTAMP:
         raise ValueError(f"Invalid message timestamp {timestamp}")
-    parts = [bytes((magic, attributes & 0xFF))]
-    if magic > MAGIC_V0:
-        parts.append(TIMESTAMP.pack(timestamp))
-    if key is None:
-        parts.append(b"\xff\xff\xff\xff")
+    body = _message_body(magic, attributes & 0xFF, timestamp, key, value)
+    return _CRC.pack(crc32(body)) + body
+
+
+def _message_body(magic: int, attributes: int, timestamp: int, key: bytes | None, value: bytes | None) -> bytes:
+    """magic .. value: what the message CRC covers."""
+    if magic == MAGIC_V0:
+        head = _V0_HEAD.pack(magic, attributes, -1 if key is None else len(key))
     else:
-        parts.append(I32.pack(len(key)))
-        parts.append(key)
-    if value is None:
-        parts.append(b"\xff\xff\xff\xff")
-    else:
-        parts.append(I32.pack(len(value)))
-        parts.append(value)
-    body = b"".join(parts)
-    return struct.pack(">I", zlib.crc32(body)) + body
+        head = _V1_HEAD.pack(magic, attributes, timestamp, -1 if key is None else len(key))
+    return b"".join((head, key or b"", _NULL_LENGTH if value is None else I32.pack(len(value)), value or b""))
 
 
 def encode_entry(offset: int, message: bytes) -> bytes:
@@ -343,7 +392,6 @@ def encode_entries(records: Sequence[LegacyRecordTuple], *, magic: int,
         raise ValueError(f"Invalid magic value {magic}")
     out: list[bytes] = []
     app = out.append
-    crc32 = zlib.crc32
     pack_prefix = _ENTRY_PREFIX.pack
     i32 = I32.pack
     max_ts = NO_TIMESTAMP
@@ -378,16 +426,21 @@ def build_entries(records: Iterable[LegacyRecordTuple], *, magic: int,
     holding absolute (v0) or relative-to-``base_offset`` (v1) inner offsets; the v1 wrapper timestamp is
     the max record timestamp (CreateTime) or the log append time (LogAppendTime).
     ``records`` are ``(offset, timestamp, key, value)``; v0 ignores timestamps.
+
+    The hot path of down-conversion: one ``struct`` pack for the message header, one join, one CRC-32
+    per record (``encode_message`` gives the same bytes one message at a time).
     """
     recs = list(records)
     if not recs:
         return b""
     if codec == Codec.ZSTD:
         raise ValueError(f"ZStandard compression is not supported for magic {magic}")
+    if magic not in (MAGIC_V0, MAGIC_V1):
+        raise ValueError(f"Invalid magic value {magic}")
     if magic == MAGIC_V0:
         timestamp_type = TimestampType.NO_TIMESTAMP_TYPE
     lat = timestamp_type == TimestampType.LOG_APPEND_TIME
-    inner_attrs = compute_attributes(magic, Codec.NONE, timestamp_type)
+    inner_attrs = compute_attributes(magic, Codec.NONE, timestamp_type) & 0xFF
     base = recs[0][0] if base_offset is None else base_offset
     shift = base if (magic > MAGIC_V0 and codec != Codec.NONE) else 0
     body, max_ts = encode_entries(recs, magic=magic, attributes=inner_attrs,

@@ -1,0 +1,1 @@
+"""kafkatool's benchmark suite: ``python -m benchmarks`` (see BENCHMARKS.md)."""
