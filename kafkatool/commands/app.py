@@ -7,25 +7,27 @@ import os
 import sys
 from typing import Annotated
 
-import click
 import typer
 
 from kafkatool import __version__
 from kafkatool.errors import ExitCode, KafkaToolError
 
 
-def _vendored_click_errors() -> tuple[type[Exception], ...]:
-    """typer >= 0.2x vendors click (``typer._click``): its usage errors are not click's own classes."""
-    try:
-        mod = importlib.import_module("typer._click.exceptions")
-    except ImportError:  # pragma: no cover - older typer raises click's own
-        return ()
-    return (mod.ClickException,)
+def _click_classes(name: str) -> tuple[type[BaseException], ...]:
+    """``name`` from click's exceptions as typer uses them: typer >= 0.2x vendors click (``typer._click``, and
+    click itself may not even be installed); older typer raises click's own classes."""
+    out = []
+    for module in ("typer._click.exceptions", "click.exceptions"):
+        try:
+            out.append(getattr(importlib.import_module(module), name))
+        except (ImportError, AttributeError):
+            continue
+    return tuple(out)
 
 
-_USAGE_ERRORS: tuple[type[Exception], ...] = (click.ClickException, *_vendored_click_errors())
-_EXITS = (click.exceptions.Exit, typer.Exit)
-_ABORTS = (click.exceptions.Abort, typer.Abort)
+_USAGE_ERRORS: tuple[type[BaseException], ...] = _click_classes("ClickException")
+_EXITS: tuple[type[BaseException], ...] = (typer.Exit, *_click_classes("Exit"))
+_ABORTS: tuple[type[BaseException], ...] = (typer.Abort, *_click_classes("Abort"))
 
 app = typer.Typer(
     name="kafkatool",
@@ -98,7 +100,7 @@ def main(argv: list[str] | None = None) -> None:
             result = command.invoke(ctx)
         rc = result if isinstance(result, int) else ExitCode.OK
     except _EXITS as e:
-        rc = e.exit_code
+        rc = int(getattr(e, "exit_code", ExitCode.USAGE))
     except _ABORTS:
         rc = ExitCode.INTERRUPTED
     except _USAGE_ERRORS as e:
