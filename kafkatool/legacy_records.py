@@ -320,6 +320,8 @@ def _key_value(buf: Buffer, start: int, length: int, magic: int) -> tuple[bytes 
         p += n
     else:
         key = None  # LegacyRecord.key(): Utils.sizeDelimited returns null for any negative size
+    if p + 4 > end:
+        raise InvalidRecordError("value length runs past the end of the message", position=start)
     (n,) = I32.unpack_from(buf, p)
     p += 4
     value: bytes | None

@@ -21,3 +21,20 @@ def test_negative_tagged_field_size_in_offsets_key():
     decoder = (decode_offsets_record, decode_transaction_record)[data[0] % 3]
     k, v = decoder(key, value, 42)
     assert k is not None and ("skipping" in k or k.startswith(("{", "transaction_metadata", "unknown")))
+
+
+def test_legacy_message_with_null_key_and_no_room_for_the_value_length():
+    # fuzz_records: byte 0 even = no CRC re-seal; a v0 entry whose key length is negative (read as null, as
+    # Kafka does) and whose message ends before the value length field.
+    from kafkatool.errors import KafkaToolError
+    from kafkatool.file_records import LogInputStream
+
+    data = (FOUND / "records-legacy-null-key-no-value-length.bin").read_bytes()
+    body = data[1:] if data[0] & 1 else data
+    problems = []
+    for batch in LogInputStream(body):
+        try:
+            batch.records()
+        except KafkaToolError as e:
+            problems.append(str(e))
+    assert problems and "runs past the end of the message" in problems[0]
