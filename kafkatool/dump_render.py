@@ -38,7 +38,7 @@ from kafkatool.dump_events import (
     Summary,
 )
 from kafkatool.dumplog_format import entry_line
-from kafkatool.units import format_size, format_time_ms
+from kafkatool.units import TimestampFormatter, format_size
 
 JsonValue = Callable[[bytes | None], str]
 _SCHEMA = JSON_SCHEMA_VERSION
@@ -279,20 +279,7 @@ class TextWriter:
         self.encoding = encoding
         self.summary_only = summary_only
         self.gaps = 0
-        self._second = -1
-        self._second_text = ""
-
-    def ts(self, ms: int) -> str:
-        """ISO-8601 UTC with milliseconds; the date part is formatted once per second (hot path)."""
-        if ms < 0:
-            return str(ms)
-        second, milli = divmod(ms, 1000)
-        if second != self._second:
-            text = format_time_ms(second * 1000)
-            if not text.endswith(".000Z"):
-                return format_time_ms(ms)
-            self._second, self._second_text = second, text[:-4]
-        return f"{self._second_text}{milli:03d}Z"
+        self.ts = TimestampFormatter()  # ISO-8601 UTC with milliseconds
 
     def handle(self, ev: Event) -> None:
         t = type(ev)

@@ -64,3 +64,23 @@ def format_time_ms(ms: int) -> str:
     except (OverflowError, OSError, ValueError):
         return str(ms)
     return when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+
+
+class TimestampFormatter:
+    """:func:`format_time_ms` for a stream of mostly increasing timestamps (a dump's hot path): the date part
+    is formatted once per second."""
+
+    def __init__(self) -> None:
+        self.second = -1
+        self.text = ""
+
+    def __call__(self, ms: int) -> str:
+        if ms < 0:
+            return str(ms)
+        second, milli = divmod(ms, 1000)
+        if second != self.second:
+            text = format_time_ms(second * 1000)
+            if not text.endswith(".000Z"):
+                return format_time_ms(ms)
+            self.second, self.text = second, text[:-4]
+        return f"{self.text}{milli:03d}Z"

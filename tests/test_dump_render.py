@@ -34,3 +34,12 @@ def test_text_timestamps_match_the_slow_formatter():
     w = TextWriter(None, print, print_data=False, encoding="utf8")  # type: ignore[arg-type]
     for ms in (0, 999, 1_700_000_000_123, 1_700_000_001_000, 1_700_000_000_999, 253_402_300_799_999, -1):
         assert w.ts(ms) == (format_time_ms(ms) if ms >= 0 else "-1")
+
+
+def test_timestamp_formatter_matches_format_time_ms_out_of_order() -> None:
+    from kafkatool.units import TimestampFormatter, format_time_ms
+    fmt = TimestampFormatter()
+    # increasing, repeated, backwards, across a second and a day, negative and out of datetime's range
+    stamps = [1_700_000_000_999, 1_700_000_001_000, 1_700_000_001_000, 1_699_999_999_001, 86_399_999,
+              86_400_000, 0, -1, -5, 2**62]
+    assert [fmt(ms) for ms in stamps] == [format_time_ms(ms) for ms in stamps]

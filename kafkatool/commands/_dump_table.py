@@ -26,7 +26,7 @@ from kafkatool.dump_events import (
     Severity,
 )
 from kafkatool.dump_render import codec_label, decoded_parts, text_bytes
-from kafkatool.units import format_size, format_time_ms
+from kafkatool.units import TimestampFormatter, format_size
 
 _TS_SHORT = {"CreateTime": "create", "LogAppendTime": "append", "NoTimestampType": "none"}
 # (header, width, right-aligned); the last column takes what is left of the terminal width.
@@ -45,7 +45,7 @@ class TableWriter:
         self.styles = {name: (Style.parse(name).render("\0", color_system=ColorSystem.STANDARD).split("\0")
                               if colour else ["", ""]) for name in ("dim", "bold", "red")}
         self.columns: list[tuple[str, int, bool]] = []
-        self.ts = _Timestamps()
+        self.ts = TimestampFormatter()
 
     def _line(self, cells: list[str], style: str | None = None) -> None:
         parts = []
@@ -142,22 +142,3 @@ class TableWriter:
 
     def close(self) -> None:
         self.out.flush()
-
-
-class _Timestamps:
-    """ISO-8601 timestamps, the date part formatted once per second."""
-
-    def __init__(self) -> None:
-        self.second = -1
-        self.text = ""
-
-    def __call__(self, ms: int) -> str:
-        if ms < 0:
-            return str(ms)
-        second, milli = divmod(ms, 1000)
-        if second != self.second:
-            text = format_time_ms(second * 1000)
-            if not text.endswith(".000Z"):
-                return format_time_ms(ms)
-            self.second, self.text = second, text[:-4]
-        return f"{self.text}{milli:03d}Z"
