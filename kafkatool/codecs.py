@@ -39,10 +39,13 @@ try:
 except ImportError:  # pragma: no cover - a declared dependency; stdlib zlib gives the same results, slower
     import zlib as _zlib  # type: ignore[no-redef]
 
+from kafkatool import budget as _budget
 from kafkatool.errors import CorruptRecordError, LimitExceededError, UnsupportedCodecError
 
 Buffer = bytes | bytearray | memoryview
 
+# Kept for callers of the old constant; the limit used when none is given is the active memory budget's
+# (``kafkatool.budget.decompress_limit()``: --memory / KAFKATOOL_MEMORY divided top-down).
 DEFAULT_DECOMPRESS_LIMIT = 64 * 1024 * 1024
 
 
@@ -81,10 +84,13 @@ _BY_LABEL = {v: k for k, v in _LABELS.items()}
 CODEC_LABELS = tuple(_LABELS.values())
 
 
-def decompress(codec: Codec | int, data: Buffer, *, limit: int = DEFAULT_DECOMPRESS_LIMIT, magic: int = 2) -> bytes:
-    """Decompress a v0/v1 wrapper value or a v2 records area; at most ``limit`` bytes of output."""
+def decompress(codec: Codec | int, data: Buffer, *, limit: int | None = None, magic: int = 2) -> bytes:
+    """Decompress a v0/v1 wrapper value or a v2 records area; at most ``limit`` bytes of output (None: the
+    active memory budget's decompression limit)."""
     if codec == Codec.NONE:
         return bytes(data)
+    if limit is None:
+        limit = _budget.decompress_limit()
     if codec == Codec.GZIP:
         return _gunzip(data, limit)
     if codec == Codec.SNAPPY:

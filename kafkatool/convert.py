@@ -33,7 +33,7 @@ from typing import Any
 
 from kafkatool.atomic import TEMP_PREFIX, fsync_dir
 from kafkatool.batch import MAGIC_V2, NO_TIMESTAMP, TimestampType
-from kafkatool.codecs import DEFAULT_DECOMPRESS_LIMIT, Codec
+from kafkatool.codecs import Codec
 from kafkatool.convert_io import (
     PartitionSource,
     SegmentWriter,
@@ -68,7 +68,7 @@ class ConvertOptions:
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     batch_bytes: int = DEFAULT_BATCH_BYTES  # upconvert: group uncompressed legacy messages up to this (0: one each)
     index_interval_bytes: int = 4096
-    decompress_limit: int = DEFAULT_DECOMPRESS_LIMIT
+    decompress_limit: int | None = None
     dry_run: bool = False
 
     @property

@@ -46,7 +46,7 @@ from kafkatool.batch import (
     TimestampType,
     increment_sequence,
 )
-from kafkatool.codecs import DEFAULT_DECOMPRESS_LIMIT, Codec, compress, decompress
+from kafkatool.codecs import Codec, compress, decompress
 from kafkatool.errors import (
     CorruptRecordError,
     InvalidRecordError,
@@ -226,7 +226,7 @@ class DefaultRecordBatch:
                 f"Record is corrupt (stored crc = {h[4]}, computed crc = {computed})", position=self.position)
 
     # ------------------------------------------------------------------ records
-    def records_bytes(self, *, limit: int = DEFAULT_DECOMPRESS_LIMIT) -> bytes:
+    def records_bytes(self, *, limit: int | None = None) -> bytes:
         """The uncompressed records area (decompressed, at most ``limit`` bytes)."""
         s = self.start
         area = memoryview(self.buf)[s + RECORDS_OFFSET:s + self.size]
@@ -240,7 +240,7 @@ class DefaultRecordBatch:
         except KafkaToolError as e:
             raise (e.at(base=self.position) if e.position is None else e) from None
 
-    def records(self, *, limit: int = DEFAULT_DECOMPRESS_LIMIT) -> list[Record]:
+    def records(self, *, limit: int | None = None) -> list[Record]:
         """Every record of the batch, as ``DefaultRecordBatch.iterator()`` returns them."""
         h = self.h
         count = h[12]

@@ -27,7 +27,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from kafkatool.batch import MAGIC_V0, MAGIC_V1, MAGIC_V2, NO_TIMESTAMP, Record, TimestampType
-from kafkatool.codecs import DEFAULT_DECOMPRESS_LIMIT, Codec, compress
+from kafkatool.codecs import Codec, compress
 from kafkatool.default_records import DefaultRecordBatch, _parse_headers, build_batch
 from kafkatool.errors import InvalidRecordError, KafkaToolError, UnsupportedCodecError
 from kafkatool.estimator import batch_header_size, legacy_entry_size, v2_record_size
@@ -92,7 +92,7 @@ def iter_chunks(batches: Iterable[RecordBatch], max_bytes: int = MAX_READ_SIZE) 
 
 
 def down_convert(batches: Iterable[RecordBatch], to_magic: int, first_offset: int, *,
-                 limit: int = DEFAULT_DECOMPRESS_LIMIT, codec_override: Codec | None = None) -> DownConverted:
+                 limit: int | None = None, codec_override: Codec | None = None) -> DownConverted:
     """Convert ``batches`` to ``to_magic`` exactly as ``RecordsUtil.downConvert`` does.
 
     ``codec_override`` replaces the batch codec for rebuilt batches (kafkatool's ``--zstd-to`` and
@@ -111,7 +111,7 @@ def down_convert(batches: Iterable[RecordBatch], to_magic: int, first_offset: in
 
 
 def down_convert_batch(batch: RecordBatch, to_magic: int, first_offset: int, out: DownConverted, *,
-                       limit: int = DEFAULT_DECOMPRESS_LIMIT,
+                       limit: int | None = None,
                        codec_override: Codec | None = None) -> ConvertedBatch | None:
     """One source batch of :func:`down_convert`: its converted bytes (None when it converts to nothing);
     statistics are added to ``out``."""
@@ -214,7 +214,7 @@ _NULL_LEN = b"\xff\xff\xff\xff"
 
 
 def reframe_v2_batch(batch: DefaultRecordBatch, to_magic: int, first_offset: int, codec: Codec, *,
-                     limit: int = DEFAULT_DECOMPRESS_LIMIT) -> Reframed:
+                     limit: int | None = None) -> Reframed:
     """v2 batch -> v0/v1 bytes exactly as ``RecordsUtil.convertRecordBatch`` builds them: one message per
     record (uncompressed target), or one wrapper of inner messages (compressed target). Records below
     ``first_offset`` are dropped only from uncompressed sources."""

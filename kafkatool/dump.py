@@ -491,7 +491,7 @@ class DumpEngine:
                 yield self.finding(kind_, ERROR, display, f"{st.message}; stopping here (--strict)", at, bytes=rest)
                 stopped = "strict"
                 break
-            q = find_next_batch(buf, at + 1, end, opts.resync_limit)
+            q = find_next_batch(buf, at + 1, end, opts.resync_limit, fr)
             if q is None:
                 scanned = min(rest, opts.resync_limit)
                 if st.kind == "size-past-end":
@@ -532,8 +532,11 @@ def _all_zero(buf: Any, start: int, end: int) -> bool:
     return start >= end or _NONZERO.search(buf, start, end) is None
 
 
-def valid_batch_at(buf: Any, q: int, end: int) -> bool:
-    """Does a complete batch with a valid CRC start at ``q``? (v2: CRC-32C; v0/v1: CRC-32)."""
+def valid_batch_at(buf: Any, q: int, end: int, fr: FileRecords | None = None) -> bool:
+    """Does a complete batch with a valid CRC start at ``q``? (v2: CRC-32C; v0/v1: CRC-32).
+
+    With ``fr``, a candidate larger than the mapped-page window (in damaged data the size field is often
+    garbage) is checksummed window by window, its pages handed back after each."""
     if end - q <= LOG_OVERHEAD + 5:
         return False
     _, size = LOG_HEADER.unpack_from(buf, q)
@@ -545,22 +548,47 @@ def valid_batch_at(buf: Any, q: int, end: int) -> bool:
         if size + LOG_OVERHEAD < RECORD_BATCH_OVERHEAD:
             return False
         stored = int.from_bytes(buf[q + 17:q + 21], "big")
-        return bool(_crc32c.crc32c(buf[q + 21:stop]) == stored)
+        return _crc(_crc32c.crc32c, buf, q + 21, stop, fr) == stored
     if magic > MAGIC_V2:
         return False
     stored = int.from_bytes(buf[q + 12:q + 16], "big")
-    return zlib.crc32(buf[q + 16:stop]) == stored
+    return _crc(zlib.crc32, buf, q + 16, stop, fr) == stored
 
 
-def find_next_batch(buf: Any, start: int, end: int, limit: int) -> int | None:
-    """The first position in ``[start, start + limit)`` where a CRC-valid batch starts, else None."""
+def _crc(fn: Any, buf: Any, start: int, stop: int, fr: FileRecords | None) -> int:
+    if fr is None or stop - start <= fr.window:
+        return int(fn(buf[start:stop]))
+    value = 0
+    for s in range(start, stop, fr.window):
+        e = min(stop, s + fr.window)
+        value = fn(buf[s:e], value)
+        fr.drop_range(s, e)
+    return int(value)
+
+
+_LOOKAHEAD = 17  # bytes a candidate match reads: offset, size, epoch/crc, magic
+
+
+def find_next_batch(buf: Any, start: int, end: int, limit: int, fr: FileRecords | None = None) -> int | None:
+    """The first position in ``[start, start + limit)`` where a CRC-valid batch starts, else None.
+
+    With ``fr`` (the mapped file ``buf`` belongs to) the scan goes window by window (the memory budget's
+    mapped-page window) and hands the pages it has scanned back, so a long resync scan holds no more than
+    one window resident, whatever ``limit`` is."""
     stop = min(end, start + limit)
-    for m in _CANDIDATE.finditer(buf, start, end):
-        q = m.start()
-        if q >= stop:
-            return None
-        if valid_batch_at(buf, q, end):
-            return q
+    step = fr.window if fr is not None else stop - start
+    s = start
+    while s < stop:
+        w_end = min(stop, s + max(step, 1))
+        for m in _CANDIDATE.finditer(buf, s, min(end, w_end + _LOOKAHEAD)):
+            q = m.start()
+            if q >= w_end:
+                break
+            if valid_batch_at(buf, q, end, fr):
+                return q
+        s = w_end
+        if fr is not None:
+            fr.drop_before(s)
     return None
 
 
@@ -582,7 +610,7 @@ def seek_position(fr: FileRecords, log: Path, base: int, target: int) -> int:
     return 0
 
 
-def batch_base_offset(ev: BatchEvent, limit: int) -> int | None:
+def batch_base_offset(ev: BatchEvent, limit: int | None) -> int | None:
     """Kafka's ``baseOffset()``: for a legacy compressed wrapper the first inner offset (decompresses it when
     the walk did not); None when the wrapper does not decode."""
     if ev.base_offset is not None:

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 from kafkatool.batch import Record
 from kafkatool.checkpoints import EpochEntry, PartitionMetadata
-from kafkatool.codecs import DEFAULT_DECOMPRESS_LIMIT
 from kafkatool.file_records import RecordBatch
 from kafkatool.index import OffsetPosition, TimestampOffset
 from kafkatool.snapshot import ProducerSnapshotEntry
@@ -71,7 +70,7 @@ class DumpOptions:
     from_time: int | None = None
     to_time: int | None = None
     max_bytes: int | None = None  # only the first N bytes of each .log (KIP-824)
-    decompress_limit: int = DEFAULT_DECOMPRESS_LIMIT
+    decompress_limit: int | None = None
     resync_limit: int = DEFAULT_RESYNC_LIMIT  # how far to scan for the next valid batch after corruption
     emit_data: bool = True  # False: walk and validate; no batch or entry events, only findings, file ends, summary
     exact_counts: bool = False  # decompress legacy wrappers even in a shallow walk, to count their records

@@ -352,7 +352,7 @@ def _first_batch_reaching(fr: FileRecords, begin: int, target: int,
         st = stream.end_state
         if st is None or st.kind in ("end", "short-tail"):
             return None, fr.size
-        q = find_next_batch(fr.buf, st.position + 1, fr.size, resync_limit)
+        q = find_next_batch(fr.buf, st.position + 1, fr.size, resync_limit, fr)
         if q is None:
             return None, fr.size
         p = q

@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import BinaryIO
 
 from kafkatool.batch import Record
-from kafkatool.codecs import DEFAULT_DECOMPRESS_LIMIT
 from kafkatool.consumer_view import ConsumerResult, ConsumerView
 from kafkatool.down_convert import ZstdDownConversionError
 from kafkatool.errors import CorruptDataError, InputError, KafkaToolError, UsageError
@@ -298,7 +297,7 @@ class FetchOptions:
     chunk_size: int = MAX_READ_SIZE  # Kafka's MAX_READ_SIZE: chunk grouping *and* overflow buffer size
     correlation_id: int = 0
     throttle_time_ms: int = 0
-    decompress_limit: int = DEFAULT_DECOMPRESS_LIMIT
+    decompress_limit: int | None = None
 
     @property
     def to_magic(self) -> int:

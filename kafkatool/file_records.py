@@ -7,8 +7,9 @@ when a declared size is below the v0 minimum of 14. Nothing else is validated he
 by ``batch.ensure_valid()`` and records decoded by ``batch.records()``, only when asked.
 
 Files are memory-mapped read-only. Pages already walked past are dropped from the process (clean
-file pages, refetched from the page cache if touched again) so resident memory does not grow with
-the file size.
+file pages, refetched from the page cache if touched again) every ``window`` bytes, so resident memory
+does not grow with the file size: mapped pages count in RSS, and the window is the active memory
+budget's (``kafkatool.budget``: ``window_bytes``) unless the caller gives one.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Literal
 
 import crc32c as _crc32c
 
+from kafkatool import budget as _budget
 from kafkatool.batch import HEADER_SIZE_UP_TO_MAGIC, LOG_HEADER, LOG_OVERHEAD, MAGIC_OFFSET, MAGIC_V2
 from kafkatool.codecs import crc32 as _crc32
 from kafkatool.default_records import HEADER as V2_HEADER
@@ -33,7 +35,6 @@ from kafkatool.legacy_records import RECORD_OVERHEAD_V0, LegacyRecordBatch
 Buffer = bytes | bytearray | memoryview
 RecordBatch = DefaultRecordBatch | LegacyRecordBatch
 
-_DROP_EVERY = 64 * 1024 * 1024
 _PAGE = mmap.PAGESIZE
 
 StopKind = Literal["end", "short-tail", "size-past-end", "corrupt"]
@@ -74,8 +75,9 @@ class LogInputStream:
         unpack_v2 = V2_HEADER.unpack_from
         v2 = DefaultRecordBatch
         legacy = LegacyRecordBatch
-        next_drop = p + _DROP_EVERY
         file = self._file
+        window = file.window if file is not None else 0
+        next_drop = p + window
         while p < end - HEADER_SIZE_UP_TO_MAGIC:
             offset, size = unpack_log(buf, p)
             if size < RECORD_OVERHEAD_V0:
@@ -105,7 +107,7 @@ class LogInputStream:
             self.position = p
             if file is not None and p >= next_drop:
                 file.drop_before(base + p)
-                next_drop = p + _DROP_EVERY
+                next_drop = p + window
             yield batch
         self.position = p
         rest = end - p
@@ -123,8 +125,11 @@ def _short_v2_header(buf: Buffer, p: int, size: int) -> tuple[int, ...]:
 class FileRecords:
     """A read-only, memory-mapped ``.log`` file (or any file of batches)."""
 
-    def __init__(self, path: str | os.PathLike[str], *, max_bytes: int | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, max_bytes: int | None = None,
+                 window: int | None = None) -> None:
         self.path = os.fspath(path)
+        # Mapped pages kept resident before the walk hands them back (None: the memory budget's).
+        self.window = max(_PAGE, _budget.window_bytes() if window is None else window)
         try:
             fd = os.open(self.path, os.O_RDONLY)
         except OSError as e:
@@ -147,8 +152,9 @@ class FileRecords:
             os.close(fd)
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str], *, max_bytes: int | None = None) -> FileRecords:
-        return cls(path, max_bytes=max_bytes)
+    def open(cls, path: str | os.PathLike[str], *, max_bytes: int | None = None,
+             window: int | None = None) -> FileRecords:
+        return cls(path, max_bytes=max_bytes, window=window)
 
     def batches(self, start: int = 0, end: int | None = None) -> LogInputStream:
         stop = self.size if end is None else min(end, self.size)
@@ -164,6 +170,17 @@ class FileRecords:
             if upto > 0:
                 try:
                     self._mm.madvise(mmap.MADV_DONTNEED, 0, upto)
+                except (OSError, ValueError):
+                    pass
+
+    def drop_range(self, start: int, end: int) -> None:
+        """Hand back the whole pages inside ``[start, end)`` (a scan ahead of the walk)."""
+        if self._mm is not None and hasattr(mmap, "MADV_DONTNEED"):
+            lo = -(-start // _PAGE) * _PAGE
+            hi = (min(end, self.file_size) // _PAGE) * _PAGE
+            if hi > lo:
+                try:
+                    self._mm.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
                 except (OSError, ValueError):
                     pass
 
@@ -264,7 +281,8 @@ def _verify(fr: FileRecords, start: int, end: int, max_invalid: int) -> SegmentV
     batches = records = unknown = 0
     p = start
     limit = end - HEADER_SIZE_UP_TO_MAGIC
-    next_drop = p + _DROP_EVERY
+    window = fr.window
+    next_drop = p + window
     while p < limit:
         size = unpack_log(buf, p)[1]
         if size < RECORD_OVERHEAD_V0:
@@ -297,7 +315,7 @@ def _verify(fr: FileRecords, start: int, end: int, max_invalid: int) -> SegmentV
         p = nxt
         if p >= next_drop:
             fr.drop_before(p)
-            next_drop = p + _DROP_EVERY
+            next_drop = p + window
     else:
         rest = end - p
         out.stop = WalkEnd("end" if rest == 0 else "short-tail", p, rest,

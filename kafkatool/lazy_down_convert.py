@@ -34,7 +34,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
-from kafkatool.codecs import DEFAULT_DECOMPRESS_LIMIT
 from kafkatool.down_convert import DownConverted, ZstdDownConversionError, down_convert, iter_chunks
 from kafkatool.file_records import FileRecords, RecordBatch
 
@@ -110,7 +109,7 @@ class LazyDownConversionRecords:
     """
 
     def __init__(self, records: FileRecords, start: int, size: int, to_magic: int, first_offset: int, *,
-                 max_read_size: int = MAX_READ_SIZE, limit: int = DEFAULT_DECOMPRESS_LIMIT) -> None:
+                 max_read_size: int = MAX_READ_SIZE, limit: int | None = None) -> None:
         self.records = records
         self.start = start
         # FileRecords.slice: the size is cut at the end of the file.

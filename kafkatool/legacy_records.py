@@ -32,7 +32,7 @@ from kafkatool.batch import (
     Record,
     TimestampType,
 )
-from kafkatool.codecs import DEFAULT_DECOMPRESS_LIMIT, Codec, compress, crc32, decompress
+from kafkatool.codecs import Codec, compress, crc32, decompress
 from kafkatool.errors import CorruptRecordError, InvalidRecordError, KafkaToolError
 
 Buffer = bytes | bytearray | memoryview
@@ -170,7 +170,7 @@ class LegacyRecordBatch:
         except KafkaToolError as e:
             raise (e.at(base=self.position + 12) if e.position is not None else e.at(base=self.position)) from None
 
-    def records(self, *, limit: int = DEFAULT_DECOMPRESS_LIMIT) -> list[Record]:
+    def records(self, *, limit: int | None = None) -> list[Record]:
         """As Kafka's ``AbstractLegacyRecordBatch.iterator()``: the entry itself, or the inner messages."""
         key, value = self.key_value()
         if not self.attributes & COMPRESSION_CODEC_MASK:
@@ -179,7 +179,7 @@ class LegacyRecordBatch:
                            self.is_valid())]
         return self._deep_records(value, limit)
 
-    def _deep_records(self, value: bytes | None, limit: int) -> list[Record]:
+    def _deep_records(self, value: bytes | None, limit: int | None) -> list[Record]:
         wrapper_magic = self.magic
         pos = self.position
         if wrapper_magic not in (MAGIC_V0, MAGIC_V1):

@@ -222,7 +222,7 @@ def _recover(fr: FileRecords, base_offset: int, interval: int, verify: bool, lat
     magics = out.magics
     batches = 0
     last_offset: int | None = None
-    drop_at = 64 << 20
+    drop_at = fr.window
 
     while p < end - HEADER_SIZE_UP_TO_MAGIC:
         offset_field, size = unpack_log(buf, p)
@@ -291,7 +291,7 @@ def _recover(fr: FileRecords, base_offset: int, interval: int, verify: bool, lat
         p += size + LOG_OVERHEAD
         if p >= drop_at:
             fr.drop_before(p)
-            drop_at = p + (64 << 20)
+            drop_at = p + fr.window
     else:
         out.stop = short_tail(p, end - p)
     if out.error is not None and out.stop is None:

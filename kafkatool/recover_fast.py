@@ -31,6 +31,7 @@ import crc32c as _crc32c
 import numpy as np
 import numpy.typing as npt
 
+from kafkatool import budget as _budget
 from kafkatool.batch import MAGIC_V0, MAGIC_V2, NO_TIMESTAMP
 from kafkatool.errors import CorruptRecordError, InputError
 from kafkatool.file_records import WalkEnd
@@ -49,7 +50,8 @@ from kafkatool.recover import (
 I64 = npt.NDArray[np.int64]
 WINDOW = 1 << 20
 HDR = 43  # baseOffset .. maxTimestamp of a v2 header; a v1 message's timestamp ends at 26
-CHUNK_BATCHES = 32768  # batches per numpy step
+CHUNK_BATCHES = 32768  # most batches per numpy step (~140 bytes of arrays each; fewer on a small --memory)
+BYTES_PER_BATCH = 256  # what one batch of a step may cost, with room: the step fits the budget's cache share
 HOP_ABOVE = 16 << 10  # average batch size above which hopping header to header beats the window copy
 WINDOW_BELOW = 8 << 10  # ... and below which the window wins again
 _SIZE = struct.Struct(">i")
@@ -396,13 +398,14 @@ def recover_fast(path: str, size: int, base_offset: int, *, index_interval_bytes
         os.close(fd)
         raise
     b = _Builder(base_offset, index_interval_bytes, latest_epoch)
+    step = max(1024, min(CHUNK_BATCHES, _budget.cache_bytes() // BYTES_PER_BATCH))
     batches = 0
     last_offset: int | None = None
     magics: set[int] = set()
     try:
         while True:
             walk.step()
-            if walk.stop is None and walk.pending < CHUNK_BATCHES:
+            if walk.stop is None and walk.pending < step:
                 continue
             q, hdr = walk.take()
             n = len(q)

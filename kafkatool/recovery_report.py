@@ -28,6 +28,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kafkatool import budget as _budget
 from kafkatool.checkpoints import read_offset_checkpoint
 from kafkatool.errors import KafkaToolError
 from kafkatool.logdir import (
@@ -256,7 +257,7 @@ def report(partitions: list[PartitionDir], *, index_interval_bytes: int = DEFAUL
                 on_done(res)
             yield res
         return
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    with ProcessPoolExecutor(max_workers=jobs, initializer=_budget.activate, initargs=(_budget.current(),)) as pool:
         for res in pool.map(_simulate_task, work):
             if on_done:
                 on_done(res)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from kafkatool import budget as _budget
 from kafkatool.atomic import TEMP_PREFIX, atomic_write_bytes, replace_with_backup
 from kafkatool.errors import InputError, UsageError
 from kafkatool.index_verify import (
@@ -257,6 +258,21 @@ def remove_stale_temp_files(tasks: Iterable[SegmentTask]) -> list[Path]:
     return removed
 
 
+# ---------------------------------------------------------------------------------------------- memory
+
+MAX_INDEX_ENTRIES = (10 << 20) // 8  # segment.index.bytes (10 MiB): the broker rolls a segment whose index is full
+INDEX_ENTRY_BYTES = 200  # measured ~190: rebuilt entries (~50 B) and the on-disk ones read to compare (~140 B)
+
+
+def working_set(segment_sizes: Iterable[int], index_interval_bytes: int) -> int:
+    """Bytes one worker holds for the index entries of the largest segment (its on-disk and rebuilt
+    ``.index``/``.timeindex`` arrays): at most one entry per ``index.interval.bytes`` (or per smallest
+    batch), and no more than a full 10 MiB index."""
+    largest = max(segment_sizes, default=0)
+    entries = min(largest // max(index_interval_bytes, 64) + 1, MAX_INDEX_ENTRIES)
+    return entries * INDEX_ENTRY_BYTES
+
+
 # ---------------------------------------------------------------------------------------------- running
 
 def run(tasks: list[SegmentTask], options: ReindexOptions, *, jobs: int = 1,
@@ -269,7 +285,8 @@ def run(tasks: list[SegmentTask], options: ReindexOptions, *, jobs: int = 1,
                 on_done(res)
             yield res
         return
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    # Each worker sizes itself from its share of the run's memory budget (the parent's active one).
+    with ProcessPoolExecutor(max_workers=jobs, initializer=_budget.activate, initargs=(_budget.current(),)) as pool:
         pending: dict[Future[SegmentResult], int] = {}
         done: dict[int, SegmentResult] = {}
         nxt = 0

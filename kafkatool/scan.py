@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafkatool.batch import LOG_OVERHEAD
-from kafkatool.codecs import DEFAULT_DECOMPRESS_LIMIT
+from kafkatool.budget import MemoryBudget
 from kafkatool.errors import KafkaToolError
 from kafkatool.keyshare import hash64_many, slots_of_many
 from kafkatool.legacy_records import RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1
@@ -49,11 +49,14 @@ _lt = operator.lt
 
 @dataclass(frozen=True, slots=True)
 class ScanOptions:
-    decompress_limit: int = DEFAULT_DECOMPRESS_LIMIT
+    decompress_limit: int | None = None
     chunk_bytes: int = DEFAULT_CHUNK_BYTES
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     hot_key_capacity: int = 64
+    # The worker's share of the run's memory budget: Spark's Python workers activate it (a forked pool
+    # inherits the parent's active one), so mapped-page windows and default limits follow --memory.
+    budget: MemoryBudget | None = None
 
 
 DEFAULT_OPTIONS = ScanOptions()

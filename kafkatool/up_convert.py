@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kafkatool.batch import MAGIC_V2, NO_TIMESTAMP, Record, TimestampType
-from kafkatool.codecs import DEFAULT_DECOMPRESS_LIMIT, Codec
+from kafkatool.codecs import Codec
 from kafkatool.default_records import build_batch
 from kafkatool.errors import LimitExceededError
 from kafkatool.estimator import (
@@ -63,7 +63,7 @@ class UpConverter:
 
     def __init__(self, *, codec: Codec | None, batch_bytes: int, max_message_bytes: int,
                  estimator: CompressionRatioEstimator, topic: str, counters: ConversionCounters,
-                 limit: int = DEFAULT_DECOMPRESS_LIMIT) -> None:
+                 limit: int | None = None) -> None:
         self.codec = codec
         self.batch_bytes = batch_bytes
         self.max_bytes = max_message_bytes

@@ -10,7 +10,7 @@ from kafkatool.errors import UsageError
 MiB = 1024 * 1024
 
 
-@pytest.mark.parametrize("total,workers", [(256 * MiB, 1), (256 * MiB, 2), (1024 * MiB, 4), (64 * MiB, 1)])
+@pytest.mark.parametrize("total,workers", [(256 * MiB, 1), (256 * MiB, 2), (1024 * MiB, 4), (96 * MiB, 1)])
 def test_parts_never_exceed_the_total(total, workers):
     b = budget.plan(total, workers=workers)
     w = b.worker

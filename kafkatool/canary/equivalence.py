@@ -30,7 +30,6 @@ from kafkatool.batch import (
     Header,
     TimestampType,
 )
-from kafkatool.codecs import DEFAULT_DECOMPRESS_LIMIT
 from kafkatool.default_records import DefaultRecordBatch
 from kafkatool.errors import KafkaToolError
 from kafkatool.file_records import FileRecords, RecordBatch
@@ -95,7 +94,7 @@ def _codec_stats(stats: StreamStats, b: RecordBatch, payload: int) -> None:
 
 
 def read_items(part_dir: Path, segments: list[int], stats: StreamStats, *, to_v2: bool, max_message_bytes: int,
-               canary: bool, limit: int = DEFAULT_DECOMPRESS_LIMIT) -> Iterator[Item]:
+               canary: bool, limit: int | None = None) -> Iterator[Item]:
     """The items of a partition's segments, in order. ``to_v2`` maps legacy records to what v2 keeps.
     ``canary`` records damage (instead of raising) so the comparison can go on around it."""
     for i, base in enumerate(segments):

@@ -31,7 +31,7 @@ from typing import Any
 
 from kafkatool.batch import MAGIC_V0, MAGIC_V2, NO_TIMESTAMP, TimestampType
 from kafkatool.checkpoints import read_offset_checkpoint, read_properties
-from kafkatool.codecs import DEFAULT_DECOMPRESS_LIMIT, Codec
+from kafkatool.codecs import Codec
 from kafkatool.default_records import DefaultRecordBatch, parse_control_type
 from kafkatool.errors import InputError, KafkaToolError
 from kafkatool.file_records import FileRecords
@@ -179,7 +179,7 @@ class InventoryOptions:
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     topic_max_message_bytes: Mapping[str, int] = field(default_factory=dict)
     compacted_topics: frozenset[str] = frozenset()
-    decompress_limit: int = DEFAULT_DECOMPRESS_LIMIT
+    decompress_limit: int | None = None
 
     def limit_for(self, topic: str) -> int:
         return self.topic_max_message_bytes.get(topic, self.max_message_bytes)

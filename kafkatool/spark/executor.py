@@ -15,6 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from kafkatool import budget
 from kafkatool.scan import ScanOptions, scan_range
 from kafkatool.spark.export import ExportFilter, export_range
 from kafkatool.spark.plan import SegmentFile, WorkItem
@@ -29,8 +30,15 @@ def _task_ids(batches: Iterator[pa.RecordBatch]) -> Iterator[int]:
         yield from b.column(0).to_pylist()
 
 
+def _activate(opts: ScanOptions) -> None:
+    """The Python worker's share of --memory, for everything sized by the active budget (mapped windows)."""
+    if opts.budget is not None:
+        budget.activate(opts.budget)
+
+
 def stats_fn(items: Sequence[WorkItem], tasks: Sequence[Sequence[int]], opts: ScanOptions) -> ArrowFn:
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        _activate(opts)
         for tid in _task_ids(batches):
             for i in tasks[tid]:
                 yield stats_batch([scan_range(items[i], opts)])
@@ -40,6 +48,7 @@ def stats_fn(items: Sequence[WorkItem], tasks: Sequence[Sequence[int]], opts: Sc
 def export_fn(items: Sequence[WorkItem], tasks: Sequence[Sequence[int]], opts: ScanOptions,
               flt: ExportFilter) -> ArrowFn:
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        _activate(opts)
         for tid in _task_ids(batches):
             for i in tasks[tid]:
                 yield from export_range(items[i], opts, flt)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from kafkatool import budget as run_budget
 from kafkatool.errors import UsageError
+from kafkatool.units import format_size
 
 MiB = 1 << 20
 GiB = 1 << 30
@@ -44,6 +45,8 @@ class MemoryPlan:
     decompress_limit: int
     chunk_bytes: int
     max_batch_bytes: int
+    python: run_budget.MemoryBudget | None = None  # the Python workers' share, activated in each worker
+
 
     def spark_conf(self) -> dict[str, str]:
         conf = {
@@ -72,8 +75,8 @@ def plan_memory(budget: int, cores: int, *, local: bool) -> MemoryPlan:
     worker = python_total // cores
     if worker < MIN_WORKER:
         need = heap + JVM_OFF_HEAP + MIN_WORKER * cores
-        raise UsageError(f"--memory {budget // MiB}MiB is too small for {cores} task(s) at once: give at least "
-                         f"{-(-need // MiB)}MiB, or fewer cores")
+        raise UsageError(f"--memory {format_size(budget)} is too small for {cores} task(s) at once with Spark: the "
+                         f"minimum is {format_size(-(-need // MiB) * MiB)} (or fewer cores)")
     driver = heap if local else _clamp(budget // 4, 512 * MiB, 2 * GiB)
     chunk = _clamp(worker // 16, 1 * MiB, 64 * MiB)
     workers = run_budget.plan(python_total, workers=cores, chunk_bytes=chunk, processes=cores)
@@ -86,6 +89,7 @@ def plan_memory(budget: int, cores: int, *, local: bool) -> MemoryPlan:
         decompress_limit=workers.worker.decompress_limit,
         chunk_bytes=chunk,
         max_batch_bytes=_clamp(worker // 4, 16 * MiB, 1 * GiB),
+        python=workers,
     )
 
 
@@ -108,7 +112,8 @@ def is_local_master(master: str) -> bool:
 
 
 def plan_processes(total: int | None, jobs: int) -> run_budget.MemoryBudget:
-    """``--engine local-processes``: no JVM, so the whole budget is the process pool's (``kafkatool.budget``)."""
-    probe = run_budget.plan(total, workers=jobs, processes=jobs)
+    """``--engine local-processes``: no JVM, so the whole budget is the process pool's (``kafkatool.budget``:
+    the parent and ``jobs`` forked workers when ``jobs`` > 1)."""
+    probe = run_budget.plan(total, workers=jobs)
     chunk = _clamp(probe.worker.total // 16, run_budget.DEFAULT_CHUNK, 64 * MiB)
-    return run_budget.plan(total, workers=jobs, chunk_bytes=chunk, processes=jobs)
+    return run_budget.plan(total, workers=jobs, chunk_bytes=chunk)
