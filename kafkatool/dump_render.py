@@ -38,6 +38,7 @@ from kafkatool.dump_events import (
     Summary,
 )
 from kafkatool.dumplog_format import entry_line
+from kafkatool.jsonl import escape_separators, json_line
 from kafkatool.units import TimestampFormatter, format_size
 
 JsonValue = Callable[[bytes | None], str]
@@ -66,10 +67,10 @@ def json_value_encoder(encoding: str) -> JsonValue:
 
 
 def _obj(kind: str, fields: dict[str, Any]) -> str:
-    return json.dumps({"type": kind, "schema": _SCHEMA, **fields}, separators=(",", ":"), ensure_ascii=False)
+    return json_line({"type": kind, "schema": _SCHEMA, **fields})
 
 
-def batch_fields(ev: BatchEvent, decompress_limit: int) -> dict[str, Any]:
+def batch_fields(ev: BatchEvent, decompress_limit: int | None) -> dict[str, Any]:
     b = ev.batch
     if type(b) is DefaultRecordBatch:
         h = b.h
@@ -95,7 +96,7 @@ def _entry_fields(entry: object) -> dict[str, Any]:
 
 
 class JsonWriter:
-    def __init__(self, out: IO[str], *, encoding: str, decompress_limit: int, summary_only: bool = False,
+    def __init__(self, out: IO[str], *, encoding: str, decompress_limit: int | None, summary_only: bool = False,
                  file_ends: bool = False) -> None:
         self.out = out
         self.value = json_value_encoder(encoding)
@@ -115,7 +116,7 @@ class JsonWriter:
             if ev.records is not None:
                 lines += self.record_lines(ev)
             lines.append("")
-            w("\n".join(lines))
+            w(escape_separators("\n".join(lines)))  # record lines are assembled by hand: escape them here
         elif t is FileStart:
             assert isinstance(ev, FileStart)
             f: dict[str, Any] = {"path": ev.path, "kind": ev.kind.value, "size": ev.size, "base_offset": ev.base_offset}

@@ -22,7 +22,8 @@ from kafkatool.units import format_size, parse_size
 
 ChunkSizeOpt = Annotated[str, typer.Option(
     "--chunk-size", help="Source bytes converted per step (Kafka's LazyDownConversionRecords reads 128 KiB): "
-    "memory depends on this and the largest batch, not on the file size.")]
+    "memory depends on this and the largest batch, not on the file size. Part of --memory: a chunk that does "
+    "not fit is refused with the minimum.")]
 SegmentBytesOpt = Annotated[str, typer.Option(
     "--segment-bytes", help="Roll output segments at this size (the topic's segment.bytes).")]
 MaxMessageBytesOpt = Annotated[str, typer.Option(

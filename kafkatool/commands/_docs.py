@@ -29,7 +29,7 @@ PROG = "kafkatool"
 EXIT_CODES = [
     (ExitCode.OK, "success: nothing to report"),
     (ExitCode.FINDINGS, "findings: corruption, index mismatch, failed verification or canary difference"),
-    (ExitCode.USAGE, "usage error, unreadable input or I/O error"),
+    (ExitCode.USAGE, "usage error, unreadable input, I/O error, or --memory too small (the message says the minimum)"),
     (ExitCode.REFUSED, "refused: a live broker holds the log dir's .lock (nothing was changed)"),
     (ExitCode.INTERRUPTED, "interrupted (SIGINT)"),
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import signal
 import sys
 from typing import Annotated
 
@@ -50,8 +51,14 @@ def _version(value: bool) -> None:
 def root(
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                           help="Print the version and exit.")] = False,
+    memory: Annotated[str | None, typer.Option(
+        "--memory", help="Memory budget of the whole run, for every command (e.g. 256MiB, 1GiB; env "
+        "KAFKATOOL_MEMORY). A command's own --memory wins. [default: 256MiB]", show_default=False)] = None,
 ) -> None:
     """Offline operator toolkit for Apache Kafka log directories."""
+    from kafkatool.commands._common import set_root_memory
+
+    set_root_memory(memory)
 
 
 # Subcommand modules, in the order ``--help`` lists them. Each has ``register(app)``.
@@ -104,7 +111,10 @@ def main(argv: list[str] | None = None) -> None:
     except _ABORTS:
         rc = ExitCode.INTERRUPTED
     except _USAGE_ERRORS as e:
-        getattr(e, "show")()  # noqa: B009 - both click's and typer's vendored class have show()
+        if type(e).__name__ == "NoArgsIsHelpError":
+            getattr(e, "show")()  # noqa: B009 - a command run without arguments: its help (on stderr)
+        else:
+            _err(_usage_line(e))
         rc = ExitCode.USAGE
     except KafkaToolError as e:
         if show_traceback:
@@ -139,6 +149,16 @@ def main(argv: list[str] | None = None) -> None:
     _exit(rc)
 
 
+def _usage_line(e: BaseException) -> str:
+    """click's usage error as one line: what is wrong and where the help is (click's own show() prints the
+    usage, a hint and a boxed message)."""
+    message = getattr(e, "format_message", lambda: str(e))()
+    ctx = getattr(e, "ctx", None)
+    path = getattr(ctx, "command_path", None) or "kafkatool"
+    text = " ".join(str(message).replace("Value error, ", "").split())
+    return f"kafkatool: error: {text} (see '{path} --help')"
+
+
 def _err(text: str) -> None:
     try:
         sys.stderr.write(text + "\n")
@@ -148,6 +168,12 @@ def _err(text: str) -> None:
 
 
 def _exit(rc: int) -> None:
+    # The work is done and ``rc`` says how it went: a Ctrl-C now (during interpreter shutdown) would only
+    # print "Exception ignored ... KeyboardInterrupt" and lose the exit code.
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread (main() called from a test harness thread)
+        pass
     # A closed stdout (``| head``) must not turn into a traceback at interpreter shutdown.
     try:
         sys.stdout.flush()

@@ -8,7 +8,17 @@ from typing import Annotated
 
 import typer
 
-from kafkatool.commands._common import FormatOpt, Output, OutputFormat, QuietOpt, TracebackOpt, size_option
+from kafkatool.commands._common import (
+    FormatOpt,
+    MemoryOpt,
+    Output,
+    OutputFormat,
+    QuietOpt,
+    TracebackOpt,
+    positive_size,
+    size_option,
+    use_budget,
+)
 from kafkatool.errors import ExitCode
 
 HELP = """Plan a message-format upgrade (v0 -> v1 -> v2, and the move to Kafka 4) and rehearse it on a few partitions.
@@ -77,6 +87,7 @@ def plan_cmd(
         "--partition-max-bytes", help="The simulated consumers' max.partition.fetch.bytes.")] = "1MiB",
     fetch_sim: Annotated[bool, typer.Option("--fetch-sim/--no-fetch-sim",
                                             help="Simulate a fetch per partition for each old Fetch version.")] = True,
+    memory: MemoryOpt = None,
     fmt: FormatOpt = None,
     quiet: QuietOpt = False,
     traceback: TracebackOpt = False,
@@ -87,6 +98,7 @@ def plan_cmd(
     from kafkatool.commands.canary_render import console, render_plan
 
     output = Output(quiet=quiet)
+    use_budget(memory)
     default, per_topic = _sizes(max_message_bytes)
     topics = frozenset(t.strip() for v in compacted or [] for t in v.split(",") if t.strip())
     caps = read_clients(clients) if clients is not None else []
@@ -133,8 +145,9 @@ def run_cmd(
                                                               "(default: keep each batch's).")] = None,
     max_message_bytes: Annotated[str, typer.Option("--max-message-bytes", help="The topics' max.message.bytes.")]
     = "1048588",
-    index_interval_bytes: Annotated[int, typer.Option("--index-interval-bytes", min=1,
-                                                      help="The topics' index.interval.bytes.")] = 4096,
+    index_interval_bytes: Annotated[str, typer.Option("--index-interval-bytes",
+                                                      help="The topics' index.interval.bytes.")] = "4096",
+    memory: MemoryOpt = None,
     fmt: FormatOpt = None,
     quiet: QuietOpt = False,
     traceback: TracebackOpt = False,
@@ -143,9 +156,10 @@ def run_cmd(
     from kafkatool.commands.canary_render import console, render_run
 
     output = Output(quiet=quiet)
+    use_budget(memory)
     bb, mmb = size_option(batch_bytes), size_option(max_message_bytes)
     assert bb is not None and mmb is not None
-    opts = RunOptions(target_format, bb, codec, mmb, index_interval_bytes)
+    opts = RunOptions(target_format, bb, codec, mmb, positive_size(index_interval_bytes, "--index-interval-bytes"))
     m = run_canary(log_dir, partitions, workdir, opts, progress=output.note)
     if _human(fmt, output):
         render_run(m, str(workdir), console(output.out))
@@ -176,6 +190,7 @@ def verify_cmd(
     workdir: Annotated[Path, typer.Argument(help="The canary work dir.", show_default=False)],
     max_differences: Annotated[int, typer.Option("--max-differences", min=1,
                                                  help="Differences listed per partition.")] = 20,
+    memory: MemoryOpt = None,
     fmt: FormatOpt = None,
     quiet: QuietOpt = False,
     traceback: TracebackOpt = False,
@@ -184,6 +199,7 @@ def verify_cmd(
     from kafkatool.commands.canary_render import console, render_verify
 
     output = Output(quiet=quiet)
+    use_budget(memory)
     r = verify_workdir(workdir, max_details=max_differences, progress=output.note)
     if _human(fmt, output):
         render_verify(r, console(output.out))
@@ -223,11 +239,13 @@ Example: kafkatool canary rollback /var/tmp/c1""",
 }
 
 
-def _swap(op: str, workdir: Path, partitions: list[str] | None, fmt: OutputFormat | None, quiet: bool) -> int:
+def _swap(op: str, workdir: Path, partitions: list[str] | None, memory: str | None, fmt: OutputFormat | None,
+          quiet: bool) -> int:
     from kafkatool.canary.apply import swap
     from kafkatool.commands.canary_render import console, render_swap
 
     output = Output(quiet=quiet)
+    use_budget(memory)
     r = swap(workdir, op, partitions=partitions, progress=output.note)
     if _human(fmt, output):
         render_swap(r, console(output.out))
@@ -247,19 +265,21 @@ PartitionsOpt = Annotated[list[str] | None, typer.Option(
 def apply_cmd(
     workdir: Annotated[Path, typer.Argument(help="The canary work dir.", show_default=False)],
     partitions: PartitionsOpt = None,
+    memory: MemoryOpt = None,
     fmt: FormatOpt = None,
     quiet: QuietOpt = False,
     traceback: TracebackOpt = False,
 ) -> int:
-    return _swap("apply", workdir, partitions, fmt, quiet)
+    return _swap("apply", workdir, partitions, memory, fmt, quiet)
 
 
 @canary_app.command("rollback", help=SWAP_HELP["rollback"], no_args_is_help=True)
 def rollback_cmd(
     workdir: Annotated[Path, typer.Argument(help="The canary work dir.", show_default=False)],
     partitions: PartitionsOpt = None,
+    memory: MemoryOpt = None,
     fmt: FormatOpt = None,
     quiet: QuietOpt = False,
     traceback: TracebackOpt = False,
 ) -> int:
-    return _swap("rollback", workdir, partitions, fmt, quiet)
+    return _swap("rollback", workdir, partitions, memory, fmt, quiet)

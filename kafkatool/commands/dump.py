@@ -16,7 +16,6 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
-from kafkatool.codecs import DEFAULT_DECOMPRESS_LIMIT
 from kafkatool.decoders import resolve_parser
 from kafkatool.dump import DumpEngine
 from kafkatool.dump_events import (
@@ -36,7 +35,7 @@ from kafkatool.dumplog_format import DumpLogWriter, make_decoder
 from kafkatool.errors import ExitCode, InputError, UsageError
 from kafkatool.units import parse_size, parse_time_ms
 
-from ._common import QuietOpt, TracebackOpt
+from ._common import MemoryOpt, QuietOpt, TracebackOpt, use_budget
 from ._dump_table import TableWriter
 
 
@@ -144,17 +143,18 @@ def dump(
     key_regex: Annotated[str | None, typer.Option(
         "--key-regex", help="Only records whose key, as the key decoder prints it, contains a match (Python re).",
         rich_help_panel=_FILTERS, show_default=False)] = None,
-    decompress_limit: Annotated[str, typer.Option("--decompress-limit", help="Largest decompressed batch accepted "
-                                                  "(larger is a finding, not an out-of-memory).")] = "64MiB",
     resync_limit: Annotated[str, typer.Option("--resync-limit", help="After corruption, how far to scan for the "
-                                              "next valid batch.")] = "64MiB",
+                                              "next valid batch (a distance: the scan holds one mapped-page "
+                                              "window of --memory at a time).")] = "64MiB",
+    memory: MemoryOpt = None,
     quiet: QuietOpt = False,
     traceback: TracebackOpt = False,
 ) -> int:
     """Dump segments, indexes, snapshots and checkpoints; report corruption, torn tails and index mismatches.
 
     Exit codes: 0 clean, 1 findings (errors or warnings), 2 usage or unreadable input, 130 interrupted.
-    Nothing is ever written.
+    Nothing is ever written. The largest decompressed batch accepted follows --memory (a larger one is a
+    decompress-limit finding, never an out-of-memory).
 
     Examples: kafkatool dump /var/lib/kafka/orders-0 --deep --print-data | less;
     kafkatool dump 00000000000000000000.log -f dump-log --deep;
@@ -175,7 +175,7 @@ def dump(
     deep = deep or print_data
     from_ms = parse_time_ms(from_time) if from_time is not None else None
     to_ms = parse_time_ms(to_time) if to_time is not None else None
-    limit = parse_size(decompress_limit) if decompress_limit else DEFAULT_DECOMPRESS_LIMIT
+    limit = use_budget(memory).worker.decompress_limit
     out = sys.stdout
     stdout_tty = out.isatty()
     form = fmt or (DumpFormat.table if stdout_tty else DumpFormat.text)

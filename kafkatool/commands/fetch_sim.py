@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -9,7 +10,16 @@ import typer
 
 from kafkatool.atomic import atomic_write
 from kafkatool.batch import Record
-from kafkatool.commands._common import FormatOpt, Output, OutputFormat, QuietOpt, TracebackOpt, size_option
+from kafkatool.commands._common import (
+    FormatOpt,
+    MemoryOpt,
+    Output,
+    OutputFormat,
+    QuietOpt,
+    TracebackOpt,
+    size_option,
+    use_budget,
+)
 from kafkatool.errors import ExitCode, UsageError
 from kafkatool.fetch_response import response_size
 from kafkatool.fetch_sim import (
@@ -76,8 +86,8 @@ def fetch_sim(
         "to return one whole batch. Default: as the broker derives it (Fetch v3 yes, v0-2 no).",
         show_default=False)] = None,
     chunk_size: Annotated[str | None, typer.Option(
-        "--chunk-size", help="Lazy conversion chunk (Kafka's MAX_READ_SIZE, also the overflow buffer size). "
-        "[default: 128KiB]")] = None,
+        "--chunk-size", help="Lazy conversion chunk (Kafka's MAX_READ_SIZE, also the overflow buffer size); part "
+        "of --memory: a chunk that does not fit is refused with the minimum. [default: 128KiB]")] = None,
     position: Annotated[int | None, typer.Option(
         "--position", min=0, help="Start the slice at this byte position instead of searching for the "
         "fetch offset (one partition).")] = None,
@@ -98,6 +108,7 @@ def fetch_sim(
         "the log from the fetch offset to its end with each, and print throughput and peak memory per size, "
         "plus the whole-slice conversion of brokers before KIP-283.")] = None,
     plot: Annotated[Path | None, typer.Option("--plot", help="With --sweep-chunk-sizes: write a PNG chart.")] = None,
+    memory: MemoryOpt = None,
     fmt: FormatOpt = None,
     quiet: QuietOpt = False,
     traceback: TracebackOpt = False,
@@ -125,6 +136,13 @@ def fetch_sim(
     )
     if options.chunk_size < 1:
         raise UsageError("--chunk-size must be at least 1 byte")
+    chunks = [options.chunk_size]
+    if sweep_chunk_sizes is not None:
+        # The sweep's last row converts each slice whole (brokers before KIP-283): the slice is its chunk.
+        chunks += _sweep_sizes(sweep_chunk_sizes)
+        chunks.append(min(options.partition_max_bytes, options.response_max_bytes))
+    mem = use_budget(memory, chunk_bytes=max(chunks))  # a chunk that does not fit: exit 2 with the minimum
+    options = replace(options, decompress_limit=mem.worker.decompress_limit)
     logs = partition_logs(paths, topic_partition=TopicPartition(topic, partition) if topic else None)
     if position is not None and len(logs) != 1:
         raise UsageError("--position applies to exactly one partition")
@@ -222,11 +240,16 @@ def _text_report(r: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _sweep(output: Output, form: OutputFormat, options: FetchOptions, requests: list[PartitionRequest],
-           spec: str, plot: Path | None) -> int:
+def _sweep_sizes(spec: str) -> list[int]:
     sizes = [parse_size(s.strip()) for s in spec.split(",") if s.strip()]
     if not sizes or min(sizes) < 1:
         raise UsageError("--sweep-chunk-sizes needs sizes of at least 1 byte")
+    return sizes
+
+
+def _sweep(output: Output, form: OutputFormat, options: FetchOptions, requests: list[PartitionRequest],
+           spec: str, plot: Path | None) -> int:
+    sizes = _sweep_sizes(spec)
     rows = sweep(options, requests, sizes, progress=output.note)
     if form == OutputFormat.json:
         for row in rows:

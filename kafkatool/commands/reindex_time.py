@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from kafkatool.commands._common import FormatOpt, JobsOpt, QuietOpt, TracebackOpt
+from kafkatool.commands._common import FormatOpt, JobsOpt, MemoryOpt, QuietOpt, TracebackOpt
 
 DEFAULT_INDEX_INTERVAL_BYTES = "4096"  # index.interval.bytes (ServerLogConfigs), as recover.py uses it
 
@@ -57,6 +57,7 @@ def reindex_time(
                                          "does (reads every byte).")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also list the files that are fine.")] = False,
     jobs: JobsOpt = 1,
+    memory: MemoryOpt = None,
     fmt: FormatOpt = None,
     quiet: QuietOpt = False,
     traceback: TracebackOpt = False,
@@ -66,4 +67,4 @@ def reindex_time(
     return reindex_time_run(paths, check=check, output=output, in_place=in_place, no_backup=no_backup,
                             keep_valid=keep_valid, recovery_report=recovery_report, no_offset_index=no_offset_index,
                             index_interval_bytes=index_interval_bytes, verify=verify, verbose=verbose, jobs=jobs,
-                            fmt=fmt, quiet=quiet)
+                            memory=memory, fmt=fmt, quiet=quiet)

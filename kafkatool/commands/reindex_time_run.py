@@ -15,7 +15,7 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
-from kafkatool.commands._common import Output, OutputFormat, require
+from kafkatool.commands._common import Output, OutputFormat, require, use_budget
 from kafkatool.errors import ExitCode
 from kafkatool.index_verify import OK, Severity
 from kafkatool.lock import hold_log_dir
@@ -31,13 +31,15 @@ from kafkatool.reindex import (
     remove_stale_temp_files,
     result_records,
     run,
+    working_set,
 )
 from kafkatool.units import format_size, parse_size
 
 
 def reindex_time_run(paths: list[Path], *, check: bool, output: Path | None, in_place: bool, no_backup: bool,
                      keep_valid: bool, recovery_report: bool, no_offset_index: bool, index_interval_bytes: str,
-                     verify: bool, verbose: bool, jobs: int, fmt: OutputFormat | None, quiet: bool) -> int:
+                     verify: bool, verbose: bool, jobs: int, memory: str | None, fmt: OutputFormat | None,
+                     quiet: bool) -> int:
     out = Output(quiet=quiet)
     form = out.resolve_format(fmt, tty_default=OutputFormat.text)
     modes = sum([check, output is not None, in_place, recovery_report])
@@ -47,20 +49,37 @@ def reindex_time_run(paths: list[Path], *, check: bool, output: Path | None, in_
     require(0 <= interval <= 0x7FFFFFFF, "--index-interval-bytes must be between 0 and 2147483647")
     inputs = resolve_inputs(paths)
     if recovery_report:
-        return _recovery_report(out, form, inputs.all_partitions() + _partitions_of_files(inputs), interval,
-                                jobs)
+        partitions = inputs.all_partitions() + _partitions_of_files(inputs)
+        _budget(memory, jobs, [_size(s.log) for p in partitions for s in p.segments], interval)
+        return _recovery_report(out, form, partitions, interval, jobs)
     mode: Mode = "in-place" if in_place else "output" if output is not None else "check"
     if output is not None:
         _refuse_output_inside(output, inputs)
     options = ReindexOptions(interval, verify, not no_offset_index, mode, output.resolve() if output else None,
                              backup=not no_backup, keep_valid=keep_valid)
     tasks = plan(inputs, options)
+    _budget(memory, jobs, [t.size for t in tasks], interval)
     if mode == "in-place":
         dirs = log_dirs_of(tasks)
         return _locked(dirs, lambda: _run(out, form, tasks, options, jobs, verbose))
     return _run(out, form, tasks, options, jobs, verbose)
 
 
+
+
+def _budget(memory: str | None, jobs: int, sizes: list[int], interval: int) -> None:
+    """--jobs workers split --memory; each holds the index entries of one segment at a time (the largest
+    decides the minimum); pool workers activate the parent's budget."""
+    largest = max(sizes, default=0)
+    use_budget(memory, workers=jobs, working_bytes=working_set(sizes, interval),
+               working=f"index entries of a {format_size(largest)} segment")
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _locked(dirs: list[Path], body: Callable[[], int]) -> int:

@@ -26,7 +26,7 @@ from kafkatool.sample_spec import (
 )
 from kafkatool.units import format_size, parse_size, parse_time_ms
 
-from ._common import Output, QuietOpt, TracebackOpt
+from ._common import MemoryOpt, Output, QuietOpt, TracebackOpt, use_budget
 
 if TYPE_CHECKING:  # the generator imports numpy: only when the command runs, not when the CLI starts
     from kafkatool.sample import SampleResult
@@ -138,6 +138,7 @@ def sample(
     compressible: Annotated[float | None, typer.Option(
         "--compressible", help="0..1: share of value bytes copied from a text dictionary (the rest random).",
         show_default=False)] = None,
+    memory: MemoryOpt = None,
     fmt: Annotated[SampleFormat, typer.Option(
         "--format", "-f", help="text: one line per partition; json: JSON lines (schema 1).",
         case_sensitive=False)] = SampleFormat.text,
@@ -157,6 +158,7 @@ def sample(
       kafkatool sample /tmp/txn --topics payments --partitions 2 --transactional --segment-bytes 64KiB
     """
     out = Output(quiet=quiet)
+    use_budget(memory)
     shaping: dict[str, Any] = {
         "--topics": topics, "--partitions": partitions, "--magic": magic, "--codec": codec, "--level": level,
         "--partition-bytes": partition_bytes, "--batch-records": batch_records, "--value-bytes": value_bytes,

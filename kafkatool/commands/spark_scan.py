@@ -9,7 +9,17 @@ from typing import Annotated, Any
 
 import typer
 
-from kafkatool.commands._common import FormatOpt, Output, OutputFormat, QuietOpt, TracebackOpt, env_memory_default
+from kafkatool.budget import activate
+from kafkatool.commands._common import (
+    FormatOpt,
+    Output,
+    OutputFormat,
+    QuietOpt,
+    TracebackOpt,
+    env_memory_default,
+    memory_option,
+    positive_size,
+)
 from kafkatool.commands._scan_render import (
     render_export,
     render_index_checks,
@@ -104,9 +114,9 @@ def spark_scan(
                                                     "(repeatable).")] = None,
     verify_index: Annotated[bool, typer.Option("--verify-index", help="Check every segment's .index and "
                                                ".timeindex against a rebuild from its .log.")] = False,
-    index_interval_bytes: Annotated[int, typer.Option("--index-interval-bytes", min=1,
-                                                      help="index.interval.bytes of the topics (for "
-                                                      "--verify-index).")] = 4096,
+    index_interval_bytes_opt: Annotated[str, typer.Option("--index-interval-bytes",
+                                                          help="index.interval.bytes of the topics (for "
+                                                          "--verify-index).")] = "4096",
     key_sharing: Annotated[int | None, typer.Option("--key-sharing", min=1, help="How records would spread "
                                                     "over N consumers sharing partitions by key-hash "
                                                     "ranges.")] = None,
@@ -114,15 +124,16 @@ def spark_scan(
                                                          "--key-sharing (default: highest found + 1).")] = None,
     hot_keys: Annotated[int, typer.Option("--hot-keys", min=0, help="Hot keys shown per partition.")] = 5,
     memory: Annotated[str | None, typer.Option("--memory", help="The run's memory budget (local: the whole "
-                                               "run; cluster: one executor). Env KAFKATOOL_MEMORY; default "
-                                               "2GiB with Spark, 256MiB for local-processes.")] = None,
+                                               "run; cluster: one executor). Wins over 'kafkatool --memory' and "
+                                               "KAFKATOOL_MEMORY; default 2GiB with Spark, 256MiB for "
+                                               "local-processes.")] = None,
     split_size: Annotated[str, typer.Option("--split-size", help="Cut segments into byte ranges of about this "
                                             "size.")] = "128MiB",
     task_size: Annotated[str | None, typer.Option("--task-size", help="Pack ranges into tasks of about this "
                                                   "many bytes (default: the split size; at least 3 tasks per "
                                                   "core).")] = None,
-    max_message_bytes: Annotated[int, typer.Option("--max-message-bytes", min=1, help="max.message.bytes to "
-                                                   "compare batch sizes with.")] = 1048588,
+    max_message_bytes_opt: Annotated[str, typer.Option("--max-message-bytes", help="max.message.bytes to "
+                                                       "compare batch sizes with.")] = "1048588",
     engine_opt: Annotated[Engine, typer.Option("--engine", help="spark, or local-processes (a process pool, no "
                                                "JVM).")] = Engine.SPARK,
     jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Processes for --engine "
@@ -153,8 +164,10 @@ def spark_scan(
         raise UsageError("--from-time/--to-time filter --export-records")
     part_counts = {k: _positive(v, k) for k, v in _pairs(partitions, "--partitions")}
     conf_pairs = _pairs(conf, "--conf")
-    given = memory or env_memory_default()
+    given = memory_option(memory) or env_memory_default()  # spark-scan's --memory, kafkatool --memory, env
     budget = parse_size(given or DEFAULT_MEMORY)
+    index_interval_bytes = positive_size(index_interval_bytes_opt, "--index-interval-bytes")
+    max_message_bytes = positive_size(max_message_bytes_opt, "--max-message-bytes")
     split = parse_size(split_size)
     task_bytes = parse_size(task_size) if task_size else split
     if split < 1 or task_bytes < 1:
@@ -188,12 +201,14 @@ def spark_scan(
     if engine == "spark":
         mem = plan_memory(budget, cores, local=local)
         opts = ScanOptions(decompress_limit=mem.decompress_limit, chunk_bytes=mem.chunk_bytes,
-                           max_batch_bytes=mem.max_batch_bytes, max_message_bytes=max_message_bytes)
+                           max_batch_bytes=mem.max_batch_bytes, max_message_bytes=max_message_bytes,
+                           budget=mem.python)
     else:
         pool = plan_processes(parse_size(given) if given else None, cores)
         opts = ScanOptions(decompress_limit=pool.worker.decompress_limit, chunk_bytes=pool.worker.chunk_bytes,
                            max_batch_bytes=max(pool.worker.decompress_limit, pool.worker.chunk_bytes),
-                           max_message_bytes=max_message_bytes)
+                           max_message_bytes=max_message_bytes, budget=pool)
+        activate(pool)  # the forked pool workers inherit it
         out.note(pool.describe())
     setup = keyshare_setup(found.segments, key_sharing, part_counts) if key_sharing else None
 

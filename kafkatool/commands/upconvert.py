@@ -7,7 +7,15 @@ from typing import Annotated
 
 import typer
 
-from kafkatool.commands._common import FormatOpt, Output, OutputFormat, QuietOpt, TracebackOpt
+from kafkatool.commands._common import (
+    FormatOpt,
+    MemoryOpt,
+    Output,
+    OutputFormat,
+    QuietOpt,
+    TracebackOpt,
+    use_budget,
+)
 from kafkatool.commands._convert import (
     ChunkSizeOpt,
     CliObserver,
@@ -53,15 +61,18 @@ def upconvert(
     segment_bytes: SegmentBytesOpt = "1GiB",
     max_message_bytes: MaxMessageBytesOpt = "1048588",
     dry_run: DryRunOpt = False,
+    memory: MemoryOpt = None,
     fmt: FormatOpt = None,
     quiet: QuietOpt = False,
     traceback: TracebackOpt = False,
 ) -> int:
     output = Output(quiet=quiet)
     form = output.resolve_format(fmt, tty_default=OutputFormat.text)
+    chunk = size(chunk_size, "--chunk-size")
+    mem = use_budget(memory, chunk_bytes=chunk)  # a chunk that does not fit: exit 2 with the minimum
     opts = ConvertOptions(to_magic=2, codec=codec_or_keep(codec, "--codec"),
                           batch_bytes=size(batch_bytes, "--batch-bytes"),
-                          chunk_size=size(chunk_size, "--chunk-size"),
+                          chunk_size=chunk, decompress_limit=mem.worker.decompress_limit,
                           segment_bytes=size(segment_bytes, "--segment-bytes"),
                           max_message_bytes=size(max_message_bytes, "--max-message-bytes"), dry_run=dry_run)
     observer = CliObserver(output, form, "upconvert")

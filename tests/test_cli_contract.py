@@ -1,0 +1,549 @@
+"""The operator contract every subcommand keeps, checked through the real entry point (``python -m kafkatool``).
+
+Every command: ``--format text|json`` (``table`` where it fits), data on stdout and progress on stderr,
+colour only on a terminal and never with ``NO_COLOR``, ``--quiet``, ``--traceback``, one ``--memory``
+budget (a bad size or one too small: exit 2 with the minimum), the shared exit codes 0/1/2/3/130 (SIGINT
+is 130 without a traceback), and a reader that goes away (``| head``) is not an error.
+
+Inputs: ``tests/canary_dirs.small_dir`` (a few small legacy partitions written by ``kafkatool sample``) for
+the quick checks, and a ~48 MiB v2 and ~24 MiB v1 partition (also ``kafkatool sample``, no fsync) for the
+runs that must still be working when SIGINT or a closed pipe arrives.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import functools
+import json
+import os
+import pty
+import re
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import typer
+
+from kafkatool.commands.app import get_app
+from kafkatool.sample import generate_sample
+from kafkatool.sample_spec import IntRange, SampleSpec, TopicSpec
+from tests.canary_dirs import small_dir
+from tests.conftest import ROOT, run_cli
+
+MiB = 1 << 20
+
+COMMANDS = ("dump", "reindex-time", "downconvert", "upconvert", "fetch-sim", "canary plan", "canary run",
+            "canary verify", "canary apply", "canary rollback", "spark-scan", "sample")
+
+
+@dataclass
+class Dirs:
+    base: Path
+    small: Path  # a log dir: old-0 (v0/v1/v2, compacted), v0-0, lat-0 (v1/v2 LogAppendTime)
+    canary_tpl: Path  # logs + work dir after `canary run` and `canary verify`, to restore before apply/rollback
+
+
+@pytest.fixture(scope="module")
+def dirs(tmp_path_factory: pytest.TempPathFactory) -> Dirs:
+    base = tmp_path_factory.mktemp("contract")
+    small = small_dir(base / "small")
+    live = base / "canary"
+    shutil.copytree(small, live / "logs")
+    r = run_cli("canary", "run", live / "logs", "-p", "v0-0", "-w", live / "work", "-q")
+    assert r.returncode == 0, r.stderr
+    r = run_cli("canary", "verify", live / "work", "-q")
+    assert r.returncode == 0, r.stderr
+    shutil.copytree(live, base / "canary-tpl", copy_function=shutil.copy2)
+    return Dirs(base, small, base / "canary-tpl")
+
+
+def _restore_canary(d: Dirs) -> Path:
+    live = d.base / "canary"
+    shutil.rmtree(live)
+    shutil.copytree(d.canary_tpl, live, copy_function=shutil.copy2)
+    return live
+
+
+def argv(command: str, d: Dirs, tmp: Path) -> list[str | os.PathLike[str]]:
+    """A quick, clean (exit 0) invocation of ``command`` over the small inputs."""
+    s = d.small
+    if command == "dump":
+        return ["dump", s / "old-0"]
+    if command == "reindex-time":
+        return ["reindex-time", s / "old-0"]
+    if command == "downconvert":
+        return ["downconvert", "--to-magic", "0", s / "lat-0", tmp / "out"]
+    if command == "upconvert":
+        return ["upconvert", s / "v0-0", tmp / "out"]
+    if command == "fetch-sim":
+        return ["fetch-sim", s / "old-0"]
+    if command == "canary plan":
+        return ["canary", "plan", s]
+    if command == "canary run":
+        return ["canary", "run", s, "-p", "v0-0", "-w", tmp / "work"]
+    if command == "canary verify":
+        return ["canary", "verify", d.canary_tpl / "work"]  # read-only
+    if command in ("canary apply", "canary rollback"):
+        live = _restore_canary(d)
+        return ["canary", command.split()[1], live / "work"]
+    if command == "spark-scan":
+        return ["spark-scan", "--engine", "local-processes", "--jobs", "1", s / "old-0"]
+    if command == "sample":
+        return ["sample", tmp / "out", "--topics", "t", "--records", "50"]
+    raise AssertionError(command)
+
+
+def _fresh(tmp: Path) -> Path:
+    shutil.rmtree(tmp / "out", ignore_errors=True)
+    shutil.rmtree(tmp / "work", ignore_errors=True)
+    return tmp
+
+
+_SGR = re.compile(r"\x1b\[([0-9;]*)m")
+
+
+def has_colour(text: str) -> bool:
+    """Any SGR sequence that sets a colour (30-37, 38, 40-47, 48, 90-97, 100-107); bold and the like are
+    not colour (rich keeps them under NO_COLOR, as the NO_COLOR convention allows)."""
+    for m in _SGR.finditer(text):
+        for p in (int(x) for x in m.group(1).split(";") if x):
+            if 30 <= p <= 38 or 40 <= p <= 48 or 90 <= p <= 97 or 100 <= p <= 107:
+                return True
+    return False
+
+
+try:  # typer >= 0.2x vendors click; older typer uses click itself
+    import typer._click as click_mod  # type: ignore[import-not-found,unused-ignore]
+except ImportError:  # pragma: no cover
+    import click as click_mod  # type: ignore[no-redef,unused-ignore]
+
+
+def leaf_commands() -> dict[str, click_mod.Command]:
+    root = typer.main.get_command(get_app())
+    out: dict[str, click_mod.Command] = {}
+
+    def walk(cmd: click_mod.Command, path: str) -> None:
+        subs = getattr(cmd, "commands", None)
+        if subs:
+            for name, sub in subs.items():
+                walk(sub, f"{path} {name}".strip())
+        else:
+            out[path] = cmd
+
+    walk(root, "")
+    return out
+
+
+def _options(cmd: click_mod.Command) -> dict[str, click_mod.Parameter]:
+    return {o: p for p in cmd.params for o in getattr(p, "opts", [])}
+
+
+def format_choices(command: str) -> set[str]:
+    """The values ``--format`` accepts (its enum, as typer declares it)."""
+    opt = _options(leaf_commands()[command])["--format"]
+    enum_type = getattr(getattr(opt, "type_descriptor", None), "annotation", None) or getattr(opt, "type", None)
+    return {str(getattr(m, "value", m)) for m in getattr(enum_type, "choices", None) or list(enum_type or ())}
+
+
+# ------------------------------------------------------------------------------------------------ the options
+
+
+def test_the_contract_covers_every_subcommand():
+    assert set(leaf_commands()) == set(COMMANDS)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_has_the_shared_options(command):
+    opts = _options(leaf_commands()[command])
+    for name in ("--format", "--quiet", "--traceback", "--memory"):
+        assert name in opts, f"{command} has no {name}"
+    choices = format_choices(command)
+    assert {"text", "json"} <= choices, (command, choices)
+
+
+# ----------------------------------------------------------------------------------------- formats and streams
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_json_lines_on_stdout_progress_on_stderr(command, dirs, tmp_path):
+    r = run_cli(*argv(command, dirs, _fresh(tmp_path)), "--format", "json")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines, "no data on stdout"
+    for line in lines:
+        obj = json.loads(line)
+        assert obj["schema"] == 1 and isinstance(obj["type"], str), line
+    for line in r.stderr.splitlines():  # stderr is for people: no data lines there
+        assert not line.startswith("{"), line
+    assert not has_colour(r.stdout + r.stderr)  # piped: never colour
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_text_and_table_formats_and_quiet(command, dirs, tmp_path):
+    r = run_cli(*argv(command, dirs, _fresh(tmp_path)), "--format", "text")
+    assert r.returncode == 0, r.stderr
+    assert not r.stdout.lstrip().startswith("{")
+    if command != "reindex-time":  # a clean check prints nothing on stdout (its summary is on stderr)
+        assert r.stdout.strip()
+    else:
+        assert "checked 4 segments" in r.stderr
+    assert not has_colour(r.stdout + r.stderr)
+    q = run_cli(*argv(command, dirs, _fresh(tmp_path)), "--format", "text", "--quiet")
+    assert q.returncode == 0, q.stderr
+    # --quiet drops progress and summaries; findings (old-0's compaction gaps are info findings) stay.
+    quiet_lines = q.stderr.splitlines()
+    assert set(quiet_lines) <= set(r.stderr.splitlines())
+    for line in quiet_lines:
+        assert re.search(r"\b(info|warning|error)\b", line), line
+    if r.stderr.strip() and not quiet_lines:
+        assert q.stderr == ""
+    if any(not re.search(r"\b(info|warning|error)\b", x) for x in r.stderr.splitlines()):
+        assert len(quiet_lines) < len(r.stderr.splitlines())
+    if "table" in format_choices(command):
+        t = run_cli(*argv(command, dirs, _fresh(tmp_path)), "--format", "table")
+        assert t.returncode == 0, t.stderr
+        assert t.stdout.strip() or command == "reindex-time"
+        assert not has_colour(t.stdout + t.stderr)
+
+
+def _run_on_pty(args: list[str | os.PathLike[str]], env: dict[str, str]) -> tuple[int, str]:
+    """Run the CLI with stdout and stderr on a terminal; returns (exit code, everything it printed)."""
+    leader, follower = pty.openpty()
+    full_env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    full_env.update(PYTHONPATH=str(ROOT), COLUMNS="120", TERM="xterm-256color", **env)
+    p = subprocess.Popen([sys.executable, "-m", "kafkatool", *map(str, args)], stdin=subprocess.DEVNULL,
+                         stdout=follower, stderr=follower, env=full_env)
+    os.close(follower)
+    chunks = []
+    while True:
+        ready, _, _ = select.select([leader], [], [], 60)
+        if not ready:
+            break
+        try:
+            data = os.read(leader, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(leader)
+    return p.wait(60), b"".join(chunks).decode("utf-8", "replace")
+
+
+@pytest.fixture(scope="module")
+def torn(dirs: Dirs) -> Path:
+    """old-0 with its first segment torn mid-batch: a finding (exit 1) in dump and reindex-time."""
+    p = dirs.base / "torn" / "old-0"
+    shutil.copytree(dirs.small / "old-0", p)
+    log = sorted(p.glob("*.log"))[0]
+    with open(log, "r+b") as f:
+        f.truncate(log.stat().st_size - 7)
+    return p
+
+
+def test_colour_only_on_a_terminal_and_never_with_no_color(torn):
+    rc, shown = _run_on_pty(["dump", torn], {})
+    assert rc == 1
+    assert has_colour(shown), shown[-400:]  # findings are coloured on a terminal
+    rc, shown = _run_on_pty(["dump", torn], {"NO_COLOR": "1"})
+    assert rc == 1
+    assert not has_colour(shown), shown[-400:]
+    r = run_cli("dump", torn, env={"NO_COLOR": ""})  # piped, even without NO_COLOR: no colour
+    assert r.returncode == 1 and not has_colour(r.stdout + r.stderr)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_no_color_on_a_terminal(command, dirs, tmp_path):
+    rc, shown = _run_on_pty(argv(command, dirs, _fresh(tmp_path)), {"NO_COLOR": "1"})
+    assert rc == 0, shown[-400:]
+    assert not has_colour(shown), shown[-400:]
+
+
+# ------------------------------------------------------------------------------------------------- exit codes
+
+
+def _one_line_error(stderr: str) -> str:
+    assert "Traceback" not in stderr, stderr
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("kafkatool: "), stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_usage_errors_exit_2_in_one_line(command, dirs, tmp_path):
+    args = argv(command, dirs, _fresh(tmp_path))
+    r = run_cli(*args, "--no-such-option")
+    assert r.returncode == 2
+    assert "--no-such-option" in _one_line_error(r.stderr)
+    r = run_cli(*args, "--memory", "12XB")
+    assert r.returncode == 2
+    assert "not a size" in _one_line_error(r.stderr)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_memory_too_small_says_the_minimum(command, dirs, tmp_path):
+    args = argv(command, dirs, _fresh(tmp_path))
+    for r in (run_cli("--memory", "1MiB", *args), run_cli(*args, "--memory", "1MiB"),
+              run_cli(*args, env={"KAFKATOOL_MEMORY": "1MiB"})):
+        assert r.returncode == 2, r.stderr
+        line = _one_line_error(r.stderr)
+        assert re.search(r"too small .*the minimum is \d", line), line
+    assert not (tmp_path / "out").exists() and not (tmp_path / "work").exists()  # refused before any work
+
+
+def test_command_memory_wins_over_root_and_env(dirs):
+    r = run_cli("--memory", "1MiB", "spark-scan", "--engine", "local-processes", "--jobs", "1",
+                dirs.small / "old-0", "--memory", "300MiB", env={"KAFKATOOL_MEMORY": "2MiB"})
+    assert r.returncode == 0, r.stderr
+    assert "memory 300MiB" in r.stderr  # the division it printed is of the command's --memory
+    r = run_cli("--memory", "320MiB", "spark-scan", "--engine", "local-processes", "--jobs", "1",
+                dirs.small / "old-0", env={"KAFKATOOL_MEMORY": "2MiB"})
+    assert r.returncode == 0 and "memory 320MiB" in r.stderr, r.stderr
+    r = run_cli("spark-scan", "--engine", "local-processes", "--jobs", "2", dirs.small / "old-0",
+                env={"KAFKATOOL_MEMORY": "400MiB"})
+    assert r.returncode == 0 and "memory 400MiB" in r.stderr and "2 worker(s)" in r.stderr, r.stderr
+
+
+MISSING_INPUT = {
+    "dump": ["dump", "{m}"], "reindex-time": ["reindex-time", "{m}"],
+    "downconvert": ["downconvert", "--to-magic", "1", "{m}", "{o}"], "upconvert": ["upconvert", "{m}", "{o}"],
+    "fetch-sim": ["fetch-sim", "{m}"], "canary plan": ["canary", "plan", "{m}"],
+    "canary run": ["canary", "run", "{m}", "-p", "x-0", "-w", "{o}"], "canary verify": ["canary", "verify", "{m}"],
+    "canary apply": ["canary", "apply", "{m}"], "canary rollback": ["canary", "rollback", "{m}"],
+    "spark-scan": ["spark-scan", "--engine", "local-processes", "{m}"],
+    "sample": ["sample", "{f}"],  # a regular file where the directory should be
+}
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_bad_input_is_one_line_and_traceback_on_request(command, tmp_path):
+    f = tmp_path / "file"
+    f.write_text("not a dir")
+    args = [a.format(m=tmp_path / "missing", o=tmp_path / "out", f=f) for a in MISSING_INPUT[command]]
+    r = run_cli(*args)
+    assert r.returncode == 2, r.stderr
+    line = _one_line_error(r.stderr)
+    assert "missing" in line or "file" in line, line
+    t = run_cli(*args, "--traceback")
+    assert t.returncode == 2
+    assert "Traceback (most recent call last)" in t.stderr, t.stderr
+    assert t.stderr.strip().splitlines()[-1] == line  # the same one line ends it
+
+
+def test_findings_exit_1(torn):
+    assert run_cli("dump", torn).returncode == 1
+    r = run_cli("reindex-time", torn)
+    assert r.returncode == 1, r.stderr
+
+
+def _hold_lock(log_dir: Path) -> int:
+    fd = os.open(log_dir / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.lockf(fd, fcntl.LOCK_EX)  # what a live broker holds (FileLock.tryLock)
+    return fd
+
+
+def test_refused_while_a_broker_holds_the_lock_exits_3(dirs, tmp_path):
+    logs = tmp_path / "logs"
+    shutil.copytree(dirs.small, logs)
+    fd = _hold_lock(logs)
+    try:
+        r = run_cli("reindex-time", "--in-place", logs / "old-0")
+        assert r.returncode == 3, r.stderr
+        _one_line_error(r.stderr)
+        r = run_cli("downconvert", "--to-magic", "1", dirs.small / "lat-0", logs / "converted")
+        assert r.returncode == 3, r.stderr
+        live = _restore_canary(dirs)
+        fd2 = _hold_lock(live / "logs")
+        try:
+            r = run_cli("canary", "apply", live / "work")
+            assert r.returncode == 3, r.stderr
+            _one_line_error(r.stderr)
+        finally:
+            os.close(fd2)
+    finally:
+        os.close(fd)
+
+
+def test_sample_into_a_locked_log_dir_exits_3(tmp_path):
+    d = tmp_path / "empty-log-dir"
+    d.mkdir()
+    fd = _hold_lock(d)
+    try:
+        r = run_cli("sample", d, "--topics", "t", "--records", "5")
+        assert r.returncode == 3, r.stderr
+        _one_line_error(r.stderr)
+    finally:
+        os.close(fd)
+
+
+# ---------------------------------------------------------------------------------- SIGINT and a closed pipe
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Inputs large enough that every command is still working when the signal arrives."""
+    base = tmp_path_factory.mktemp("big")
+    kib = IntRange(1024, 1024)
+    generate_sample(base / "logs", SampleSpec((
+        TopicSpec("big", partition_bytes=48 * MiB, value_bytes=kib, segment_bytes=64 * MiB),
+        TopicSpec("bigv1", partition_bytes=24 * MiB, magics=(1,), value_bytes=kib, segment_bytes=64 * MiB),
+    ), profile="custom"), fsync=False)
+    return base / "logs"
+
+
+def _children(pid: int) -> bool:
+    try:
+        return any(Path(f"/proc/{pid}/task/{t}/children").read_text().strip() for t in os.listdir(f"/proc/{pid}/task"))
+    except OSError:
+        return False
+
+
+def _maps(pid: int, under: Path) -> bool:
+    """A file under ``under`` is mapped or open in the process."""
+    try:
+        if str(under) in Path(f"/proc/{pid}/maps").read_text():
+            return True
+        return any(os.readlink(f"/proc/{pid}/fd/{fd}").startswith(str(under)) for fd in os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return False
+
+
+def _non_empty(d: Path) -> bool:
+    return d.is_dir() and any(d.rglob("*.log"))
+
+
+SIGINT_CASES: dict[str, Callable[[Path, Path], tuple[list[str | os.PathLike[str]], Callable[[int], bool]]]] = {
+    "dump": lambda b, t: (["dump", "--deep", "--verify", b / "big-0"], lambda pid: _maps(pid, b)),
+    "reindex-time": lambda b, t: (["reindex-time", "--verify", b / "big-0"], lambda pid: _maps(pid, b)),
+    "downconvert": lambda b, t: (["downconvert", "--to-magic", "1", b / "big-0", t / "out"],
+                                 lambda pid: _maps(pid, b)),
+    "upconvert": lambda b, t: (["upconvert", b / "bigv1-0", t / "out"], lambda pid: _maps(pid, b)),
+    "fetch-sim": lambda b, t: (["fetch-sim", b / "big-0", "--partition-max-bytes", "1GiB", "--fetch-max-bytes",
+                                "1GiB", "--broker-fetch-max-bytes", "1GiB"], lambda pid: _maps(pid, b)),
+    "canary plan": lambda b, t: (["canary", "plan", b], lambda pid: _maps(pid, b)),
+    "canary run": lambda b, t: (["canary", "run", b, "-p", "bigv1-0", "-w", t / "work"],
+                                lambda pid: (t / "work").is_dir()),
+    "spark-scan": lambda b, t: (["spark-scan", "--engine", "local-processes", "--jobs", "1", b / "big-0"],
+                                lambda pid: _children(pid) or _maps(pid, b)),
+    "sample": lambda b, t: (["sample", t / "out", "--topics", "t", "--partition-bytes", "512MiB"],
+                            lambda pid: _non_empty(t)),  # its staging dir beside out/
+}
+
+
+@pytest.mark.parametrize("command", sorted(SIGINT_CASES))
+def test_sigint_exits_130_without_a_traceback(command, big, tmp_path):
+    args, started = SIGINT_CASES[command](big, tmp_path)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1")
+    p = subprocess.Popen([sys.executable, "-m", "kafkatool", *map(str, args)], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 120
+    while not started(p.pid):  # inside its work (input mapped, pool forked, output begun), not still importing
+        assert p.poll() is None, f"finished before it could be interrupted: {p.returncode}"
+        assert time.monotonic() < deadline
+        time.sleep(0.001)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 130, err
+    assert "Traceback" not in err, err
+    assert err.strip().splitlines()[-1] == "kafkatool: interrupted", err
+
+
+BROKEN_PIPE_CASES = {
+    "dump": lambda b, d, t: ["dump", "--print-data", b / "big-0"],  # megabytes of lines: a real EPIPE
+    "dump-json": lambda b, d, t: ["dump", "--deep", "--format", "json", b / "big-0"],
+}
+for _c in COMMANDS:
+    if _c != "dump":
+        BROKEN_PIPE_CASES[_c] = functools.partial(lambda c, b, d, t: argv(c, d, t), _c)
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN_PIPE_CASES))
+def test_a_closed_pipe_is_not_an_error(case, big, dirs, tmp_path):
+    args = BROKEN_PIPE_CASES[case](big, dirs, _fresh(tmp_path))
+    env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1")
+    p = subprocess.Popen([sys.executable, "-m", "kafkatool", *map(str, args), *([] if "--format" in args else
+                         ["--format", "json"])], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert p.stdout is not None and p.stderr is not None
+    first = p.stdout.readline()  # `| head -1`
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    rc = p.wait(120)
+    assert first, err
+    assert rc == 0, err
+    assert "Traceback" not in err and "Broken pipe" not in err and "BrokenPipe" not in err, err
+
+
+# ---------------------------------------------------------------------------------- the budget's division
+
+
+@pytest.mark.parametrize("command", ["fetch-sim", "downconvert", "upconvert"])
+def test_chunk_size_is_checked_against_the_budget(command, dirs, tmp_path):
+    """--chunk-size (Kafka's down-conversion read size: a semantic, kept) is part of --memory: the source
+    chunk and its converted output are both held, so 100 MiB chunks need 2 x 100 MiB on top of the rest."""
+    src = dirs.small / ("v0-0" if command == "upconvert" else "lat-0")
+    args: list[str | os.PathLike[str]] = {
+        "fetch-sim": ["fetch-sim", src], "downconvert": ["downconvert", "--to-magic", "1", src, tmp_path / "out"],
+        "upconvert": ["upconvert", src, tmp_path / "out"]}[command]
+    r = run_cli("--memory", "128MiB", *args, "--chunk-size", "100MiB")
+    assert r.returncode == 2
+    line = _one_line_error(r.stderr)
+    assert "100MiB chunks" in line
+    need = re.search(r"the minimum is ([\d.]+)MiB", line)
+    assert need and float(need.group(1)) > 200, line
+    r = run_cli("--memory", f"{int(float(need.group(1))) + 1}MiB", *args, "--chunk-size", "100MiB", "-q")
+    assert r.returncode == 0, r.stderr
+
+
+def test_jobs_divide_the_budget(dirs):
+    """--jobs workers each get a share after the reserved overhead: more workers need a larger total."""
+    r = run_cli("reindex-time", "-j", "4", "--memory", "100MiB", dirs.small)
+    assert r.returncode == 2
+    line = _one_line_error(r.stderr)
+    m = re.search(r"too small for 4 workers .*the minimum is ([\d.]+)MiB", line)
+    assert m, line
+    assert run_cli("reindex-time", "-j", "1", "--memory", "100MiB", "-q", dirs.small).returncode == 0
+    r = run_cli("reindex-time", "-j", "4", "--memory", f"{int(float(m.group(1))) + 1}MiB", "-q", dirs.small)
+    assert r.returncode == 0, r.stderr
+
+
+# --------------------------------------------------------------------------------------------- units, times
+
+
+def test_sizes_take_units_and_times_take_iso_8601_or_epoch_ms(dirs, tmp_path):
+    part = dirs.small / "old-0"
+
+    def same(*variants: list[str | os.PathLike[str]]) -> str:
+        runs = [run_cli(*v, "--format", "json") for v in variants]
+        for r in runs:  # 1: old-0's compacted segments have index findings under --verify-index
+            assert r.returncode in (0, 1) and "error:" not in r.stderr, r.stderr
+        assert len({r.stdout for r in runs}) == 1 and len({r.returncode for r in runs}) == 1
+        return runs[0].stdout
+
+    cut = same(["dump", part, "--max-bytes", "1KiB"], ["dump", part, "--max-bytes", "1024"])
+    assert cut != run_cli("dump", part, "--format", "json").stdout  # the cut took effect
+    same(["spark-scan", "--engine", "local-processes", "-j", "1", part, "--verify-index",
+          "--index-interval-bytes", "4KiB", "--max-message-bytes", "1MiB"],
+         ["spark-scan", "--engine", "local-processes", "-j", "1", part, "--verify-index",
+          "--index-interval-bytes", "4096", "--max-message-bytes", "1048576"])
+    r = run_cli("canary", "run", dirs.small, "-p", "v0-0", "-w", tmp_path / "w", "--index-interval-bytes", "2KiB",
+                "--max-message-bytes", "1MiB", "-q")
+    assert r.returncode == 0, r.stderr
+    for option in ("--index-interval-bytes", "--max-message-bytes"):
+        r = run_cli("spark-scan", "--engine", "local-processes", part, option, "12XB")
+        assert r.returncode == 2 and option in _one_line_error(r.stderr)
+    # 2024-06-03T08:00:00Z, the sample's first append, is 1717401600000 ms after the epoch.
+    late = same(["dump", part, "--deep", "--from-time", "2024-06-03T08:00:01.5Z"],
+                ["dump", part, "--deep", "--from-time", "1717401601500"])
+    assert late != run_cli("dump", part, "--deep", "--format", "json").stdout
+    for name, start in (("a", "2024-01-01T00:00:00Z"), ("b", "1704067200000"), ("c", "2024-01-01T00:00:01Z")):
+        r = run_cli("sample", tmp_path / name, "--topics", "t", "--records", "20", "--start-time", start, "-q")
+        assert r.returncode == 0, r.stderr
+    logs = {n: b"".join(p.read_bytes() for p in sorted((tmp_path / n / "t-0").glob("*.log"))) for n in "abc"}
+    assert logs["a"] == logs["b"] != logs["c"]
