@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkatool.atomic import TEMP_PREFIX, fsync_dir
-from kafkatool.batch import MAGIC_V2, NO_TIMESTAMP, TimestampType
+from kafkatool.batch import MAGIC_V2, NO_TIMESTAMP, Record, TimestampType
 from kafkatool.codecs import Codec
 from kafkatool.convert_io import (
     PartitionSource,
@@ -44,7 +44,13 @@ from kafkatool.convert_io import (
 )
 from kafkatool.down_convert import MAX_READ_SIZE, DownConverted, down_convert_batch, iter_chunks
 from kafkatool.errors import KafkaToolError, LimitExceededError, UsageError
-from kafkatool.estimator import CompressionRatioEstimator, build_within_limit, compressed_payload
+from kafkatool.estimator import (
+    BatchPlanner,
+    CompressionRatioEstimator,
+    build_within_limit,
+    compressed_payload,
+    legacy_entry_size,
+)
 from kafkatool.file_records import FileRecords, RecordBatch
 from kafkatool.legacy_records import build_entries
 from kafkatool.txn_index import read_txn_index
@@ -119,9 +125,12 @@ class PartitionStats:
 
     @property
     def split_rate(self) -> float:
-        """Built batches that had to be split, per built batch (Kafka's ``batch-split-rate`` per batch)."""
-        built = self.counters.batches_built - self.counters.split_batches + self.counters.splits
-        return self.counters.splits / built if built else 0.0
+        """Planned batches that had to be split, per planned batch (Kafka's ``batch-split-rate`` per batch).
+        A planned batch is counted once however often its parts were split again: the planned batches are
+        the built ones with each split batch's final parts counted as the one batch they came from."""
+        c = self.counters
+        planned = c.batches_built - c.split_batches + c.batches_split
+        return c.batches_split / planned if planned else 0.0
 
     def warn(self, text: str) -> None:
         self.warnings.append(text)
@@ -152,7 +161,12 @@ class ConvertObserver:
 
 
 class DownConverter:
-    """One partition's batches -> v0/v1 output units, ``RecordsUtil.downConvert`` rules plus KIP-126 splits."""
+    """One partition's batches -> v0/v1 output units, ``RecordsUtil.downConvert`` rules plus KIP-126 splits.
+
+    With ``--codec``, batches already at or below the target magic (which Kafka copies) are re-encoded in
+    their own magic; consecutive uncompressed legacy messages are grouped into one compressed wrapper up to
+    ``batch_bytes`` (the producer's batch.size and KIP-126 estimate, as upconvert groups them), a group
+    breaking where the magic, the timestamp type or the log append time changes."""
 
     def __init__(self, opts: ConvertOptions, estimator: CompressionRatioEstimator, topic: str,
                  counters: ConversionCounters) -> None:
@@ -161,12 +175,24 @@ class DownConverter:
         self.topic = topic
         self.c = counters
         self.dc = DownConverted(b"")
+        self._pending: list[Record] = []
+        self._pending_key: tuple[int, Codec, TimestampType, int] | None = None
+        self._planner: BatchPlanner | None = None
 
     def add(self, batch: RecordBatch) -> list[Unit]:
-        opts, c = self.opts, self.c
+        opts = self.opts
         override = opts.codec
         if override is None and batch.codec_id == Codec.ZSTD:
             override = opts.zstd_to
+        if (override is not None and override != Codec.NONE and batch.magic <= opts.to_magic
+                and not batch.is_compressed):
+            return self._group(batch, override)
+        units = self.flush()
+        units.extend(self._add(batch, override))
+        return units
+
+    def _add(self, batch: RecordBatch, override: Codec | None) -> list[Unit]:
+        opts, c = self.opts, self.c
         res = down_convert_batch(batch, opts.to_magic, 0, self.dc, limit=opts.decompress_limit,
                                  codec_override=override)
         if res is None:
@@ -194,34 +220,76 @@ class DownConverter:
             c.batches_out += n
             c.batches_built += n
             return [(res.data, res.first_offset, res.last_offset, n)]
+        ts_type = batch.timestamp_type
+        lat = batch.max_timestamp if ts_type == TimestampType.LOG_APPEND_TIME else NO_TIMESTAMP
         if len(res.data) <= max_bytes:
             # MemoryRecordsBuilder.close: the wrapper value over the inner messages; the producer then updates
             # the estimate for (topic, codec), as KIP-126 does after every batch.
-            ratio = compressed_payload(opts.to_magic, res.data) / res.uncompressed_bytes
+            ratio = compressed_payload(res.magic, res.data) / res.uncompressed_bytes
             self.estimator.update_estimation(self.topic, res.codec, ratio)
             c.records_out += n
             c.batches_out += 1
             c.batches_built += 1
             c.recompressed_batches += 1
             return [(res.data, res.first_offset, res.last_offset, 1)]
-        return self._split(batch, res.data, res.uncompressed_bytes, res.codec)
+        return self._within_limit(batch.records(limit=opts.decompress_limit), res.data, res.uncompressed_bytes,
+                                  res.codec, res.magic, ts_type, lat)
 
-    def _split(self, batch: RecordBatch, data: bytes, uncompressed: int, codec: Codec) -> list[Unit]:
-        opts, c = self.opts, self.c
-        records = batch.records(limit=opts.decompress_limit)
+    def _group(self, batch: RecordBatch, codec: Codec) -> list[Unit]:
+        """One uncompressed legacy message into the pending group of its magic, timestamp type and time."""
+        c = self.c
+        (rec,) = batch.records(limit=self.opts.decompress_limit)
+        c.records_in += 1
+        c.codec_changed_batches += 1
         ts_type = batch.timestamp_type
         lat = batch.max_timestamp if ts_type == TimestampType.LOG_APPEND_TIME else NO_TIMESTAMP
+        key = (batch.magic, codec, ts_type, lat)
+        size = legacy_entry_size(batch.magic, rec.key, rec.value)
+        units: list[Unit] = []
+        if self._pending and (key != self._pending_key or self._planner is None
+                              or not self._planner.has_room_for(size)):
+            units = self.flush()
+        if not self._pending:
+            self._pending_key = key
+            self._planner = BatchPlanner(batch.magic, codec, self.opts.batch_bytes,
+                                         self.estimator.estimation(self.topic, codec))
+        assert self._planner is not None
+        self._planner.append(size)
+        self._pending.append(rec)
+        if self.opts.batch_bytes <= 0:
+            units.extend(self.flush())
+        return units
+
+    def flush(self) -> list[Unit]:
+        """Complete the pending group of uncompressed legacy messages (at a segment end, or before other data)."""
+        if not self._pending:
+            return []
+        recs, self._pending = self._pending, []
+        assert self._pending_key is not None
+        magic, codec, ts_type, lat = self._pending_key
+        self._planner = None
+        data = build_entries([(r.offset, r.timestamp, r.key, r.value) for r in recs], magic=magic, codec=codec,
+                             timestamp_type=ts_type, log_append_time=lat)
+        uncompressed = sum(legacy_entry_size(magic, r.key, r.value) for r in recs)
+        return self._within_limit(recs, data, uncompressed, codec, magic, ts_type, lat)
+
+    def _within_limit(self, records: list[Record], data: bytes, uncompressed: int, codec: Codec, magic: int,
+                      ts_type: TimestampType, lat: int) -> list[Unit]:
+        """KIP-126 for one built wrapper: kept when it fits ``--max-message-bytes``, else split and rebuilt."""
+        opts, c = self.opts, self.c
 
         def build(recs: list[Any]) -> bytes:
-            return build_entries([(r.offset, r.timestamp, r.key, r.value) for r in recs], magic=opts.to_magic,
+            return build_entries([(r.offset, r.timestamp, r.key, r.value) for r in recs], magic=magic,
                                  codec=codec, timestamp_type=ts_type, log_append_time=lat)
 
-        result = build_within_limit(records, data, uncompressed, magic=opts.to_magic, codec=codec,
+        result = build_within_limit(records, data, uncompressed, magic=magic, codec=codec,
                                     max_bytes=opts.max_message_bytes, split_size=opts.max_message_bytes,
                                     estimator=self.estimator, topic=self.topic, build=build,
                                     describe_offset=lambda r: str(r[0]))
         c.splits += result.splits
-        c.split_batches += len(result.batches)
+        if result.splits:
+            c.split_batches += len(result.batches)
+            c.batches_split += 1
         units: list[Unit] = []
         for built, recs in result.batches:
             units.append((built, recs[0].offset, recs[-1].offset, 1))
@@ -230,9 +298,6 @@ class DownConverter:
             c.batches_built += 1
             c.recompressed_batches += 1
         return units
-
-    def flush(self) -> list[Unit]:
-        return []
 
 
 _LOG = struct.Struct(">qi")

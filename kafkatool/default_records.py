@@ -642,6 +642,33 @@ def _assemble(base_offset: int, ple: int, attributes: int, last_offset_delta: in
     return b"".join((head[:CRC_OFFSET], _CRC_STRUCT.pack(crc), tail, body))
 
 
+def with_codec(batch: DefaultRecordBatch, codec: Codec, *, limit: int | None = None,
+               level: int | None = None) -> tuple[bytes, int]:
+    """``batch`` re-encoded with ``codec``: every header field kept (base offset, last offset delta, base and
+    max timestamp, timestamp type, producer id/epoch, base sequence, transactional/control/delete-horizon
+    flags, partition leader epoch, record count), the same uncompressed records area compressed anew
+    (or stored raw for ``Codec.NONE``), the CRC recomputed. Returns (batch bytes, uncompressed records size).
+    """
+    area = batch.records_bytes(limit=limit)
+    body = area if codec == Codec.NONE else compress(codec, area, magic=MAGIC_V2, level=level)
+    h = batch.h
+    attributes = (h[5] & ~COMPRESSION_CODEC_MASK) | (int(codec) & COMPRESSION_CODEC_MASK)
+    return _assemble(h[0], h[2], attributes, h[6], h[7], h[8], h[9], h[10], h[11], h[12], body), len(area)
+
+
+def stored_records(batch: DefaultRecordBatch, *, limit: int | None = None) -> list[Record]:
+    """The batch's records with the timestamps as stored (``base timestamp + delta``), also in a LogAppendTime
+    batch, whose readers report the batch's max timestamp instead: what rebuilding the batch must keep."""
+    h = batch.h
+    data = batch.records_bytes(limit=limit)
+    try:
+        return parse_records(data, 0, len(data), h[12], h[0], h[7], None, h[11])
+    except KafkaToolError as e:
+        e.message += f" (in the batch at byte {batch.position})"
+        e.position = batch.position
+        raise
+
+
 def set_partition_leader_epoch(batch: bytearray, epoch: int) -> None:
     """``setPartitionLeaderEpoch``: outside the CRC, so nothing else changes."""
     struct.pack_into(">i", batch, PARTITION_LEADER_EPOCH_OFFSET, epoch)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from kafkatool.batch import MAGIC_V0, MAGIC_V1, MAGIC_V2, NO_TIMESTAMP, Record, TimestampType
 from kafkatool.codecs import Codec, compress
-from kafkatool.default_records import DefaultRecordBatch, _parse_headers, build_batch
+from kafkatool.default_records import DefaultRecordBatch, _parse_headers, build_batch, with_codec
 from kafkatool.errors import InvalidRecordError, KafkaToolError, UnsupportedCodecError
 from kafkatool.estimator import batch_header_size, legacy_entry_size, v2_record_size
 from kafkatool.file_records import RecordBatch
@@ -67,6 +67,7 @@ class ConvertedBatch:
     codec: Codec  # codec of the output
     copied: bool  # written verbatim (magic already <= the target)
     uncompressed_bytes: int  # records before compression (the compression ratio's denominator); 0 if copied
+    magic: int  # magic of the output (the target, or the batch's own when it was at or below the target)
 
 
 class ZstdDownConversionError(UnsupportedCodecError):
@@ -124,6 +125,10 @@ def down_convert_batch(batch: RecordBatch, to_magic: int, first_offset: int, out
             raise ZstdDownConversionError(
                 "Down-conversion of zstandard-compressed batches is not supported", position=batch.position)
     if batch.magic <= to_magic:
+        if codec_override is not None and codec_override != batch.codec:
+            recoded = _with_codec(batch, codec_override, out, limit)
+            if recoded is not None:
+                return recoded
         out.temporary_memory_bytes += batch.size
         out.batches_copied += 1
         if isinstance(batch, DefaultRecordBatch):
@@ -132,7 +137,8 @@ def down_convert_batch(batch: RecordBatch, to_magic: int, first_offset: int, out
             first, count = batch.last_offset, 1
         else:
             first, count = None, None
-        return ConvertedBatch(bytes(batch.raw()), first, batch.last_offset, count, batch.codec, True, 0)
+        return ConvertedBatch(bytes(batch.raw()), first, batch.last_offset, count, batch.codec, True, 0,
+                              batch.magic)
     ts_type = batch.timestamp_type
     log_append_time = batch.max_timestamp if ts_type == TimestampType.LOG_APPEND_TIME else NO_TIMESTAMP
     codec = batch.codec if codec_override is None else codec_override
@@ -153,7 +159,8 @@ def down_convert_batch(batch: RecordBatch, to_magic: int, first_offset: int, out
         # temporaryMemoryBytes: the source batch plus builder.uncompressedBytesWritten().
         out.temporary_memory_bytes += batch.size + r.inner_bytes + (
             batch_header_size(to_magic, codec) if codec != Codec.NONE else 0)
-        return ConvertedBatch(r.data, r.first_offset, r.last_offset, r.records, codec, False, r.inner_bytes)
+        return ConvertedBatch(r.data, r.first_offset, r.last_offset, r.records, codec, False, r.inner_bytes,
+                              to_magic)
     source = batch.records(limit=limit)
     if to_magic > MAGIC_V1 or batch.is_compressed:
         records = source
@@ -174,7 +181,38 @@ def down_convert_batch(batch: RecordBatch, to_magic: int, first_offset: int, out
     written = _uncompressed_bytes_written(records, to_magic, codec, data)
     out.temporary_memory_bytes += batch.size + written
     return ConvertedBatch(data, records[0].offset, records[-1].offset, len(records), codec, False,
-                          written - (batch_header_size(to_magic, codec) if codec != Codec.NONE else 0))
+                          written - (batch_header_size(to_magic, codec) if codec != Codec.NONE else 0), to_magic)
+
+
+def _with_codec(batch: RecordBatch, codec: Codec, out: DownConverted, limit: int | None) -> ConvertedBatch | None:
+    """A batch already at or below the target magic, re-encoded with ``codec`` in its own magic (kafkatool's
+    ``--codec``; Kafka copies such batches). Legacy batches keep offsets, timestamps, timestamp type, keys
+    and values (``MemoryRecordsBuilder`` rules: v1 wrapper offsets relative, the wrapper's timestamp the max
+    or the log append time; uncompressed means one message per record); v2 batches keep every header field
+    (:func:`kafkatool.default_records.with_codec`). None: nothing to re-encode (a control batch or a batch
+    without records, which Kafka never compresses), the batch is copied."""
+    if batch.is_control or batch.count == 0:
+        return None
+    if isinstance(batch, DefaultRecordBatch):
+        data, area = with_codec(batch, codec, limit=limit)
+        out.batches_converted += 1
+        out.records_converted += batch.records_count
+        out.temporary_memory_bytes += batch.size + area
+        return ConvertedBatch(data, batch.base_offset, batch.last_offset, batch.records_count, codec, False, area,
+                              MAGIC_V2)
+    records = batch.records(limit=limit)
+    if not records:
+        return None
+    ts_type = batch.timestamp_type
+    lat = batch.max_timestamp if ts_type == TimestampType.LOG_APPEND_TIME else NO_TIMESTAMP
+    data = build_entries([(r.offset, r.timestamp, r.key, r.value) for r in records], magic=batch.magic, codec=codec,
+                         timestamp_type=ts_type, log_append_time=lat)
+    written = _uncompressed_bytes_written(records, batch.magic, codec, data)
+    out.batches_converted += 1
+    out.records_converted += len(records)
+    out.temporary_memory_bytes += batch.size + written
+    return ConvertedBatch(data, records[0].offset, records[-1].offset, len(records), codec, False,
+                          written - (batch_header_size(batch.magic, codec) if codec != Codec.NONE else 0), batch.magic)
 
 
 def _uncompressed_bytes_written(records: list[Record], magic: int, codec: Codec, data: bytes) -> int:

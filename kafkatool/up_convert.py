@@ -13,21 +13,25 @@ and base offset = the first retained record's offset. So:
   where the timestamp type changes or, for LogAppendTime, where the append time changes, because one
   v2 batch has one log append time;
 * v0 records get timestamp -1 with CreateTime;
-* v2 batches are copied unchanged.
+* v2 batches are copied unchanged, unless ``--codec`` asks for another codec: then their records are
+  compressed anew and every header field is kept (control batches and batches without records stay as
+  they are: Kafka never compresses them).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from kafkatool.batch import MAGIC_V2, NO_TIMESTAMP, Record, TimestampType
+from kafkatool.batch import MAGIC_V2, NO_SEQUENCE, NO_TIMESTAMP, Record, TimestampType, increment_sequence
 from kafkatool.codecs import Codec
-from kafkatool.default_records import build_batch
+from kafkatool.default_records import DefaultRecordBatch, build_batch, stored_records, with_codec
 from kafkatool.errors import LimitExceededError
 from kafkatool.estimator import (
     BatchPlanner,
     CompressionRatioEstimator,
     build_within_limit,
+    compressed_payload,
     record_size,
     v2_record_size,
 )
@@ -48,8 +52,9 @@ class ConversionCounters:
     batches_copied: int = 0
     recompressed_batches: int = 0  # built batches written with a compression codec
     codec_changed_batches: int = 0  # source batches whose output codec differs from theirs
-    splits: int = 0  # built batches that came out larger than --max-message-bytes and were split
-    split_batches: int = 0  # batches those splits produced
+    splits: int = 0  # split events: a built batch (or a part of one) larger than --max-message-bytes was split
+    split_batches: int = 0  # batches those splits produced in the end
+    batches_split: int = 0  # planned batches that needed at least one split (each counted once)
 
 
 def oversized_copy(batch: RecordBatch, max_bytes: int) -> LimitExceededError:
@@ -83,6 +88,10 @@ class UpConverter:
         c = self.c
         if batch.magic >= MAGIC_V2:
             units = self.flush()
+            if (self.codec is not None and self.codec != batch.codec and isinstance(batch, DefaultRecordBatch)
+                    and not batch.is_control and batch.records_count > 0):
+                units.extend(self._with_codec(batch, self.codec))
+                return units
             if batch.size > self.max_bytes:
                 raise oversized_copy(batch, self.max_bytes)
             n = int(batch.count or 0)
@@ -132,6 +141,45 @@ class UpConverter:
             units.extend(self.flush())
         return units
 
+    def _with_codec(self, batch: DefaultRecordBatch, codec: Codec) -> list[Unit]:
+        """A v2 batch re-encoded with ``--codec``: every header field kept, CRC recomputed
+        (:func:`kafkatool.default_records.with_codec`). One that comes out larger than the limit is split as
+        the producer splits (KIP-126): each part keeps the producer id/epoch, flags and leader epoch, starts
+        at its first record's offset and sequence, and the last part keeps the batch's last offset."""
+        c = self.c
+        n = batch.records_count
+        c.records_in += n
+        c.codec_changed_batches += 1
+        data, uncompressed = with_codec(batch, codec, limit=self.limit)
+        if len(data) <= self.max_bytes:
+            if codec != Codec.NONE and uncompressed:
+                self.estimator.update_estimation(self.topic, codec, compressed_payload(MAGIC_V2, data) / uncompressed)
+            c.records_out += n
+            c.batches_out += 1
+            c.batches_built += 1
+            if codec != Codec.NONE:
+                c.recompressed_batches += 1
+            return [(data, batch.base_offset, batch.last_offset, 1)]
+        records = stored_records(batch, limit=self.limit)
+        first, last = records[0], records[-1]
+        ts_type = batch.timestamp_type
+        lat = batch.max_timestamp if ts_type == TimestampType.LOG_APPEND_TIME else NO_TIMESTAMP
+        base_seq = batch.base_sequence
+
+        def build(recs: list[Record]) -> bytes:
+            base = batch.base_offset if recs[0] is first else recs[0].offset
+            seq = NO_SEQUENCE if base_seq == NO_SEQUENCE else increment_sequence(base_seq, base - batch.base_offset)
+            return build_batch([(r.offset, r.timestamp, r.key, r.value, r.headers) for r in recs],
+                               base_offset=base, codec=codec,
+                               timestamp_type=ts_type, log_append_time=lat, producer_id=batch.producer_id,
+                               producer_epoch=batch.producer_epoch, base_sequence=seq,
+                               is_transactional=batch.is_transactional,
+                               partition_leader_epoch=batch.partition_leader_epoch,
+                               delete_horizon_ms=batch.delete_horizon_ms,
+                               override_last_offset=batch.last_offset if recs[-1] is last else None)
+
+        return self._emit(records, data, uncompressed, codec, build)
+
     def flush(self) -> list[Unit]:
         """Complete the pending group of uncompressed messages (at a segment end, or before other data)."""
         if not self._pending:
@@ -143,8 +191,6 @@ class UpConverter:
         return self._build(recs, self._pending_codec, ts_type, lat)
 
     def _build(self, records: list[Record], codec: Codec, ts_type: TimestampType, lat: int) -> list[Unit]:
-        c = self.c
-
         def build(recs: list[Record]) -> bytes:
             # partitionLeaderEpoch, producer id/epoch/sequence: the legacy batch's, i.e. all -1.
             return build_batch([(r.offset, r.timestamp, r.key, r.value, ()) for r in recs], codec=codec,
@@ -154,12 +200,18 @@ class UpConverter:
         first = records[0]
         uncompressed = sum(v2_record_size(r.offset - first.offset, r.timestamp - first.timestamp, r.key, r.value, ())
                            for r in records)
+        return self._emit(records, data, uncompressed, codec, build)
+
+    def _emit(self, records: list[Record], data: bytes, uncompressed: int, codec: Codec,
+              build: Callable[[list[Record]], bytes]) -> list[Unit]:
+        c = self.c
         result = build_within_limit(records, data, uncompressed, magic=MAGIC_V2, codec=codec,
                                     max_bytes=self.max_bytes, split_size=self.max_bytes, estimator=self.estimator,
                                     topic=self.topic, build=build, describe_offset=lambda r: str(r[0]))
         if result.splits:
             c.splits += result.splits
             c.split_batches += len(result.batches)
+            c.batches_split += 1
         units: list[Unit] = []
         for built, recs in result.batches:
             units.append((built, recs[0].offset, recs[-1].offset, 1))

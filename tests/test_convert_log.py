@@ -357,3 +357,135 @@ def test_a_torn_tail_is_only_accepted_in_the_last_segment_and_magic_3_is_refused
     for to_magic in (1, 2):
         with pytest.raises(CorruptRecordError, match="Invalid magic found in record: 3"):
             convert(src3, tmp_path / f"out3-{to_magic}", to_magic=to_magic)
+
+
+# --codec on batches that need no format change: re-encoded, never silently copied
+
+
+@pytest.mark.parametrize("lat", [False, True])
+def test_down_codec_reencodes_legacy_batches_already_at_the_target(tmp_path, lat):
+    # v1 batches in a --to-magic 1 run and v0 batches in the same run keep their magic; --codec re-encodes
+    # them as MemoryRecordsBuilder builds that codec (legacy_log builds every batch that way): a wrapper
+    # becomes a wrapper of the same records, a run of uncompressed messages one wrapper (--batch-bytes).
+    mixed = legacy_log(1, 0, batches=8, lat=lat) + legacy_log(0, 24, batches=4, codecs=(Codec.NONE, Codec.GZIP))
+    src = make_partition(tmp_path / "src", "t-0", {0: mixed})
+    (st,) = convert(src, tmp_path / "lz4", to_magic=1, codec=Codec.LZ4)
+    got = read_segments(tmp_path / "lz4" / "t-0")
+    assert got == legacy_log(1, 0, batches=8, lat=lat, codecs=(Codec.LZ4,)) + legacy_log(0, 24, batches=4,
+                                                                                          codecs=(Codec.LZ4,))
+    assert records_of(got) == records_of(mixed) and all(b.is_valid() for b in iter_batches(got))
+    # source batches: v1 = 2 x 3 plain messages + 6 wrappers (2 of them lz4 already), v0 = 2 x 3 + 2 wrappers
+    assert st.counters.codec_changed_batches == 6 + 4 + 6 + 2
+    assert st.counters.recompressed_batches == st.counters.batches_built == 2 + 4 + 2 + 2
+    assert st.counters.batches_copied == 2 and st.counters.records_in == st.counters.records_out == 36
+
+    # --codec none: a wrapper becomes one message per record, in its own magic, timestamps and type kept.
+    (st0,) = convert(src, tmp_path / "none", to_magic=1, codec=Codec.NONE)
+    plain = read_segments(tmp_path / "none" / "t-0")
+    assert plain == legacy_log(1, 0, batches=8, lat=lat, codecs=(Codec.NONE,)) + legacy_log(
+        0, 24, batches=4, codecs=(Codec.NONE,))
+    assert st0.counters.recompressed_batches == 0 and st0.counters.codec_changed_batches == 8
+
+
+def test_down_codec_groups_plain_legacy_messages_up_to_batch_bytes(tmp_path):
+    # Each uncompressed legacy message is a batch of its own; compressing them one by one would make
+    # one-record wrappers. They are grouped by the producer's rules (KIP-126 estimate, --batch-bytes),
+    # never across a change of log append time (one wrapper has one).
+    data = legacy_log(1, 0, batches=200, codecs=(Codec.NONE,))
+    src = make_partition(tmp_path / "src", "t-0", {0: data})
+    (st,) = convert(src, tmp_path / "gz", to_magic=1, codec=Codec.GZIP, batch_bytes=2048)
+    out = list(iter_batches(read_segments(tmp_path / "gz" / "t-0")))
+    assert 1 < len(out) < 100 and all(b.codec == Codec.GZIP and b.size <= 2048 for b in out)
+    assert records_of(read_segments(tmp_path / "gz" / "t-0")) == records_of(data)
+    assert st.counters.codec_changed_batches == 600 and st.counters.recompressed_batches == len(out)
+    (one,) = convert(src, tmp_path / "one", to_magic=1, codec=Codec.GZIP, batch_bytes=0)
+    assert one.counters.batches_out == 600  # --batch-bytes 0: one wrapper per message
+    lat = legacy_log(1, 0, batches=5, codecs=(Codec.NONE,), lat=True)
+    convert(make_partition(tmp_path / "src2", "t-0", {0: lat}), tmp_path / "lat", to_magic=1, codec=Codec.GZIP)
+    wrappers = list(iter_batches(read_segments(tmp_path / "lat" / "t-0")))
+    assert [b.max_timestamp for b in wrappers] == [TS + 5000 + i for i in range(5)]
+    assert records_of(read_segments(tmp_path / "lat" / "t-0")) == records_of(lat)
+
+
+def test_down_codec_reencoded_wrapper_is_split_when_too_large(tmp_path):
+    from kafkatool import legacy_records as legacy
+
+    recs = [(i, TS + i, None, os.urandom(500)) for i in range(30)]
+    wrapper = legacy.build_entries(recs, magic=1, codec=Codec.LZ4)
+    src = make_partition(tmp_path / "src", "t-0", {0: wrapper})
+    limit = len(wrapper) // 2
+    (st,) = convert(src, tmp_path / "out", to_magic=1, codec=Codec.GZIP, max_message_bytes=limit)
+    batches = list(iter_batches(read_segments(tmp_path / "out" / "t-0")))
+    assert st.counters.splits >= 1 and len(batches) >= 2
+    assert all(b.size <= limit and b.codec == Codec.GZIP and b.magic == 1 for b in batches)
+    assert records_of(read_segments(tmp_path / "out" / "t-0")) == records_of(wrapper)
+
+
+def _header_fields(b):
+    return (b.base_offset, b.last_offset, b.partition_leader_epoch, b.timestamp_type, b.base_timestamp,
+            b.max_timestamp, b.producer_id, b.producer_epoch, b.base_sequence, b.is_transactional, b.is_control,
+            b.delete_horizon_ms, b.records_count)
+
+
+def test_up_codec_reencodes_v2_batches_keeping_every_header_field(tmp_path):
+    from kafkatool import default_records as v2
+
+    txn = v2_txn_log(0, batches=6, codec=Codec.LZ4)
+    # a compacted batch: base offset below its first record, last offset past its last one, delete horizon set
+    compacted = v2.build_batch([(64, TS + 1, b"a", b"1" * 50, ()), (66, TS + 3, None, b"2" * 50, ())],
+                               base_offset=62, codec=Codec.SNAPPY, producer_id=9, producer_epoch=4,
+                               base_sequence=100, partition_leader_epoch=7, delete_horizon_ms=TS + 86_400_000,
+                               override_last_offset=68)
+    lat = v2_log(69, batches=2, codec=Codec.GZIP, lat=True)
+    data = txn + compacted + lat
+    src = make_partition(tmp_path / "src", "t-0", {0: data})
+    (st,) = convert(src, tmp_path / "out", to_magic=2, codec=Codec.ZSTD)
+    out = read_segments(tmp_path / "out" / "t-0")
+    before, after = list(iter_batches(data)), list(iter_batches(out))
+    assert [_header_fields(b) for b in after] == [_header_fields(b) for b in before]
+    for a, b in zip(after, before, strict=True):
+        assert a.is_valid()
+        assert a.records_bytes() == b.records_bytes() and a.records() == b.records()
+        # control batches stay as Kafka writes them: uncompressed, byte for byte
+        assert a.codec == (Codec.NONE if b.is_control else Codec.ZSTD)
+        if b.is_control:
+            assert bytes(a.raw()) == bytes(b.raw())
+    data_batches = [b for b in before if not b.is_control]
+    assert st.counters.recompressed_batches == st.counters.codec_changed_batches == len(data_batches) == 9
+    assert st.counters.batches_copied == 6 and st.counters.records_out == st.counters.records_in
+
+    # codec to codec is what the builder writes for that codec, byte for byte
+    convert(src, tmp_path / "gz", to_magic=2, codec=Codec.GZIP)
+    assert read_segments(tmp_path / "gz" / "t-0").startswith(v2_txn_log(0, batches=6, codec=Codec.GZIP))
+    plain = make_partition(tmp_path / "src2", "t-0", {0: v2_txn_log(0, codec=Codec.GZIP)})
+    convert(plain, tmp_path / "none", to_magic=2, codec=Codec.NONE)
+    assert read_segments(tmp_path / "none" / "t-0") == v2_txn_log(0, codec=Codec.NONE)
+
+
+def test_up_codec_split_keeps_producer_sequences_and_the_last_offset(tmp_path):
+    from kafkatool import default_records as v2
+
+    recs = [(10 + 2 * i, TS + i, f"k{i}".encode(), os.urandom(300), [("h", b"v")]) for i in range(20)]
+    big = v2.build_batch(recs, base_offset=8, codec=Codec.LZ4, producer_id=5, producer_epoch=2,
+                         base_sequence=2**31 - 12, is_transactional=True, partition_leader_epoch=4,
+                         override_last_offset=52)
+    src = make_partition(tmp_path / "src", "t-0", {8: big})
+    limit = len(big) // 2
+    (st,) = convert(src, tmp_path / "out", to_magic=2, codec=Codec.NONE, max_message_bytes=limit)
+    out = list(iter_batches(read_segments(tmp_path / "out" / "t-0")))
+    assert st.counters.splits >= 1 and len(out) >= 2 and all(b.size <= limit and b.is_valid() for b in out)
+    (orig,) = iter_batches(big)
+    assert [r for b in out for r in b.records()] == orig.records()  # offsets, sequences (wrapping), headers
+    assert out[0].base_offset == 8 and out[-1].last_offset == 52 and out[-1].last_sequence == orig.last_sequence
+    assert {(b.producer_id, b.producer_epoch, b.is_transactional, b.partition_leader_epoch, b.codec)
+            for b in out} == {(5, 2, True, 4, Codec.NONE)}
+
+
+def test_codec_keep_or_same_codec_still_copies(tmp_path):
+    data = legacy_log(1, 0, batches=4, codecs=(Codec.GZIP,))
+    src = make_partition(tmp_path / "src", "t-0", {0: data})
+    (st,) = convert(src, tmp_path / "same", to_magic=1, codec=Codec.GZIP)
+    assert read_segments(tmp_path / "same" / "t-0") == data and st.counters.batches_copied == 4
+    v2src = make_partition(tmp_path / "src2", "t-0", {0: v2_txn_log(0)})
+    (up,) = convert(v2src, tmp_path / "up", to_magic=2)
+    assert read_segments(tmp_path / "up" / "t-0") == v2_txn_log(0) and up.counters.batches_built == 0

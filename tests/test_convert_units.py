@@ -190,3 +190,26 @@ def test_plan_groups_cuts_by_estimate():
     groups = plan_groups(recs, magic=2, codec=Codec.NONE, write_limit=1000, ratio=1.0, split=False)
     assert [len(g) for g, _ in groups] == [8] * 12 + [4]  # 61 + 8 x 112 = 957; a 9th record would pass 1000
     assert sum(len(g) for g, _ in groups) == 100
+
+
+def test_split_rate_counts_a_batch_split_twice_once(monkeypatch):
+    # A batch whose split parts are still too large is split again: Kafka's producer counts one batch
+    # that had to be split; the rate is per planned batch, not per split event.
+    from kafkatool import convert as convert_mod
+    from kafkatool.batch import Record, TimestampType
+    from kafkatool.convert import ConvertOptions, DownConverter, PartitionStats
+    from kafkatool.up_convert import ConversionCounters
+
+    c = ConversionCounters()
+    conv = DownConverter(ConvertOptions(to_magic=1, max_message_bytes=2500), CompressionRatioEstimator(), "t", c)
+    recs = [Record(i, TS + i, None, b"x" * 100) for i in range(8)]
+    # A codec that does worse than every estimate: 1300 bytes a record, so pairs planned to fit do not.
+    monkeypatch.setattr(convert_mod, "build_entries", lambda rs, **kw: bytes(1300 * len(rs)))
+    units = conv._within_limit(recs, bytes(1300 * 8), 8 * 134, Codec.GZIP, 1, TimestampType.CREATE_TIME, -1)
+    assert len(units) == 8 and c.splits > 1 and c.batches_split == 1 and c.split_batches == 8
+    for i in range(4):  # four batches that fit
+        conv._within_limit(recs[i:i + 1], bytes(1300), 134, Codec.GZIP, 1, TimestampType.CREATE_TIME, -1)
+    stats = PartitionStats("t-0", "src", None, 1, counters=c)
+    assert c.batches_built == 12 and c.splits == 5
+    assert stats.split_rate == 1 / 5  # 5 planned batches, 1 of them split (split events would say 5/9)
+    assert stats.as_dict()["batches_split"] == 1

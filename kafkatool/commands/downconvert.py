@@ -37,6 +37,9 @@ HELP = "\n\n".join([
     'inner offsets relative, timestamps kept for v1 and dropped for v0, codec kept. Kafka cannot write '
     'zstd below v2: the run stops naming the first zstd batch unless --zstd-to says what to recompress it '
     'to.',
+    '--codec recompresses every batch whose codec differs, also those already at or below the target '
+    'magic (which Kafka copies): they keep their magic, offsets, timestamps and timestamp type, and runs of '
+    'uncompressed legacy messages are grouped into wrappers of up to --batch-bytes.',
     'DST must be new or empty; it receives one complete partition dir per input partition (segments, '
     '.index, .timeindex, leader-epoch-checkpoint, partition.metadata), written crash-safely. Source files '
     'are never modified. Stop the broker before moving the result into a log dir.',
@@ -54,11 +57,15 @@ def downconvert(
     to_magic: Annotated[int, typer.Option("--to-magic", min=0, max=1, help="Target message format: 0 or 1.",
                                           show_default=False)],
     codec: Annotated[str, typer.Option(
-        "--codec", help="Codec of rebuilt batches: keep (the batch's own, as Kafka does), none, gzip, snappy, "
-        "lz4.")] = "keep",
+        "--codec", help="Codec of the output: keep (each batch's own, as Kafka does), none, gzip, snappy, lz4. "
+        "Batches already at or below --to-magic are re-encoded too (keeping their magic).")] = "keep",
     zstd_to: Annotated[str | None, typer.Option(
         "--zstd-to", help="Recompress zstd batches with gzip, lz4, snappy or none (Kafka refuses them).",
         show_default=False)] = None,
+    batch_bytes: Annotated[str, typer.Option(
+        "--batch-bytes", help="With --codec: group consecutive uncompressed legacy messages (already at or below "
+        "--to-magic) into compressed wrappers up to this size (Kafka's compression-ratio estimate); 0: one "
+        "wrapper per message.")] = "16KiB",
     chunk_size: ChunkSizeOpt = "128KiB",
     segment_bytes: SegmentBytesOpt = "1GiB",
     max_message_bytes: MaxMessageBytesOpt = "1048588",
@@ -76,7 +83,8 @@ def downconvert(
     if zstd_to is not None and zstd is None:
         raise UsageError("--zstd-to must be gzip, lz4, snappy or none")
     opts = ConvertOptions(to_magic=to_magic, codec=codec_or_keep(codec, "--codec"), zstd_to=zstd,
-                          chunk_size=chunk, decompress_limit=mem.worker.decompress_limit,
+                          batch_bytes=size(batch_bytes, "--batch-bytes"), chunk_size=chunk,
+                          decompress_limit=mem.worker.decompress_limit,
                           segment_bytes=size(segment_bytes, "--segment-bytes"),
                           max_message_bytes=size(max_message_bytes, "--max-message-bytes"), dry_run=dry_run)
     observer = CliObserver(output, form, "downconvert")

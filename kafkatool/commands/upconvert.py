@@ -35,7 +35,8 @@ HELP = "\n\n".join([
     'Kafka 4 no longer writes v0/v1 (KIP-724); its log cleaner converts legacy batches when it rewrites a '
     'segment, and this does the same offline: a compressed legacy wrapper becomes one v2 batch, v0 '
     'records get timestamp -1 with CreateTime, LogAppendTime is kept, offsets are preserved, v2 batches '
-    'are copied unchanged. Uncompressed legacy messages are grouped into v2 batches of up to '
+    'are copied unchanged (with --codec, v2 batches of another codec are compressed anew, every header '
+    'field kept; control batches stay uncompressed). Uncompressed legacy messages are grouped into v2 batches of up to '
     '--batch-bytes (--batch-bytes 0 keeps one batch per message, as the cleaner does).',
     'DST must be new or empty; it receives one complete partition dir per input partition (segments, '
     '.index, .timeindex, .txnindex, producer snapshots, leader-epoch-checkpoint, partition.metadata), '
@@ -52,8 +53,8 @@ def upconvert(
                                                   show_default=False)],
     dst: Annotated[Path, typer.Argument(metavar="DST", help="New or empty output directory.", show_default=False)],
     codec: Annotated[str, typer.Option(
-        "--codec", help="Codec of converted batches: keep (each legacy batch's own), none, gzip, snappy, lz4, "
-        "zstd.")] = "keep",
+        "--codec", help="Codec of the output: keep (each batch's own), none, gzip, snappy, lz4, zstd. v2 "
+        "batches of another codec are re-encoded too (header fields kept).")] = "keep",
     batch_bytes: Annotated[str, typer.Option(
         "--batch-bytes", help="Group consecutive uncompressed legacy messages into v2 batches up to this size "
         "(Kafka's compression-ratio estimate for compressed output); 0: one batch per message.")] = "16KiB",

@@ -198,3 +198,48 @@ def test_conversion_stats_match_records_util(tmp_path, codec):
             got = down_convert(fr.batches(), to_magic, 0)
         assert (got.records_converted, got.temporary_memory_bytes) == (
             ref["records_converted"], ref["temporary_memory_bytes"])
+
+
+# --codec on batches that need no format change: re-encoded (never silently copied), read by Kafka as the same
+
+
+def kafka_batches_and_records(path: Path) -> tuple[list[dict], list[dict]]:
+    """Kafka's view of every batch (CRC checked) and record, without what a codec change may change."""
+    batches, records = [], []
+    for j in kafka_ref("dump", "--in", path, "--deep", "--payload", "b64"):
+        if j["type"] == "batch":
+            assert j["isValid"], j
+            batches.append({k: v for k, v in j.items() if k not in ("codec", "crc", "sizeInBytes", "position")})
+        elif j["type"] == "record":
+            records.append({k: v for k, v in j.items() if k != "sizeInBytes"})
+    return batches, records
+
+
+@pytest.mark.parametrize("codec", ["gzip", "zstd", "none"])
+def test_upconvert_codec_reencodes_v2_batches_as_kafka_reads_them(tmp_path, codec):
+    log = gen(tmp_path / "in.log", magic=2, codec="lz4,none", records=300, batch_records=7, headers=2,
+              transactional=True, control_every=3, abort_fraction=0.3, null_key_fraction=0.2, seed=21)
+    got = tmp_path / "got.log"
+    got.write_bytes(ours("upconvert", partition(tmp_path, log), tmp_path / "out", "--codec", codec))
+    # Every batch field Kafka reports (offsets, timestamps and type, producer id/epoch/sequences, transactional
+    # and control flags, partition leader epoch, count) and every record (sequence and headers included) is
+    # the source's; only the codec changed, and Kafka's CRC check passes.
+    assert kafka_batches_and_records(got) == kafka_batches_and_records(log)
+    dumped = [b for b in kafka_ref("dump", "--in", got) if b["type"] == "batch"]
+    assert {b["codec"] for b in dumped if not b["isControl"]} == {codec}
+    assert {b["codec"] for b in dumped if b["isControl"]} == {"none"}
+
+
+@pytest.mark.parametrize("magic,to_magic,codec", [("1", 1, "snappy"), ("0,1", 1, "gzip"), ("0", 0, "lz4"),
+                                                  ("1", 1, "none")])
+def test_downconvert_codec_reencodes_legacy_batches_as_kafka_reads_them(tmp_path, magic, to_magic, codec):
+    log = gen(tmp_path / "in.log", magic=magic, codec="none,gzip,lz4", records=240, batch_records=6,
+              null_key_fraction=0.2, seed=22)
+    got = tmp_path / "got.log"
+    got.write_bytes(ours("downconvert", partition(tmp_path, log), tmp_path / "out", "--to-magic", str(to_magic),
+                         "--codec", codec))
+    assert kafka_records(got) == kafka_records(log)
+    dumped = [b for b in kafka_ref("dump", "--in", got) if b["type"] == "batch"]
+    assert {b["codec"] for b in dumped} == {codec}
+    source_magics = {b["magic"] for b in kafka_ref("dump", "--in", log) if b["type"] == "batch"}
+    assert {b["magic"] for b in dumped} == source_magics  # each batch keeps its own magic
