@@ -122,6 +122,9 @@ class PartitionStats:
     warnings: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
     peak_rss_bytes: int = 0
+    # "partition": the peak RSS while this partition was converted (Linux: VmHWM reset before it);
+    # "process": the process's peak so far (ru_maxrss), where the high-water mark cannot be reset.
+    peak_rss_scope: str = "process"
 
     @property
     def split_rate(self) -> float:
@@ -315,7 +318,39 @@ def _check_messages(data: bytes, max_bytes: int, batch: RecordBatch) -> None:
         p += size + 12
 
 
-def _peak_rss() -> int:
+_CLEAR_REFS = "/proc/self/clear_refs"
+_STATUS = "/proc/self/status"
+
+
+def reset_peak_rss() -> bool:
+    """Start a new peak-RSS measurement: Linux resets the process's high-water mark (``VmHWM``) to its
+    current RSS when ``5`` is written to ``/proc/self/clear_refs``. False where that is not possible."""
+    try:
+        with open(_CLEAR_REFS, "w") as f:
+            f.write("5")
+        return _vm_hwm() is not None
+    except OSError:
+        return False
+
+
+def _vm_hwm() -> int | None:
+    try:
+        with open(_STATUS) as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def peak_rss(since_reset: bool) -> int:
+    """Peak RSS in bytes: ``VmHWM`` since the last :func:`reset_peak_rss` when it succeeded, else the process's
+    peak so far (``getrusage`` ``ru_maxrss``, which nothing can reset)."""
+    if since_reset:
+        hwm = _vm_hwm()
+        if hwm is not None:
+            return hwm
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
 
 
@@ -357,6 +392,7 @@ def convert_partition(source: PartitionSource, dst_root: Path | None, opts: Conv
                       estimator: CompressionRatioEstimator, obs: ConvertObserver) -> PartitionStats:
     t0 = time.perf_counter()
     stats = PartitionStats(source.name, str(source.origin), None, opts.to_magic)
+    own_peak = reset_peak_rss()
     tmp: Path | None = None
     if dst_root is not None:
         tmp = dst_root / f"{TEMP_PREFIX}{source.name}"
@@ -374,7 +410,8 @@ def convert_partition(source: PartitionSource, dst_root: Path | None, opts: Conv
             shutil.rmtree(tmp, ignore_errors=True)
         raise
     stats.elapsed_s = time.perf_counter() - t0
-    stats.peak_rss_bytes = _peak_rss()
+    stats.peak_rss_bytes = peak_rss(own_peak)
+    stats.peak_rss_scope = "partition" if own_peak else "process"
     return stats
 
 

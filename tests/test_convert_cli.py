@@ -150,3 +150,48 @@ def test_a_killed_run_leaves_nothing_that_looks_complete(tmp_path, where, after)
     assert any(e.name.startswith(".kafkatool-tmp-") for e in dst.iterdir())
     r = run_cli("downconvert", logs, dst, "--to-magic", "1")
     assert r.returncode == 2 and "interrupted run" in r.stderr
+
+
+def _run_with_tty_stderr(*args: object) -> tuple[int, str, bytes]:
+    """Run kafkatool with stderr on a pseudo-terminal (stdout a pipe): (exit code, stdout, terminal bytes)."""
+    import os
+    import pty
+
+    master, slave = pty.openpty()
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TERM="xterm-256color", COLUMNS="120")
+    env.pop("NO_COLOR", None)
+    p = subprocess.Popen([sys.executable, "-m", "kafkatool", *map(str, args)], stdout=subprocess.PIPE,
+                         stderr=slave, stdin=subprocess.DEVNULL, env=env)
+    os.close(slave)
+    tty = bytearray()
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        tty += chunk
+    out = p.stdout.read().decode() if p.stdout else ""
+    rc = p.wait(timeout=120)
+    os.close(master)
+    return rc, out, bytes(tty)
+
+
+@pytest.mark.parametrize("command", ["downconvert", "upconvert"])
+def test_progress_bar_on_a_terminal(tmp_path, command):
+    data = v2_log(0, batches=40, codec=Codec.GZIP) if command == "downconvert" else legacy_log(1, 0, batches=40)
+    src = make_partition(tmp_path / "src", "t-0", {0: data})
+    extra = ["--to-magic", "1"] if command == "downconvert" else []
+    rc, out, tty = _run_with_tty_stderr(command, src, tmp_path / "out", *extra, "--chunk-size", "1KiB")
+    assert rc == 0, tty.decode(errors="replace")
+    screen = tty.decode(errors="replace")
+    # rich draws the bar (description, bar glyphs, bytes done/total) on stderr, then clears it (transient)
+    assert command in screen and "━" in screen and f"{len(data) / 1000:.1f}" in screen
+    assert "\x1b[" in screen and "t-0: done" in screen
+    assert "\x1b" not in out and "t-0: " in out  # the summary on stdout stays plain
+    # not on a terminal, or with -q: no bar at all
+    r = run_cli(command, src, tmp_path / "out2", *extra)
+    assert r.returncode == 0 and "━" not in r.stderr and "\x1b" not in r.stderr
+    rc, _, tty = _run_with_tty_stderr(command, src, tmp_path / "out3", *extra, "-q")
+    assert rc == 0 and "━" not in tty.decode(errors="replace")

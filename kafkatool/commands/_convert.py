@@ -106,7 +106,8 @@ def render_partition(output: Output, form: OutputFormat, s: PartitionStats, comm
         f"  KIP-126    {c.splits} splits into {c.split_batches} batches, split rate {s.split_rate:.4f}",
         f"  log end    {s.log_end_offset_in} in, {s.log_end_offset_out} out",
         f"  files      carried: {', '.join(s.files_carried) or '-'}; dropped: {', '.join(s.files_dropped) or '-'}",
-        f"  time       {s.elapsed_s:.3f} s, peak memory {format_size(s.peak_rss_bytes)}",
+        f"  time       {s.elapsed_s:.3f} s, peak memory {format_size(s.peak_rss_bytes)}"
+        + ("" if s.peak_rss_scope == "partition" else " (the whole process's so far: not resettable here)"),
     ]
     if s.trailing_bytes_skipped:
         lines.append(f"  skipped    {s.trailing_bytes_skipped} torn-tail bytes (as broker recovery would)")
