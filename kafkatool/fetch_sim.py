@@ -298,6 +298,7 @@ class FetchOptions:
     correlation_id: int = 0
     throttle_time_ms: int = 0
     decompress_limit: int | None = None
+    trace_memory: bool = False  # measure each conversion's peak heap with tracemalloc (slow)
 
     @property
     def to_magic(self) -> int:
@@ -376,7 +377,8 @@ def _convertible(options: FetchOptions, req: PartitionRequest, read: ReadResult)
     fr = FileRecords(read.segment.log)
     try:
         lazy = LazyDownConversionRecords(fr, read.position, read.size, options.to_magic, req.fetch_offset,
-                                         max_read_size=options.chunk_size, limit=options.decompress_limit)
+                                         max_read_size=options.chunk_size, limit=options.decompress_limit,
+                                         trace_memory=options.trace_memory)
     except ZstdDownConversionError as e:
         fr.close()
         return PartitionFetch(req, read, UNSUPPORTED_COMPRESSION_TYPE,

@@ -75,6 +75,7 @@ def partition_report(plan: PartitionFetch, options: FetchOptions) -> dict[str, A
         "send_error": stats.send_error,
         "temporary_memory_bytes": stats.temporary_memory_bytes,
         "peak_conversion_memory": stats.peak_chunk_memory,
+        "peak_conversion_memory_traced": stats.peak_traced_memory,
     }
     if view is not None:
         out.update({
@@ -193,6 +194,7 @@ def _run_whole(options: FetchOptions, seq: list[list[PartitionRequest]]) -> tupl
 def sweep(options: FetchOptions, requests: Sequence[PartitionRequest], chunk_sizes: Sequence[int], *,
           whole: bool = True, trace_memory: bool = True,
           progress: Callable[[str], None] | None = None) -> list[SweepRow]:
+    options = replace(options, trace_memory=False)  # the traced pass below traces the whole run itself
     seq = fetch_sequence(options, requests)
     rows: list[SweepRow] = []
     for size in [*chunk_sizes, *([0] if whole else [])]:

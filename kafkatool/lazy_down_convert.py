@@ -30,6 +30,7 @@ converted again, so memory per partition stays bounded by one chunk whatever the
 from __future__ import annotations
 
 import struct
+import tracemalloc
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal
@@ -69,7 +70,14 @@ class SendStats:
     converted_bytes_sent: int = 0
     records_converted: int = 0  # RecordConversionStats.numRecordsConverted
     temporary_memory_bytes: int = 0  # RecordConversionStats.temporaryMemoryBytes (summed)
-    peak_chunk_memory: int = 0  # max over chunks of source + decompressed + converted bytes held at once
+    # Kafka's accounting of one chunk's heap, max over the chunks sent: RecordValidationStats.temporaryMemoryBytes
+    # (the source batches' sizes plus MemoryRecordsBuilder.uncompressedBytesWritten) plus the converted chunk's
+    # size. Computed from sizes, not measured: what a 3.9 broker's heap holds for the chunk.
+    peak_chunk_memory: int = 0
+    # Measured (trace_memory only): the peak of Python heap allocations live at once while kafkatool converted
+    # one chunk (tracemalloc; the converted chunk included, the mapped source pages not), max over the
+    # conversions, the constructor's first batch included. None when not traced.
+    peak_traced_memory: int | None = None
     source_bytes_converted: int = 0
     cut_bytes: int = 0  # bytes of the last converted chunk left unsent (Spost > Spre)
     overflow_buffers: int = 0
@@ -109,7 +117,9 @@ class LazyDownConversionRecords:
     """
 
     def __init__(self, records: FileRecords, start: int, size: int, to_magic: int, first_offset: int, *,
-                 max_read_size: int = MAX_READ_SIZE, limit: int | None = None) -> None:
+                 max_read_size: int = MAX_READ_SIZE, limit: int | None = None, trace_memory: bool = False) -> None:
+        self.trace_memory = trace_memory
+        self.traced_peak: int | None = None
         self.records = records
         self.start = start
         # FileRecords.slice: the size is cut at the end of the file.
@@ -124,7 +134,7 @@ class LazyDownConversionRecords:
         any_batch = False
         for i, batch in enumerate(self._batches()):  # iterator(0): one source batch per chunk
             any_batch = True
-            converted = down_convert([batch], to_magic, first_offset, limit=limit)
+            converted = self._convert([batch])
             if converted.data:
                 self.first_batch_index = i
                 self.first_converted_size = len(converted.data)
@@ -134,7 +144,27 @@ class LazyDownConversionRecords:
             self.size_in_bytes = max(self.size, self.first_converted_size)
         else:
             self.size_in_bytes = MIN_OVERFLOW_MESSAGE_LENGTH if any_batch else 0
-        self.stats = SendStats(committed_size=self.size_in_bytes)
+        self.stats = SendStats(committed_size=self.size_in_bytes, peak_traced_memory=self.traced_peak)
+
+    def _convert(self, batches: list[RecordBatch]) -> DownConverted:
+        """``down_convert`` of one chunk; with ``trace_memory`` its peak heap is measured with tracemalloc
+        (started for the call and stopped after it, or, when something else is tracing, its peak reset)."""
+        if not self.trace_memory:
+            return down_convert(batches, self.to_magic, self.first_offset, limit=self.limit)
+        outer = tracemalloc.is_tracing()
+        if outer:
+            base = tracemalloc.get_traced_memory()[0]
+            tracemalloc.reset_peak()
+        else:
+            base = 0
+            tracemalloc.start()
+        try:
+            return down_convert(batches, self.to_magic, self.first_offset, limit=self.limit)
+        finally:
+            peak = tracemalloc.get_traced_memory()[1] - base
+            if not outer:
+                tracemalloc.stop()
+            self.traced_peak = max(self.traced_peak or 0, peak)
 
     def _batches(self) -> Iterator[RecordBatch]:
         return iter(self.records.batches(self.start, self.start + self.size))
@@ -149,8 +179,7 @@ class LazyDownConversionRecords:
         if first is not None:
             for i, batch in enumerate(batches):
                 if i == first:
-                    yield (down_convert([batch], self.to_magic, self.first_offset, limit=self.limit), batch.size,
-                           False)
+                    yield self._convert([batch]), batch.size, False
                     break
             batches = self._batches()
             next(batches, None)  # Kafka skips exactly one source batch
@@ -158,7 +187,7 @@ class LazyDownConversionRecords:
         for group in iter_chunks(batches, self.max_read_size):
             again = first is not None and first > 0 and index <= first < index + len(group)
             index += len(group)
-            converted = down_convert(group, self.to_magic, self.first_offset, limit=self.limit)
+            converted = self._convert(group)
             # Give the file pages of the converted chunk back: resident memory stays at one chunk.
             self.records.drop_before(group[-1].position + group[-1].size)
             if converted.data:
@@ -186,6 +215,7 @@ class LazyDownConversionRecords:
                     stats.zstd_overflow = True
                 if item is None and state == "ready":
                     state = "done"
+                stats.peak_traced_memory = self.traced_peak
             if item is not None:
                 converted, source_bytes, again = item
                 size = len(converted.data)

@@ -108,6 +108,9 @@ def fetch_sim(
         "the log from the fetch offset to its end with each, and print throughput and peak memory per size, "
         "plus the whole-slice conversion of brokers before KIP-283.")] = None,
     plot: Annotated[Path | None, typer.Option("--plot", help="With --sweep-chunk-sizes: write a PNG chart.")] = None,
+    trace_memory: Annotated[bool, typer.Option(
+        "--trace-memory", help="Also measure each chunk conversion's peak heap with tracemalloc (reported as "
+        "traced peak conversion memory; slow: tens of times the conversion's time).")] = False,
     memory: MemoryOpt = None,
     fmt: FormatOpt = None,
     quiet: QuietOpt = False,
@@ -133,6 +136,7 @@ def fetch_sim(
         chunk_size=_size(chunk_size, MAX_READ_SIZE),
         correlation_id=correlation_id,
         throttle_time_ms=throttle_time_ms,
+        trace_memory=trace_memory,
     )
     if options.chunk_size < 1:
         raise UsageError("--chunk-size must be at least 1 byte")
@@ -234,6 +238,8 @@ def _text_report(r: dict[str, Any]) -> list[str]:
                               ("zstd chunk replaced by overflow", r["zstd_overflow"])) if on]
     lines.append(f"  padding {r['padding_bytes']} bytes ({r['overflow_buffers']} overflow header(s)), cut "
                  f"{r['cut_bytes']} bytes, peak conversion memory {format_size(r['peak_conversion_memory'])}"
+                 + ("" if r["peak_conversion_memory_traced"] is None else
+                    f" (traced in kafkatool {format_size(r['peak_conversion_memory_traced'])})")
                  + (f"; {', '.join(quirks)}" if quirks else ""))
     if r["send_error"]:
         lines.append(f"  send failed: {r['send_error']}")
