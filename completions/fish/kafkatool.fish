@@ -65,8 +65,9 @@ complete -c kafkatool -n '__fish_seen_subcommand_from canary; and __fish_seen_su
 complete -c kafkatool -n '__fish_seen_subcommand_from canary; and __fish_seen_subcommand_from verify' -l help -s h -d 'Show the help and exit.'
 complete -c kafkatool -n '__fish_seen_subcommand_from downconvert' -F
 complete -c kafkatool -n '__fish_seen_subcommand_from downconvert' -l to-magic -r -d 'Target message format: 0 or 1.'
-complete -c kafkatool -n '__fish_seen_subcommand_from downconvert' -l codec -r -d 'Codec of rebuilt batches: keep (the batch\'s own, as Kafka does), none, gzip, sna'
+complete -c kafkatool -n '__fish_seen_subcommand_from downconvert' -l codec -r -d 'Codec of the output: keep (each batch\'s own, as Kafka does), none, gzip, snappy,'
 complete -c kafkatool -n '__fish_seen_subcommand_from downconvert' -l zstd-to -r -d 'Recompress zstd batches with gzip, lz4, snappy or none (Kafka refuses them).'
+complete -c kafkatool -n '__fish_seen_subcommand_from downconvert' -l batch-bytes -r -d 'With --codec: group consecutive uncompressed legacy messages (already at or belo'
 complete -c kafkatool -n '__fish_seen_subcommand_from downconvert' -l chunk-size -r -d 'Source bytes converted per step (Kafka\'s LazyDownConversionRecords reads 128 KiB'
 complete -c kafkatool -n '__fish_seen_subcommand_from downconvert' -l segment-bytes -r -d 'Roll output segments at this size (the topic\'s segment.bytes).'
 complete -c kafkatool -n '__fish_seen_subcommand_from downconvert' -l max-message-bytes -r -d 'No output batch may be larger (the topic\'s max.message.bytes, 1 MiB + 12). A lar'
@@ -128,6 +129,7 @@ complete -c kafkatool -n '__fish_seen_subcommand_from fetch-sim' -l throttle-tim
 complete -c kafkatool -n '__fish_seen_subcommand_from fetch-sim' -l consumer-view -d 'Print the records an old consumer returns from the response.'
 complete -c kafkatool -n '__fish_seen_subcommand_from fetch-sim' -l sweep-chunk-sizes -r -d 'Comma-separated chunk sizes (e.g. 16K,32K,64K,128K,256K,512K,1M): read the log f'
 complete -c kafkatool -n '__fish_seen_subcommand_from fetch-sim' -l plot -r -F -d 'With --sweep-chunk-sizes: write a PNG chart.'
+complete -c kafkatool -n '__fish_seen_subcommand_from fetch-sim' -l trace-memory -d 'Also measure each chunk conversion\'s peak heap with tracemalloc (reported as tra'
 complete -c kafkatool -n '__fish_seen_subcommand_from fetch-sim' -l memory -r -d 'Memory budget of the whole run (e.g. 256MiB, 1GiB), divided top-down: reserved i'
 complete -c kafkatool -n '__fish_seen_subcommand_from fetch-sim' -l format -s f -r -a 'text json table' -d 'Output format: text (default when piped), json (JSON lines, schema 1), table (de'
 complete -c kafkatool -n '__fish_seen_subcommand_from fetch-sim' -l quiet -s q -d 'No progress or summary on stderr; findings only.'
@@ -214,7 +216,7 @@ complete -c kafkatool -n '__fish_seen_subcommand_from spark-scan' -l quiet -s q 
 complete -c kafkatool -n '__fish_seen_subcommand_from spark-scan' -l traceback -d 'Show the Python traceback of an error (for bug reports).'
 complete -c kafkatool -n '__fish_seen_subcommand_from spark-scan' -l help -s h -d 'Show the help and exit.'
 complete -c kafkatool -n '__fish_seen_subcommand_from upconvert' -F
-complete -c kafkatool -n '__fish_seen_subcommand_from upconvert' -l codec -r -d 'Codec of converted batches: keep (each legacy batch\'s own), none, gzip, snappy, '
+complete -c kafkatool -n '__fish_seen_subcommand_from upconvert' -l codec -r -d 'Codec of the output: keep (each batch\'s own), none, gzip, snappy, lz4, zstd. v2 '
 complete -c kafkatool -n '__fish_seen_subcommand_from upconvert' -l batch-bytes -r -d 'Group consecutive uncompressed legacy messages into v2 batches up to this size ('
 complete -c kafkatool -n '__fish_seen_subcommand_from upconvert' -l chunk-size -r -d 'Source bytes converted per step (Kafka\'s LazyDownConversionRecords reads 128 KiB'
 complete -c kafkatool -n '__fish_seen_subcommand_from upconvert' -l segment-bytes -r -d 'Roll output segments at this size (the topic\'s segment.bytes).'
