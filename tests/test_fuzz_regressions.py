@@ -38,3 +38,18 @@ def test_legacy_message_with_null_key_and_no_room_for_the_value_length():
         except KafkaToolError as e:
             problems.append(str(e))
     assert problems and "runs past the end of the message" in problems[0]
+
+
+def test_fetch_response_with_a_topic_name_that_is_not_utf8():
+    # fuzz_decoders: byte 0 % 3 == 2 selects parse_response, byte 1 % 4 the version. The topic name's bytes
+    # are 0xff 0xfe: a domain error naming the byte, not a bare UnicodeDecodeError.
+    import pytest
+
+    from kafkatool.errors import CorruptDataError
+    from kafkatool.fetch_response import parse_response
+
+    data = (FOUND / "decoders-fetch-response-non-utf8-topic.bin").read_bytes()
+    assert data[0] % 3 == 2
+    with pytest.raises(CorruptDataError, match="topic name is not UTF-8") as e:
+        parse_response(data[2:], data[1] % 4)
+    assert e.value.position == 14
