@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -220,12 +219,19 @@ def test_broken_pipe_head(tmp_path):
 
 
 def test_interrupt_exits_130(tmp_path):
+    import select
+
     p = tmp_path / "00000000000000000000.log"
     p.write_bytes(b"".join(v2_batches(400)))
-    # Nobody reads stdout: the dump blocks on a full pipe until SIGINT arrives.
+    # Nobody reads stdout after the first line: the dump blocks on a full pipe until SIGINT arrives. The signal is
+    # sent only once the dump has printed that line, so it interrupts the work, not the interpreter's start-up.
     proc = subprocess.Popen([sys.executable, "-m", "kafkatool", "dump", str(p), "--deep", "--print-data"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
-    time.sleep(2)
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], 120)
+    assert ready, "the dump printed nothing in 120 s"
+    first = proc.stdout.readline()
+    assert first.startswith(f"== {p} (log, ".encode()), first
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and b"Traceback" not in err
