@@ -46,16 +46,37 @@ def main() -> None:
                 put("fuzz_records", bytes.fromhex(line.split("=", 1)[1].strip()))
             except ValueError:
                 pass
+    seed_decoders()
     hostile = os.path.join(ROOT, "tests", "hostile")
-    for name in sorted(os.listdir(hostile)):
-        path = os.path.join(hostile, name)
-        if name.endswith((".log", ".bin")):
+    kinds = {".index": 0, ".timeindex": 1, ".txnindex": 2, ".snapshot": 3}
+    for dirpath, _, names in sorted(os.walk(hostile)):
+        for name in sorted(names):
+            path = os.path.join(dirpath, name)
             data = open(path, "rb").read()[:65536]
-            put("fuzz_records", b"\x00" + data)
-            put("fuzz_files", b"\x07" + data)
-        elif name.endswith((".index", ".timeindex", ".snapshot", ".txnindex")):
-            kinds = {".index": 0, ".timeindex": 1, ".txnindex": 2, ".snapshot": 3}
-            put("fuzz_files", bytes((kinds[os.path.splitext(name)[1]],)) + open(path, "rb").read()[:65536])
+            if os.path.basename(dirpath) == "fuzz-found":
+                # Inputs a fuzzer found, already in its target's format: <target name without fuzz_>-<what>.bin
+                put("fuzz_" + name.split("-", 1)[0], data)
+            elif name.endswith(".log"):
+                put("fuzz_records", b"\x00" + data)
+                put("fuzz_files", b"\x07" + data)
+                put("fuzz_dump", b"\x07\x00\x00" + data)
+            elif name.endswith(tuple(kinds)):
+                put("fuzz_files", bytes((kinds[os.path.splitext(name)[1]],)) + data)
+
+def seed_decoders() -> None:
+    """fuzz_decoders: byte 0 % 3 picks the decoder (offsets, transactions, FetchResponse), byte 1 the split."""
+    from kafkatool.decoders.offsets import offset_commit_key, offset_commit_value
+    from kafkatool.fetch_response import PartitionHeader, framing
+
+    key = offset_commit_key("group-1", "orders", 3)
+    value = offset_commit_value(42, commit_timestamp=1_700_000_000_000, metadata="m")
+    if len(key) < 256:
+        put("fuzz_decoders", bytes((0, len(key))) + key + value)
+    records = default_records.build_batch([(0, 1000, b"k", b"v", [])])
+    for version in range(4):
+        parts = [PartitionHeader("orders", 0, 0, 10, len(records)), PartitionHeader("orders", 1, 0, 5, -1)]
+        body = b"".join(x if isinstance(x, bytes) else records for x in framing(version, 7, 0, parts))
+        put("fuzz_decoders", bytes((2, version)) + body)
 
 
 if __name__ == "__main__":

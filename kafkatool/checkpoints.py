@@ -28,14 +28,27 @@ def _read_text(path: Path) -> str:
         if os.path.getsize(path) > MAX_TEXT_READ:
             raise InputError("checkpoint file is implausibly large", path=path)
         return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise CorruptDataError("checkpoint file is not UTF-8 text", path=path) from None
+    except UnicodeDecodeError as e:
+        raise CorruptDataError(f"checkpoint file is not UTF-8 text ({e.reason})", path=path,
+                               position=e.start) from None
     except OSError as e:
         raise InputError(f"cannot read: {e.strerror}", path=path) from None
 
 
-def _read_checkpoint_lines(path: Path, fields: int) -> list[list[str]]:
-    lines = _read_text(path).splitlines()
+def _lines(text: str) -> list[tuple[str, int]]:
+    """The lines of ``text`` (``str.splitlines``), each with the byte position where it starts in the file."""
+    out = []
+    at = 0
+    for raw in text.splitlines(keepends=True):
+        out.append((raw.splitlines()[0] if raw.splitlines() else "", at))
+        at += len(raw.encode("utf-8"))
+    return out
+
+
+def _read_checkpoint_lines(path: Path, fields: int) -> list[tuple[list[str], int]]:
+    """The entry lines, split into ``fields`` fields, each with the byte position of its line."""
+    numbered = _lines(_read_text(path))
+    lines = [line for line, _ in numbered]
     # CheckpointFile.CheckpointReadBuffer.read (3.9): an empty file, or one that ends after the version
     # line, is an empty checkpoint. The broker creates checkpoint files empty (``CheckpointFile``'s
     # constructor), e.g. cleaner-offset-checkpoint stays 0 bytes until the cleaner first checkpoints.
@@ -44,26 +57,27 @@ def _read_checkpoint_lines(path: Path, fields: int) -> list[list[str]]:
     try:
         version = int(lines[0].strip())
     except ValueError:
-        raise CorruptDataError(f"Malformed line in checkpoint file: {lines[0]!r}", path=path) from None
+        raise CorruptDataError(f"Malformed line in checkpoint file: {lines[0]!r}", path=path, position=0) from None
     if version != CHECKPOINT_VERSION:
-        raise CorruptDataError(f"Unrecognized version of the checkpoint file: {version}", path=path)
+        raise CorruptDataError(f"Unrecognized version of the checkpoint file: {version}", path=path, position=0)
     if len(lines) < 2:
         return []
     try:
         count = int(lines[1].strip())
     except ValueError:
-        raise CorruptDataError(f"Malformed line in checkpoint file: {lines[1]!r}", path=path) from None
+        raise CorruptDataError(f"Malformed line in checkpoint file: {lines[1]!r}", path=path,
+                               position=numbered[1][1]) from None
     entries = []
-    for line in lines[2:]:
+    for line, at in numbered[2:]:
         if not line.strip():
             continue
         parts = line.split()
         if len(parts) != fields:
-            raise CorruptDataError(f"Malformed line in checkpoint file: {line!r}", path=path)
-        entries.append(parts)
+            raise CorruptDataError(f"Malformed line in checkpoint file: {line!r}", path=path, position=at)
+        entries.append((parts, at))
     if len(entries) != count:
         raise CorruptDataError(f"Expected {count} entries in checkpoint file, but found only {len(entries)}",
-                               path=path)
+                               path=path, position=numbered[1][1])
     return entries
 
 
@@ -73,11 +87,12 @@ def _write_checkpoint(lines: list[str]) -> bytes:
 
 def read_offset_checkpoint(path: str | os.PathLike[str]) -> dict[TopicPartition, int]:
     out = {}
-    for topic, part, off in _read_checkpoint_lines(Path(path), 3):
+    for (topic, part, off), at in _read_checkpoint_lines(Path(path), 3):
         try:
             out[TopicPartition(topic, int(part))] = int(off)
         except ValueError:
-            raise CorruptDataError(f"Malformed line in checkpoint file: {topic} {part} {off}", path=path) from None
+            raise CorruptDataError(f"Malformed line in checkpoint file: {topic} {part} {off}", path=path,
+                                   position=at) from None
     return out
 
 
@@ -93,11 +108,12 @@ class EpochEntry:
 
 def read_leader_epoch_checkpoint(path: str | os.PathLike[str]) -> list[EpochEntry]:
     out = []
-    for epoch, start in _read_checkpoint_lines(Path(path), 2):
+    for (epoch, start), at in _read_checkpoint_lines(Path(path), 2):
         try:
             out.append(EpochEntry(int(epoch), int(start)))
         except ValueError:
-            raise CorruptDataError(f"Malformed line in checkpoint file: {epoch} {start}", path=path) from None
+            raise CorruptDataError(f"Malformed line in checkpoint file: {epoch} {start}", path=path,
+                                   position=at) from None
     return out
 
 
@@ -117,19 +133,24 @@ class PartitionMetadata:
 def read_partition_metadata(path: str | os.PathLike[str]) -> PartitionMetadata:
     p = Path(path)
     fields = {}
-    for line in _read_text(p).splitlines():
+    where = {}  # field -> byte position of its line
+    for line, at in _lines(_read_text(p)):
         if ":" in line:
             k, v = line.split(":", 1)
             fields[k.strip()] = v.strip()
+            where[k.strip()] = at
     try:
         version = int(fields["version"])
         topic_id = fields["topic_id"]
     except (KeyError, ValueError):
-        raise CorruptDataError("partition.metadata lacks 'version: 0' and 'topic_id: <id>' lines", path=p) from None
+        raise CorruptDataError("partition.metadata lacks 'version: 0' and 'topic_id: <id>' lines", path=p,
+                               position=where.get("version", 0)) from None
     if version != 0:
-        raise CorruptDataError(f"Unrecognized version of partition.metadata: {version}", path=p)
+        raise CorruptDataError(f"Unrecognized version of partition.metadata: {version}", path=p,
+                               position=where["version"])
     if not _TOPIC_ID_RE.match(topic_id):
-        raise CorruptDataError(f"Invalid topic id {topic_id!r} in partition.metadata", path=p)
+        raise CorruptDataError(f"Invalid topic id {topic_id!r} in partition.metadata", path=p,
+                               position=where["topic_id"])
     return PartitionMetadata(version, topic_id)
 
 

@@ -67,6 +67,7 @@ from kafkatool.logdir import (
     PartitionDir,
     resolve_inputs,
 )
+from kafkatool.sniff import looks_like
 
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 
@@ -150,17 +151,28 @@ def log_dir_root_files(path: Path) -> list[Path]:
     return [path / n for n in names if (path / n).is_file()]
 
 
-def plan_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
-    """Every file to dump, in argument order; a dir expands to its files (``logdir.resolve_inputs``)."""
+# The files DumpLogSegments 3.9 dumps (by the text after the last '.'); it ignores or fails on the others.
+KAFKA_DUMPED_KINDS = frozenset({FileKind.LOG, FileKind.KRAFT_SNAPSHOT, FileKind.INDEX, FileKind.TIME_INDEX,
+                                FileKind.TXN_INDEX, FileKind.PRODUCER_SNAPSHOT})
+
+
+def plan_files(paths: Iterable[str | os.PathLike[str]], *, kafka_files_only: bool = False) -> Iterator[Path]:
+    """Every file to dump, in argument order; a dir expands to its files (``logdir.resolve_inputs``).
+
+    ``kafka_files_only``: a dir expands only to the files Kafka's tool dumps (``--format dump-log``: the run is
+    then ``kafka-dump-log.sh --files`` over them); files named on the command line are always dumped."""
+    def expanded(files: Iterable[Path]) -> Iterator[Path]:
+        return (f for f in files if not kafka_files_only or classify(f) in KAFKA_DUMPED_KINDS)
+
     for raw in paths:
         inputs = resolve_inputs([raw])
         yield from inputs.files
         for part in inputs.partitions:
-            yield from partition_files(part)
+            yield from expanded(partition_files(part))
         for ld in inputs.log_dirs:
-            yield from log_dir_root_files(ld.path)
+            yield from expanded(log_dir_root_files(ld.path))
             for part in ld.partitions:
-                yield from partition_files(part)
+                yield from expanded(partition_files(part))
 
 
 def base_offset_of(path: Path) -> int | None:
@@ -213,6 +225,7 @@ class DumpEngine:
     def __init__(self, options: DumpOptions) -> None:
         self.opts = options
         self.totals = _Totals()
+        self._mute = False  # findings made while set are not counted (and dropped by the caller)
 
     @property
     def verify_index(self) -> bool:
@@ -220,13 +233,14 @@ class DumpEngine:
         return o.verify_index or o.verify_index_only or o.kafka_compat
 
     def run(self, paths: Iterable[str | os.PathLike[str]]) -> Iterator[Event]:
-        for path in plan_files(paths):
+        for path in plan_files(paths, kafka_files_only=self.opts.kafka_compat):
             yield from self.dump_file(path)
         yield self.totals.summary()
 
     def finding(self, kind: str, severity: Severity, path: str, message: str, position: int | None = None,
                 offset: int | None = None, **data: Any) -> Finding:
-        return self.totals.count(Finding(kind, severity, path, message, position, offset, data))
+        f = Finding(kind, severity, path, message, position, offset, data)
+        return f if self._mute else self.totals.count(f)
 
     def padding_severity(self) -> Severity:
         return ERROR if self.opts.strict else INFO
@@ -285,11 +299,33 @@ class DumpEngine:
             start = 0
             if self.opts.from_offset is not None and base is not None:
                 start = seek_position(fr, path, base, self.opts.from_offset)
-            yield from self._walk(fr, display, kind, start)
+            looks = None
+            if kind == FileKind.LOG and start == 0 and fr.size and not valid_batch_at(fr.buf, 0, fr.size, fr):
+                looks = looks_like(fr.buf, fr.file_size)
+            if looks is None:
+                yield from self._walk(fr, display, kind, start, base)
+                return
+            yield self.finding("wrong-file-type", ERROR, display,
+                               f"not a log segment: no batch starts at byte 0, and the content looks like {looks}",
+                               0, looks_like=looks)
+            if not self.opts.kafka_compat:
+                yield FileEnd(display, kind, fr.file_size, invalid_bytes=fr.size, stopped="wrong-file-type",
+                              reader_stop=0)
+                return
+            # dump-log: print what Kafka's tool prints for these bytes (it reads any file as a log), without
+            # findings about batches that are not batches.
+            self._mute = True
+            try:
+                for ev in self._walk(fr, display, kind, start, base):
+                    if type(ev) is not Finding:
+                        yield ev
+            finally:
+                self._mute = False
         finally:
             fr.close()
 
-    def _walk(self, fr: FileRecords, display: str, kind: FileKind, start: int) -> Iterator[Event]:
+    def _walk(self, fr: FileRecords, display: str, kind: FileKind, start: int,
+              base_offset: int | None = None) -> Iterator[Event]:
         opts = self.opts
         t = self.totals
         end = fr.size
@@ -322,6 +358,9 @@ class DumpEngine:
         walked = 0  # bytes of every batch the walker returned (filtered or not): Kafka's validBytes
         emitted_bytes = 0
         stopped: str | None = None
+        reader_stop: int | None = None  # where Kafka's reader stops (the first unparseable position)
+        reader_throws = False
+        overflow_reported = False
         p = start
         while stopped is None:
             stream: LogInputStream = fr.batches(p)
@@ -348,6 +387,22 @@ class DumpEngine:
                         first = last_off if not codec_id else None
                         max_ts = first_ts = batch.timestamp  # type: ignore[union-attr]
                         magic = batch.magic
+                    if not 0 <= magic <= MAGIC_V2:
+                        yield self.finding(
+                            "unknown-magic", ERROR, display,
+                            f"batch (offsets ..{last_off}, {size} bytes) has magic {magic}: Kafka writes 0, 1 and 2 "
+                            f"only. Its segment reader takes it for v{2 if magic > MAGIC_V2 else '0/1'}, but a broker "
+                            f"refuses it on produce and replication, and consumers fail on it (CorruptRecordException:"
+                            f" Invalid magic found in record: {magic})", pos, last_off, magic=magic)
+                    if base_offset is not None and not overflow_reported and not (
+                            0 <= last_off - base_offset <= INT32_MAX):
+                        overflow_reported = True
+                        yield self.finding(
+                            "offset-overflow", WARNING, display,
+                            f"batch offset {last_off} does not fit the segment's relative offsets ({base_offset}.."
+                            f"{base_offset + INT32_MAX}): the broker's recovery throws "
+                            "LogSegmentOffsetOverflowException and splits the segment at startup (KAFKA-6264)", pos,
+                            last_off, base_offset=base_offset)
                     # Header-level filters (exact for offsets; for time, records are filtered again below).
                     if from_off is not None and last_off < from_off:
                         last = last_off
@@ -476,36 +531,56 @@ class DumpEngine:
                 break
             at = st.position
             rest = end - at
+            if reader_stop is None:
+                reader_stop, reader_throws = at, st.kind == "corrupt"
+            if end < fr.file_size and st.kind != "corrupt" and batch_fits(buf, at, fr.file_size):
+                # The cut --max-bytes asked for, through a batch that is whole in the file: not damage (Kafka
+                # prints nothing there either).
+                stopped = "max-bytes"
+                reader_stop = None
+                break
             if _all_zero(buf, at, end):
-                yield self.finding("trailing-zeros", self.padding_severity(), display,
+                yield self.finding("trailing-zeros", ERROR if strict else WARNING, display,
                                    f"{rest} zero bytes after the last batch (preallocated segment or a torn write "
                                    "of zeros; the broker's recovery truncates them)", at, bytes=rest)
                 break
+            not_batch = not_a_batch_start(buf, at, end, last, base_offset)
             if st.kind == "short-tail":
-                yield self.finding("torn-tail", ERROR if strict else WARNING, display,
-                                   f"{rest} bytes at the end are too few for a batch header (torn write)", at,
-                                   bytes=rest)
+                if not_batch is None:
+                    yield self.finding("torn-tail", ERROR if strict else WARNING, display,
+                                       f"{rest} bytes at the end are too few for a batch header (torn write)", at,
+                                       bytes=rest)
+                else:
+                    yield self.finding("trailing-garbage", ERROR, display,
+                                       f"{rest} bytes after the last batch are not a batch ({not_batch}); the "
+                                       "broker's recovery truncates them", at, bytes=rest, reason=not_batch)
                 break
             if strict:
-                kind_ = "torn-tail" if st.kind == "size-past-end" else "corrupt"
+                kind_ = "torn-tail" if st.kind == "size-past-end" and not_batch is None else "corrupt"
                 yield self.finding(kind_, ERROR, display, f"{st.message}; stopping here (--strict)", at, bytes=rest)
                 stopped = "strict"
                 break
             q = find_next_batch(buf, at + 1, end, opts.resync_limit, fr)
             if q is None:
                 scanned = min(rest, opts.resync_limit)
-                if st.kind == "size-past-end":
+                if scanned < rest - 1:
+                    yield self.finding("corrupt", ERROR, display,
+                                       f"{st.message}; no valid batch in the next {scanned} bytes, {rest} bytes "
+                                       "not dumped (--resync-limit)", at, bytes=rest)
+                elif not_batch is None:
                     yield self.finding("torn-tail", WARNING, display,
                                        f"{st.message} and no valid batch follows (torn write of the last batch)",
                                        at, bytes=rest)
                 else:
-                    yield self.finding("corrupt", ERROR, display,
-                                       f"{st.message}; no valid batch in the next {scanned} bytes, {rest} bytes "
-                                       "not dumped", at, bytes=rest)
+                    yield self.finding("trailing-garbage", ERROR, display,
+                                       f"{rest} bytes after the last batch are not a batch ({not_batch}) and no "
+                                       "valid batch follows; the broker's recovery truncates them", at, bytes=rest,
+                                       reason=not_batch)
                 break
             yield self.finding("corrupt-region", ERROR, display,
                                f"{q - at} unparseable bytes ({st.message}); resuming at the next valid batch at "
-                               f"byte {q}", at, bytes=q - at, resume=q)
+                               f"byte {q}", at, bytes=q - at, resume=q,
+                               kafka_reader="throws" if st.kind == "corrupt" else "stops")
             p = q
 
         t.batches += n_batches
@@ -514,9 +589,9 @@ class DumpEngine:
             t.records += n_records
         else:
             t.records_known = False
-        invalid = 0 if stopped == "to-offset" else max(0, end - start - walked)
+        invalid = 0 if stopped in ("to-offset", "max-bytes") else max(0, end - start - walked)
         yield FileEnd(display, kind, fr.file_size, n_batches, n_records if records_known else None, 0, walked,
-                      invalid, stopped)
+                      invalid, stopped, reader_stop, reader_throws)
 
     def _gap(self, display: str, pos: int, prev: int, nxt: int) -> Finding:
         if nxt <= prev:
@@ -527,6 +602,55 @@ class DumpEngine:
 
 
 # ---------------------------------------------------------------------------------------------- helpers
+
+INT32_MAX = 0x7FFFFFFF
+# The largest batch a broker could have written: one produce request (socket.request.max.bytes, 100 MiB by
+# default) raised tenfold. A size field declaring more is not a batch cut short by a crash.
+MAX_PLAUSIBLE_BATCH = 1 << 30
+
+
+def batch_fits(buf: Any, at: int, file_end: int) -> bool:
+    """Is there a whole batch (by its size field) at ``at`` in ``buf[:file_end]``?"""
+    if file_end - at <= LOG_OVERHEAD + 5:
+        return False
+    size: int = LOG_HEADER.unpack_from(buf, at)[1]
+    return size >= RECORD_OVERHEAD_V0 and at + LOG_OVERHEAD + size <= file_end
+
+
+def not_a_batch_start(buf: Any, at: int, end: int, last_offset: int, base_offset: int | None) -> str | None:
+    """Why the bytes at ``at`` (the first that are not a whole batch) cannot be the start of a batch cut short
+    by a crash; None if they can (a torn tail). Only the bytes present are judged: the offset must follow the
+    last batch's and fit the segment, the size must be one a broker can have written, the magic 0..2, the
+    codec one Kafka knows."""
+    n = end - at
+    if n >= 8:
+        offset = int.from_bytes(buf[at:at + 8], "big", signed=True)
+        if offset < 0:
+            return f"offset field {offset}"
+        if last_offset >= 0 and offset <= last_offset:
+            return f"offset {offset} does not follow the last batch's {last_offset}"
+        if base_offset is not None and not 0 <= offset - base_offset <= INT32_MAX:
+            return f"offset {offset} is outside the segment's {base_offset}..{base_offset + INT32_MAX}"
+    if n < 12:
+        return None
+    size = LOG_HEADER.unpack_from(buf, at)[1]
+    if size < RECORD_OVERHEAD_V0:
+        return f"size field {size}, below Kafka's minimum of {RECORD_OVERHEAD_V0}"
+    if size + LOG_OVERHEAD > MAX_PLAUSIBLE_BATCH:
+        return f"size field declares {size + LOG_OVERHEAD} bytes, more than any broker accepts in a batch"
+    if n < 17:
+        return None
+    magic = buf[at + 16]
+    if magic > MAGIC_V2:
+        return f"magic byte {magic}"
+    if magic == MAGIC_V2:
+        if size + LOG_OVERHEAD < RECORD_BATCH_OVERHEAD:
+            return f"{size + LOG_OVERHEAD} bytes is less than a v2 batch header"
+        if n >= 23 and buf[at + 22] & 7 > 4:
+            return f"codec {buf[at + 22] & 7}"
+    elif n >= 18 and (buf[at + 17] & 7 > 3 or buf[at + 17] & 0xF0):
+        return f"v{magic} attributes 0x{buf[at + 17]:02x}"
+    return None
 
 def _all_zero(buf: Any, start: int, end: int) -> bool:
     return start >= end or _NONZERO.search(buf, start, end) is None

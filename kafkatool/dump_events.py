@@ -211,8 +211,15 @@ class FileEnd:
     records: int | None = None  # None when not all counts are known (legacy wrappers in a shallow walk)
     entries: int = 0  # index/checkpoint entries
     valid_bytes: int = 0  # bytes of walked batches
-    invalid_bytes: int = 0  # DumpLogSegments' "Found N invalid bytes at the end": size - walked batch bytes
-    stopped: str | None = None  # "to-offset" or "strict" when the walk ended before the end of the file
+    invalid_bytes: int = 0  # bytes not in any walked batch (skipped regions and the tail)
+    # Why the walk ended before the end of the file: "to-offset", "strict", "max-bytes" (the cut --max-bytes
+    # asked for, not damage) or "wrong-file-type" (the content is another kind of file, see kafkatool.sniff).
+    stopped: str | None = None
+    # Where Kafka's FileLogInputStream stops reading this file (its DumpLogSegments prints "Found <size -
+    # reader_stop> invalid bytes" there), None when it reads to the end; reader_throws: it throws there
+    # (CorruptRecordException: a size field below 14) instead of stopping silently.
+    reader_stop: int | None = None
+    reader_throws: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from array import array
 from bisect import bisect_right
 from collections.abc import Iterator
@@ -198,6 +199,14 @@ def _open_log(engine: DumpEngine, path: Path, display: str) -> Iterator[Event | 
     yield FileRecords(log)
 
 
+def _log_size(index: Path) -> int | None:
+    try:
+        st = os.stat(_sibling(index, LOG_SUFFIX))
+    except OSError:
+        return None
+    return st.st_size if stat.S_ISREG(st.st_mode) else None
+
+
 def _dump_offset_index(engine: DumpEngine, path: Path, display: str, size: int) -> Iterator[Event]:
     opts = engine.opts
     base = _base_offset(path)
@@ -223,11 +232,18 @@ def _dump_offset_index(engine: DumpEngine, path: Path, display: str, size: int) 
             else:
                 yield item
     show = opts.emit_data and not opts.verify_index_only
+    # Without --verify-index the entries are still checked against the .log's size (a stat, no read): an entry
+    # past the end means the log was cut after the index was written.
+    log_size = _log_size(path) if fr is None and n else None
     try:
         buf, end = (fr.buf, fr.size) if fr is not None else (b"", 0)
         prev_off = prev_pos = -1
         for i, (rel, pos) in enumerate(OFFSET_ENTRY.iter_unpack(memoryview(data)[:n * OFFSET_ENTRY_SIZE])):
             off = base + rel
+            if log_size is not None and not 0 <= pos < log_size:
+                yield engine.finding("index-entry-past-end", ERROR, display,
+                                     f"entry {i} maps offset {off} to byte {pos}, outside the {log_size}-byte log",
+                                     i * OFFSET_ENTRY_SIZE, off, index_offset=off, log_position=pos)
             if fr is not None:
                 if i > 0 and (off <= prev_off or pos <= prev_pos):
                     yield engine.finding("index-order", ERROR, display,

@@ -11,7 +11,16 @@ Spec §8.2. The exact tokens, including Kafka's quirks:
   [a,b]``, legacy `` isValid: true crc: C}`` (the stray ``}`` is in 3.9), control records (``dump_control``),
   then with print-data and non-control batches `` key: k`` / `` payload: v``. With --skip-record-metadata the
   line starts with ``| key:``, or `` payload:`` when the key is null (Kafka's ``prefix`` variable).
-* after a ``.log``: ``Found N invalid bytes at the end of <name>`` (only without --max-bytes).
+* after a ``.log``: ``Found N invalid bytes at the end of <name>`` (only without --max-bytes), where N counts
+  every byte from where Kafka's ``FileLogInputStream`` stops (a size field past the end, or 17 bytes or fewer
+  left) to the end of the file. Where kafkatool resumes after a corrupt region, Kafka's tool does not: batch
+  lines stop at the region, the ``Found`` line counts from it, and only kafkatool's findings (stderr) say what
+  follows. Where Kafka's reader throws instead (a size field below 14: zero padding, most garbage), its tool
+  dies with a stack trace and prints no ``Found`` line; so does this writer (the finding says it on stderr).
+* files Kafka's tool does not know: ``Dumping <path>`` then ``Ignoring unknown file <path>`` on stderr, also for
+  ``partition.metadata``, ``meta.properties`` and ``.kafka_cleanshutdown``. A name without a ``.``
+  (``leader-epoch-checkpoint``, ``*-offset-checkpoint``) makes 3.9's tool throw
+  ``StringIndexOutOfBoundsException`` and abort; here a stderr line says so and the next file is dumped.
 * summaries on stderr after all files: index ``Mismatches in :<abs path>`` (newest first: Kafka prepends to a
   Scala List), time index mismatch / out of order / not found (in order), ``Non-consecutive offsets in <abs>``
   (newest first). Kafka iterates hash maps across files; we keep file order.
@@ -61,6 +70,9 @@ from kafkatool.snapshot import ProducerSnapshotEntry
 from kafkatool.txn_index import AbortedTxn
 
 Decoder = Callable[[bytes], str]
+# Files DumpLogSegments 3.9 does not dump (it dispatches on the text after the last '.').
+KAFKA_UNKNOWN_KINDS = frozenset({FileKind.LEADER_EPOCH_CHECKPOINT, FileKind.PARTITION_METADATA,
+                                 FileKind.OFFSET_CHECKPOINT, FileKind.PROPERTIES, FileKind.CLEAN_SHUTDOWN})
 _TS_NAMES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
 _BOOL = {True: "true", False: "false"}
 
@@ -161,7 +173,7 @@ def entry_line(kind: EntryKind, entry: object) -> str:
                 f"lastOffset: {entry.last_offset} lastStableOffset: {entry.last_stable_offset}")
     if isinstance(entry, ProducerSnapshotEntry):
         return snapshot_line(entry)
-    # Not dumped by Kafka's tool: kafkatool's lines in the same style.
+    # Not dumped by Kafka's tool (the dump-log writer leaves them out): the text view's lines, in the same style.
     if isinstance(entry, EpochEntry):
         return f"epoch: {entry.epoch} startOffset: {entry.start_offset}"
     if isinstance(entry, OffsetCheckpointEntry):
@@ -256,11 +268,15 @@ class DumpLogWriter:
         self.time_out_of_order: dict[str, PairSpool] = {}
         self.time_not_found: dict[str, PairSpool] = {}
         self.non_consecutive: dict[str, PairSpool] = {}
+        self.halt: tuple[int, bool] | None = None  # (position, throws) where Kafka's reader stopped in this file
+        self.ignoring = False  # a file Kafka's tool does not dump: no entry lines
 
     def handle(self, ev: Event) -> None:
         t = type(ev)
         if t is BatchEvent:
             assert isinstance(ev, BatchEvent)
+            if self.halt is not None:
+                return  # past a corrupt region: Kafka's tool stopped there
             lines = [batch_line(ev.batch, ev.crc_valid)]
             if ev.records is not None:
                 lines += record_lines(ev.batch, ev.records, print_data=self.print_data,
@@ -269,10 +285,19 @@ class DumpLogWriter:
             self.out.write("\n".join(lines))
         elif t is IndexEntryEvent:
             assert isinstance(ev, IndexEntryEvent)
-            self.out.write(entry_line(ev.kind, ev.entry) + "\n")
+            if not self.ignoring:
+                self.out.write(entry_line(ev.kind, ev.entry) + "\n")
         elif t is FileStart:
             assert isinstance(ev, FileStart)
+            self.halt = None
+            self.ignoring = ev.kind in KAFKA_UNKNOWN_KINDS
             self.out.write(f"Dumping {ev.path}\n")
+            if self.ignoring:
+                if "." in os.path.basename(ev.path):
+                    self.err(f"Ignoring unknown file {ev.path}")
+                else:
+                    self.err(f"kafkatool: {ev.path}: kafka-dump-log.sh 3.9 aborts on a file name without a '.' "
+                             "(StringIndexOutOfBoundsException); not dumped in this format")
             if ev.kind == FileKind.LOG and ev.base_offset is not None:
                 self.out.write(f"Log starting offset: {ev.base_offset}\n")
             elif ev.kind == FileKind.KRAFT_SNAPSHOT:
@@ -282,8 +307,10 @@ class DumpLogWriter:
                     self.out.write(f"Snapshot end offset: {ev.snapshot_end_offset}, epoch: {ev.snapshot_epoch}\n")
         elif t is FileEnd:
             assert isinstance(ev, FileEnd)
-            if ev.kind.is_records and ev.invalid_bytes > 0 and not self.max_bytes_set:
-                self.out.write(f"Found {ev.invalid_bytes} invalid bytes at the end of {os.path.basename(ev.path)}\n")
+            if ev.kind.is_records and not self.max_bytes_set:
+                stop, throws = self.halt if self.halt is not None else (ev.reader_stop, ev.reader_throws)
+                if stop is not None and not throws and ev.size > stop:
+                    self.out.write(f"Found {ev.size - stop} invalid bytes at the end of {os.path.basename(ev.path)}\n")
         elif t is Notice:
             assert isinstance(ev, Notice)
             if ev.kind == NoticeKind.INDEX_EMPTY:
@@ -306,6 +333,8 @@ class DumpLogWriter:
     def _finding(self, f: Finding) -> None:
         k = f.kind
         d = f.data
+        if k == "corrupt-region" and self.halt is None and f.position is not None:
+            self.halt = (f.position, d.get("kafka_reader") == "throws")
         if k == "index-mismatch":
             self._spool(self.index_mismatches, f.path).add(d["index_offset"], d["log_offset"])
         elif k == "time-index-mismatch":
@@ -314,7 +343,7 @@ class DumpLogWriter:
             self._spool(self.time_out_of_order, f.path).add(d["index_timestamp"], d["previous_timestamp"])
         elif k == "time-index-offset-not-found":
             self._spool(self.time_not_found, f.path).add(d["index_offset"], d["log_offset"])
-        elif k in ("offset-gap", "offset-order"):
+        elif k in ("offset-gap", "offset-order") and self.halt is None:
             if self.deep:  # DumpLogSegments follows record offsets only in deep iteration
                 self._spool(self.non_consecutive, f.path).add(d["previous"], d["next"])
             elif k == "offset-order":

@@ -162,7 +162,12 @@ def parse_response(data: bytes, version: int) -> ParsedResponse:
         n = i16()
         if n < 0:
             raise CorruptDataError(f"null topic name (length {n})", position=p - 2)
-        topic = bytes(take(n)).decode("utf-8")
+        at = p
+        try:
+            topic = bytes(take(n)).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise CorruptDataError(f"topic name is not UTF-8 ({e.reason} at byte {at + e.start})",
+                                   position=at + e.start) from None
         for _ in range(_count(i32(), p)):
             partition, error_code, hw, rsize = _PARTITION.unpack(take(_PARTITION.size))
             records = None if rsize == -1 else bytes(take(rsize))

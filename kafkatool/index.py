@@ -129,14 +129,16 @@ def offset_index_sanity_check(path: str | os.PathLike[str], base_offset: int | N
     data = _read_index_bytes(p)
     if len(data) % OFFSET_ENTRY_SIZE:
         raise CorruptDataError(f"Index file {p.name} is corrupt, found {len(data)} bytes which is neither "
-                               f"positive nor a multiple of {OFFSET_ENTRY_SIZE}.", path=p)
+                               f"positive nor a multiple of {OFFSET_ENTRY_SIZE}.", path=p,
+                               position=len(data) - len(data) % OFFSET_ENTRY_SIZE)
     slots = len(data) // OFFSET_ENTRY_SIZE
     if slots:
         rel, _ = OFFSET_ENTRY.unpack_from(data, (slots - 1) * OFFSET_ENTRY_SIZE)
         last = base + rel
         if last < base:
             raise CorruptDataError(f"Corrupt index found, index file ({p}) has non-zero size but the last "
-                                   f"offset is {last} which is less than the base offset {base}.", path=p)
+                                   f"offset is {last} which is less than the base offset {base}.", path=p,
+                                   position=(slots - 1) * OFFSET_ENTRY_SIZE)
 
 
 def time_index_sanity_check(path: str | os.PathLike[str], base_offset: int | None = None) -> None:
@@ -151,14 +153,15 @@ def time_index_sanity_check(path: str | os.PathLike[str], base_offset: int | Non
         if last_ts < first_ts:
             raise CorruptDataError(f"Corrupt time index found, time index file ({p}) has non-zero size but the "
                                    f"last timestamp is {last_ts} which is less than the first entry "
-                                   f"{first_ts}", path=p)
+                                   f"{first_ts}", path=p, position=(slots - 1) * TIME_ENTRY_SIZE)
         if base + last_rel < base:
             raise CorruptDataError(f"Corrupt time index found, time index file ({p}) has non-zero size but the "
                                    f"last offset is {base + last_rel} which is less than the first offset "
-                                   f"{base}", path=p)
+                                   f"{base}", path=p, position=(slots - 1) * TIME_ENTRY_SIZE + 8)
     if len(data) % TIME_ENTRY_SIZE:
         raise CorruptDataError(f"Time index file {p.name} is corrupt, found {len(data)} bytes which is neither "
-                               f"positive nor a multiple of {TIME_ENTRY_SIZE}.", path=p)
+                               f"positive nor a multiple of {TIME_ENTRY_SIZE}.", path=p,
+                               position=len(data) - len(data) % TIME_ENTRY_SIZE)
 
 
 def lookup_offset(entries: list[OffsetPosition], target: int, base_offset: int) -> OffsetPosition:

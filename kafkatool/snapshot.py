@@ -59,7 +59,8 @@ def read_snapshot(path: str | os.PathLike[str]) -> list[ProducerSnapshotEntry]:
     except OSError as e:
         raise InputError(f"cannot read: {e.strerror}", path=p) from None
     if len(data) < HEADER.size:
-        raise CorruptDataError(f"Snapshot is corrupt: {len(data)} bytes is too short for the header", path=p)
+        raise CorruptDataError(f"Snapshot is corrupt: {len(data)} bytes is too short for the header", path=p,
+                               position=0)
     version, crc, count = HEADER.unpack_from(data, 0)
     if version != VERSION:
         raise CorruptDataError(f"Snapshot contained an unknown file version {version}", path=p, position=0)

@@ -66,7 +66,7 @@ def txn_index_sanity_check(path: str | os.PathLike[str], base_offset: int | None
     """``TransactionIndex.sanityCheck``: no entry may end before the segment's base offset."""
     p = Path(path)
     base = offset_from_filename(p.name) if base_offset is None else base_offset
-    for e in read_txn_index(p):
+    for i, e in enumerate(read_txn_index(p)):
         if e.last_offset < base:
             raise CorruptDataError(f"Last offset of aborted transaction {e} in index {p.name} is less than start "
-                                   f"offset {base}", path=p)
+                                   f"offset {base}", path=p, position=i * ENTRY_SIZE)

@@ -17,7 +17,7 @@ import pytest
 from kafkatool import default_records as v2
 from kafkatool.batch import ControlRecordType
 from kafkatool.dump import DumpEngine
-from kafkatool.dump_events import DumpOptions
+from kafkatool.dump_events import DumpOptions, FileEnd, Finding
 from kafkatool.dumplog_format import DumpLogWriter, PairSpool, make_decoder, snapshot_line
 from kafkatool.snapshot import ProducerSnapshotEntry, encode_snapshot
 from kafkatool.txn_index import AbortedTxn, encode_txn_index
@@ -53,17 +53,28 @@ def legacy_crc(magic: int, ts: int, key: bytes | None, value: bytes | None) -> i
     return zlib.crc32(body)
 
 
+# KAFKA-FORMATS.md §8.2's example, verbatim (the lines after "Dumping <path>").
+SPEC_8_2 = """\
+Log starting offset: 0
+baseOffset: 0 lastOffset: 0 count: 1 baseSequence: -1 lastSequence: -1 producerId: -1 producerEpoch: -1 \
+partitionLeaderEpoch: 0 isTransactional: false isControl: false deleteHorizonMs: OptionalLong.empty position: 0 \
+CreateTime: 1700000000000 size: 70 magic: 2 compresscodec: none crc: 3919285720 isvalid: true
+| offset: 0 CreateTime: 1700000000000 keySize: 1 valueSize: 1 sequence: -1 headerKeys: [] key: k payload: v"""
+
+
 def test_spec_8_2_example_v2_one_record(tmp_path):
-    p = seg(tmp_path, G["v2_none_1rec"])
+    # The golden bytes are a producer's batch (partitionLeaderEpoch -1); §8.2 shows it as a broker stored it, with
+    # the leader epoch stamped (0). The epoch is outside the CRC-32C, so the crc and isvalid stay the same.
+    data = bytearray(G["v2_none_1rec"])
+    assert struct.unpack_from(">i", data, 12) == (-1,)
+    struct.pack_into(">i", data, 12, 0)
+    p = seg(tmp_path, bytes(data))
     out, err = dumplog([p], print_data=True)
-    assert out == [
-        f"Dumping {p}",
-        "Log starting offset: 0",
-        f"baseOffset: 0 lastOffset: 0 count: 1 {V2_DEFAULTS} position: 0 CreateTime: 1700000000000 size: 70 "
-        "magic: 2 compresscodec: none crc: 3919285720 isvalid: true",
-        "| offset: 0 CreateTime: 1700000000000 keySize: 1 valueSize: 1 sequence: -1 headerKeys: [] key: k payload: v",
-    ]
+    assert out == [f"Dumping {p}", *SPEC_8_2.splitlines()]
     assert err == []
+    # As the producer wrote it: only the epoch differs.
+    out, _ = dumplog([seg(tmp_path, G["v2_none_1rec"])], print_data=True)
+    assert out[2] == SPEC_8_2.splitlines()[1].replace("partitionLeaderEpoch: 0", "partitionLeaderEpoch: -1")
 
 
 def test_appendix_a_v0_and_v1_one_record_lines(tmp_path):
@@ -206,10 +217,83 @@ def test_found_invalid_bytes_and_max_bytes(tmp_path):
     out, _ = dumplog([p])
     assert out[-1] == f"Found 40 invalid bytes at the end of {p.name}"
     assert len([x for x in out if x.startswith("baseOffset")]) == 3
-    out, _ = dumplog([p], max_bytes=len(data) + 20)
+    out, err = dumplog([p], max_bytes=len(data) + 20)
     assert not any(x.startswith("Found") for x in out)  # Kafka: only when --max-bytes is unset
-    out, _ = dumplog([p], max_bytes=len(data) // 3 + 10)
+    # (the 40 bytes are damage in the file, not a cut: they stay a finding on stderr)
+    assert len(err) == 1 and "trailing-garbage" in err[0]
+    out, err = dumplog([p], max_bytes=len(data) // 3 + 10)
     assert len([x for x in out if x.startswith("baseOffset")]) == 1
+    assert err == []  # the cut --max-bytes asked for is not damage: no finding either
+
+
+def test_max_bytes_cut_is_not_a_finding(tmp_path):
+    data = b"".join(v2_batches(3))
+    p = seg(tmp_path, data)
+    for cut in (len(data) // 3 + 10, len(data) // 3 + 5, len(data) - 1):
+        evs = list(DumpEngine(DumpOptions(max_bytes=cut, deep=True)).run([p]))
+        assert [e for e in evs if isinstance(e, Finding)] == [], cut
+        (end,) = [e for e in evs if isinstance(e, FileEnd)]
+        assert (end.stopped, end.invalid_bytes, end.reader_stop) == ("max-bytes", 0, None)
+    # Damage at the cut is still damage: a torn last batch whose end is past the end of the file too.
+    p = seg(tmp_path, data[:-30])
+    evs = list(DumpEngine(DumpOptions(max_bytes=len(data) - 40)).run([p]))
+    last = sum(len(b) for b in v2_batches(3)[:2])
+    assert [(f.kind, f.position) for f in evs if isinstance(f, Finding)] == [("torn-tail", last)]
+
+
+def test_resync_is_not_shown_as_kafka_would_not_resync(tmp_path):
+    # A size field past the end mid-file: Kafka's reader stops silently there and its tool prints
+    # "Found <everything after> invalid bytes"; kafkatool resumes, but in this format only on stderr.
+    batches = v2_batches(4)
+    bad = bytearray(batches[1])
+    struct.pack_into(">i", bad, 8, 1_000_000)
+    data = batches[0] + bytes(bad) + batches[2] + batches[3]
+    p = seg(tmp_path, data)
+    out, err = dumplog([p], deep=True)
+    assert [x.split(" lastOffset")[0] for x in out if x.startswith("baseOffset")] == ["baseOffset: 0"]
+    assert out[-1] == f"Found {len(data) - len(batches[0])} invalid bytes at the end of {p.name}"
+    assert len(err) == 1 and err[0].startswith(f"kafkatool: error: corrupt-region: {p} at byte {len(batches[0])}: ")
+    assert "resuming at the next valid batch" in err[0]
+
+
+def test_a_size_below_14_kills_kafkas_tool_no_found_line(tmp_path):
+    # Kafka's reader throws CorruptRecordException on a size field below 14 (zero padding, most garbage): its tool
+    # dies with a stack trace and prints no "Found" line. A zero tail of 17 bytes or fewer is only trailing bytes.
+    data = b"".join(v2_batches(2))
+    out, err = dumplog([seg(tmp_path, data + bytes(4096))])
+    assert not any(x.startswith("Found") for x in out)
+    assert len(err) == 1 and "warning: trailing-zeros:" in err[0]
+    p = seg(tmp_path, data + bytes(17))
+    out, _ = dumplog([p])
+    assert out[-1] == f"Found 17 invalid bytes at the end of {p.name}"
+    bad = bytearray(v2_batches(3)[2])
+    struct.pack_into(">i", bad, 8, 5)
+    out, err = dumplog([seg(tmp_path, data + bytes(bad) + v2_batches(4)[3])], deep=True)
+    assert len([x for x in out if x.startswith("baseOffset")]) == 2 and not any(x.startswith("Found") for x in out)
+    assert "corrupt-region" in err[0]
+
+
+def test_files_kafka_does_not_dump_print_nothing_but_dumping(tmp_path):
+    # DumpLogSegments dispatches on the text after the last '.': partition.metadata, meta.properties and
+    # .kafka_cleanshutdown are unknown; a name without a '.' makes 3.9 throw StringIndexOutOfBoundsException.
+    (tmp_path / "partition.metadata").write_text("version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAA\n")
+    (tmp_path / "meta.properties").write_text("version=1\nnode.id=1\n")
+    (tmp_path / "leader-epoch-checkpoint").write_text("0\n1\n4 0\n")
+    (tmp_path / "recovery-point-offset-checkpoint").write_text("0\n1\nt 0 5\n")
+    names = ["partition.metadata", "meta.properties", "leader-epoch-checkpoint", "recovery-point-offset-checkpoint"]
+    paths = [tmp_path / n for n in names]
+    out, err = dumplog(paths)
+    assert out == [f"Dumping {p}" for p in paths]
+    assert err[:2] == [f"Ignoring unknown file {paths[0]}", f"Ignoring unknown file {paths[1]}"]
+    assert all("StringIndexOutOfBoundsException" in e for e in err[2:]) and len(err) == 4
+    # A partition dir expands to the files Kafka's tool dumps.
+    log = write_segment(tmp_path / "t-0", v2_batches(2))
+    (log.parent / "leader-epoch-checkpoint").write_text("0\n1\n4 0\n")
+    (log.parent / "partition.metadata").write_text("version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAA\n")
+    out, err = dumplog([log.parent])
+    assert [x for x in out if x.startswith("Dumping")] == [
+        f"Dumping {log}", f"Dumping {log.with_suffix('.index')}", f"Dumping {log.with_suffix('.timeindex')}"]
+    assert err == []
 
 
 def test_non_consecutive_offsets_newest_first(tmp_path):

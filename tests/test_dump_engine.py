@@ -63,16 +63,44 @@ def test_torn_tail_is_a_warning_at_the_last_batch(tmp_path):
 
 
 def test_few_trailing_bytes_are_a_torn_tail(tmp_path):
-    p = write(tmp_path, b"".join(BATCHES) + b"\x01" * 9)
+    nxt = v2_batches(11)[10]  # the batch that would follow, offsets 50..54
+    p = write(tmp_path, b"".join(BATCHES) + nxt[:9])
     _, findings, end, _ = run(p)
     assert kinds(findings) == [("torn-tail", "warning", at(10))] and end.invalid_bytes == 9
 
 
-def test_trailing_zeros_are_info_unless_strict(tmp_path):
+@pytest.mark.parametrize("tail,reason", [
+    (b"\x01" * 9, "offset 72340172838076673 is outside the segment's 0..2147483647"),
+    (struct.pack(">q", 40) + b"\x00\x00", "offset 40 does not follow the last batch's 49"),
+    (struct.pack(">q", -7), "offset field -7"),
+    (struct.pack(">qi", 50, 0x72617368),
+     "size field declares 1918989172 bytes, more than any broker accepts in a batch"),
+    (struct.pack(">qiib", 50, 100, -1, 9), "magic byte 9"),
+    (struct.pack(">qiib", 50, 40, -1, 2), "52 bytes is less than a v2 batch header"),
+])
+def test_bytes_that_cannot_start_a_batch_are_trailing_garbage(tmp_path, tail, reason):
+    # A torn tail is a plausible batch cut short; these bytes cannot be one (offset, size, magic).
+    p = write(tmp_path, b"".join(BATCHES) + tail)
+    _, findings, end, s = run(p)
+    assert kinds(findings) == [("trailing-garbage", "error", at(10))] and end.invalid_bytes == len(tail)
+    assert findings[0].data["reason"] == reason and s.errors == 1
+
+
+def test_text_appended_to_a_segment_is_trailing_garbage_not_a_torn_tail(tmp_path):
+    # An appended text line: its "size field" claims 1.9 GB in a 6.5 KB file.
+    p = write(tmp_path, b"".join(BATCHES) + b"oops: this line was appended by a script\n")
+    _, findings, _, _ = run(p)
+    assert kinds(findings) == [("trailing-garbage", "error", at(10))]
+    assert "no valid batch follows" in findings[0].message
+
+
+def test_trailing_zeros_are_a_warning_an_error_with_strict(tmp_path):
+    # Kafka's reader throws on the size 0 and the broker's recovery truncates there: a finding (exit 1).
     p = write(tmp_path, b"".join(BATCHES) + bytes(10_000))
     batches, findings, end, s = run(p)
-    assert len(batches) == 10 and kinds(findings) == [("trailing-zeros", "info", at(10))]
-    assert end.invalid_bytes == 10_000 and s.errors == s.warnings == 0
+    assert len(batches) == 10 and kinds(findings) == [("trailing-zeros", "warning", at(10))]
+    assert end.invalid_bytes == 10_000 and (s.errors, s.warnings) == (0, 1)
+    assert (end.reader_stop, end.reader_throws) == (at(10), True)
     _, findings, _, s = run(p, strict=True)
     assert kinds(findings) == [("trailing-zeros", "error", at(10))] and s.errors == 1
 
@@ -83,12 +111,12 @@ def test_garbage_mid_file_resumes_at_the_next_valid_batch(tmp_path):
     p = write(tmp_path, data)
     batches, findings, end, s = run(p, deep=True)
     assert kinds(findings) == [("corrupt-region", "error", at(3))]
-    assert findings[0].data == {"bytes": len(garbage), "resume": at(3) + len(garbage)}
+    assert findings[0].data == {"bytes": len(garbage), "resume": at(3) + len(garbage), "kafka_reader": "stops"}
     assert [r.offset for b in batches for r in b.records or []] == list(range(50))
     assert end.invalid_bytes == len(garbage) and s.errors == 1
     # --strict stops there, like the broker's recovery would.
     batches, findings, end, _ = run(p, strict=True)
-    assert len(batches) == 3 and kinds(findings) == [("torn-tail", "error", at(3))]
+    assert len(batches) == 3 and kinds(findings) == [("corrupt", "error", at(3))]  # not a plausible batch start
     assert end.stopped == "strict"
 
 
@@ -112,7 +140,9 @@ def test_zero_hole_mid_file_then_valid_batches(tmp_path):
 def test_corruption_with_nothing_valid_after_it(tmp_path):
     p = write(tmp_path, b"".join(BATCHES[:2]) + b"\x00" * 8 + struct.pack(">i", 3) + b"\x07" * 500)
     _, findings, end, _ = run(p)
-    assert kinds(findings) == [("corrupt", "error", at(2))] and end.invalid_bytes == 512
+    assert kinds(findings) == [("trailing-garbage", "error", at(2))] and end.invalid_bytes == 512
+    assert findings[0].data["reason"] == "offset 0 does not follow the last batch's 9"
+    assert (end.reader_stop, end.reader_throws) == (at(2), True)  # size 3: Kafka's reader throws
 
 
 def test_resync_scan_is_bounded(tmp_path):
@@ -228,3 +258,36 @@ def test_legacy_batches_counted_exactly_on_request(tmp_path, magic, codec):
     assert end.records == 4 and s.records == 4
     _, _, end, _ = run(p)
     assert end.records == (4 if codec == Codec.NONE else None)
+
+
+def _sniff_cases() -> dict[str, tuple[bytes, str | None]]:
+    from kafkatool.index import OffsetPosition, TimestampOffset, encode_offset_index, encode_time_index
+    from kafkatool.snapshot import ProducerSnapshotEntry, encode_snapshot
+    from kafkatool.txn_index import AbortedTxn, encode_txn_index
+
+    return {
+        "index": (encode_offset_index([OffsetPosition(7, 4096), OffsetPosition(19, 8192)], 0) + bytes(64),
+                  "an offset index (.index: 2 entries"),
+        "timeindex": (encode_time_index([TimestampOffset(TS, 7), TimestampOffset(TS + 1, 9)], 0),
+                      "a time index (.timeindex: 2 entries"),
+        "txnindex": (encode_txn_index([AbortedTxn(5, 10, 20, 10), AbortedTxn(6, 30, 31, 30)]),
+                     "a transaction index (.txnindex: 2 aborted"),
+        "snapshot": (encode_snapshot([ProducerSnapshotEntry(1, 0, 9, 100, 9, TS, 0, -1)]),
+                     "a producer state snapshot (.snapshot: version 1, 1 producers)"),
+        "checkpoint": (b"0\n1\norders 0 42\n", "a text file (first line '0'"),
+        # Damage at byte 0 of a real segment is not another file type: it stays a finding about the log.
+        "damaged segment": (b"\xff" * 12 + b"".join(BATCHES)[12:], None),
+        "random": (bytes(range(256)) * 3, None),
+    }
+
+
+@pytest.mark.parametrize("case", sorted(_sniff_cases()))
+def test_wrong_file_type_is_named_by_its_content(tmp_path, case):
+    data, looks = _sniff_cases()[case]
+    batches, findings, end, s = run(write(tmp_path, data))
+    if looks is None:
+        assert "wrong-file-type" not in [f.kind for f in findings] and findings
+        return
+    assert batches == [] and kinds(findings) == [("wrong-file-type", "error", 0)], findings
+    assert findings[0].data["looks_like"].startswith(looks), findings[0].data
+    assert (end.stopped, end.invalid_bytes, s.errors) == ("wrong-file-type", len(data), 1)

@@ -29,6 +29,7 @@ import pytest
 from kafkatool import default_records as v2
 from kafkatool.default_records import crc32c
 from kafkatool.file_records import iter_batches
+from tests.conftest import run_cli
 from tests.interop.corpus import Corpus
 from tests.kafkaref import CORRUPT, OK, TRAILING, Dump, KafkaRef
 from tests.refjson import assert_same_dump, our_dump
@@ -356,3 +357,36 @@ def test_negative_lengths_read_as_null_like_kafka(kafka_ref: KafkaRef, tmp_path:
     assert_same_dump(our_dump(path), theirs, context="negative lengths")
     # The bytes differ from the canonical encoding only in the length varints.
     assert len(crafted) == len(good)
+
+
+def _dumplog_parity_cases() -> list[str]:
+    return [n for n in HOSTILE_LOGS if n not in BOMBS]
+
+
+@pytest.mark.parametrize("name", _dumplog_parity_cases())
+def test_dump_log_format_stops_where_kafkas_tool_stops(damaged: dict[str, Any], name: str) -> None:
+    """``kafkatool dump --format dump-log --deep`` prints what kafka-dump-log.sh 3.9 prints for the hostile
+    corpus, where Kafka's tool prints something: the batch lines of the batches its reader returns (same
+    positions), then ``Found N invalid bytes at the end of <name>`` when the reader stops silently before the
+    end (N = the bytes from there), and no Found line when the reader throws (Kafka's tool dies there). A
+    failure inside a batch (CRC, records) is left out: DumpLogSegments prints such a batch as ``isvalid:
+    false`` and goes on where kafka-ref's dump throws, so kafka-ref's verdict does not say what the tool prints."""
+    path, theirs = damaged[name]
+    if theirs.error is not None and theirs.error["stage"] != "next-batch":
+        pytest.skip(f"Kafka fails inside a batch ({theirs.error['stage']}): DumpLogSegments goes on")
+    r = run_cli("dump", "--format", "dump-log", "--deep", path)
+    assert "Traceback" not in r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == f"Dumping {path}"
+    positions = [int(x.split(" position: ")[1].split()[0]) for x in lines if x.startswith("baseOffset: ")]
+    found = [x for x in lines if x.startswith("Found ")]
+    if theirs.error is not None:  # the reader throws (a size field below 14)
+        assert positions == [b["position"] for b in theirs.batches][:theirs.error["batches_ok"]]
+        assert found == []
+        return
+    assert positions == [b["position"] for b in theirs.batches]
+    if theirs.truncated is None:
+        assert found == []
+    else:
+        assert found == [f"Found {theirs.truncated['trailing_bytes']} invalid bytes at the end of {path.name}"]
+        assert lines[-1] == found[0]
