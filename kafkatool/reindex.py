@@ -117,7 +117,13 @@ class SegmentResult:
 
 def _log_findings(task: SegmentTask, r: SegmentRecovery) -> list[Finding]:
     out = []
-    if r.fatal == "invalid-offset":
+    if r.control is not None:
+        c = r.control
+        cut = task.size - r.broker_truncates_to
+        lost = f"recovery would truncate {cut} bytes at byte {r.broker_truncates_to}; " if cut else ""
+        out.append(Finding("log-load-fails", Severity.ERROR, "malformed-marker",
+                           f"{lost}{c.describe()}; no index files are written for it"))
+    elif r.fatal == "invalid-offset":
         out.append(Finding("log-invalid-offset", Severity.ERROR, "invalid-offset",
                            f"{r.error.message if r.error else ''} at byte {r.error.position if r.error else '?'}: "
                            "the broker's recovery would empty this segment; no index files are written for it"))
