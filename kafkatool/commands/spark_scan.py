@@ -224,8 +224,14 @@ def spark_scan(
         spark = build_session(settings, warn=lambda s: out.finding(f"warning: {s}"))
         if not local:
             from kafkatool.spark.job import preflight
+            from kafkatool.spark.ship import from_shipped_zip
 
-            preflight(spark)
+            for host, python, version, origin in sorted({(p["host"], p["python"], p["kafkatool"],
+                                                          p["kafkatool_file"]) for p in preflight(spark)}):
+                out.note(f"executor {host}: Python {python}, kafkatool {version} from {origin}")
+                if not from_shipped_zip(origin):
+                    out.finding(f"warning: executor {host} imports kafkatool from {origin}, not from the shipped "
+                                "kafkatool.zip (an installed kafkatool shadows it)")
         parallelism = int(spark.sparkContext.defaultParallelism)
     else:
         parallelism = cores
