@@ -7,9 +7,12 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
+
+import pytest
 
 from kafkatool.checkpoints import encode_offset_checkpoint
 from kafkatool.logdir import TopicPartition
@@ -148,6 +151,41 @@ def test_in_place_refuses_while_a_broker_holds_the_lock(tmp_path):
         holder.kill()
         holder.wait()
     assert fcntl is not None
+
+
+@pytest.mark.interop
+def test_in_place_refuses_while_a_java_process_holds_the_lock_as_kafka_does(tmp_path):
+    """Kafka's FileLock: FileChannel.open(CREATE, READ, WRITE).tryLock() (server-common FileLock.java), held by
+    a real JVM, not a Python model of it: --in-place (with and without backups, in parallel) exits 3 and
+    changes nothing."""
+    if shutil.which("java") is None:
+        pytest.fail("java is needed (JDK 17+), as for every interop test")
+    root = make_log_dir(tmp_path)
+    before = digest(root)
+    src = tmp_path / "HoldLock.java"
+    src.write_text(
+        "import java.nio.channels.FileChannel; import java.nio.file.*;\n"
+        "public class HoldLock { public static void main(String[] a) throws Exception {\n"
+        "  FileChannel ch = FileChannel.open(Paths.get(a[0]), StandardOpenOption.CREATE, StandardOpenOption.READ,"
+        " StandardOpenOption.WRITE);\n"
+        "  if (ch.tryLock() == null) throw new IllegalStateException(\"not locked\");\n"
+        "  System.out.println(\"locked\"); System.out.flush(); Thread.sleep(60000); } }\n")
+    holder = subprocess.Popen(["java", "-Xmx64m", str(src), str(root / ".lock")], stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        for args in (("--in-place",), ("--in-place", "--no-backup", "--jobs", "2")):
+            r = run_cli("reindex-time", root, *args)
+            assert r.returncode == 3 and "a live broker holds this log dir's .lock" in r.stderr, r.stderr
+            assert r.stderr.count("\n") == 1
+        after = digest(root)
+        before.pop(".lock", None)
+        after.pop(".lock", None)
+        assert after == before
+        assert run_cli("reindex-time", root).returncode == 1  # --check reads only: not refused
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 def test_jobs_give_the_same_results(tmp_path):
