@@ -229,8 +229,10 @@ def spark_scan(
             from kafkatool.spark.job import preflight
             from kafkatool.spark.ship import from_shipped_zip
 
+            # .get: an executor importing another (older) kafkatool returns an older probe's keys
             for host, python, version, origin in sorted({(p["host"], p["python"], p["kafkatool"],
-                                                          p["kafkatool_file"]) for p in preflight(spark)}):
+                                                          p.get("kafkatool_file") or "an unknown place (an older "
+                                                          "kafkatool's probe)") for p in preflight(spark)}):
                 out.note(f"executor {host}: Python {python}, kafkatool {version} from {origin}")
                 if not from_shipped_zip(origin):
                     out.finding(f"warning: executor {host} imports kafkatool from {origin}, not from the shipped "
