@@ -10,9 +10,11 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
@@ -21,7 +23,7 @@ import kafkatool
 from kafkatool.scan import run_local
 from kafkatool.scan_report import keyshare_setup, keyshare_tables, segment_row, topic_shares
 from kafkatool.spark.plan import discover, make_plan
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT, CliResult
 from tests.scan.dump_totals import assert_scan_equals_dump
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -46,17 +48,52 @@ def _wait_for(path: Path, text: str, proc: subprocess.Popen[bytes], deadline: fl
     raise TimeoutError(f"{path.name}: no {text!r} within {START_TIMEOUT}s:\n{path.read_text(errors='replace')}")
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _gone(proc: subprocess.Popen[Any], seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        proc.poll()  # reap the leader: a zombie still counts as a member of its group
+        if not _group_alive(proc.pid):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def _stop(proc: subprocess.Popen[Any]) -> None:
+    """SIGTERM, then SIGKILL, the whole process group ``proc`` leads (started with ``start_new_session``: a
+    worker's executor JVMs, a driver's spark-submit JVM), each with a bounded wait; raise if it survives."""
+    pgid = proc.pid
+    for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=10)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait(timeout=10)
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            break
+        if _gone(proc, 10.0):
+            break
+    proc.poll()
+    if _group_alive(pgid):
+        raise RuntimeError(f"process group {pgid} ({proc.args}) survived SIGKILL")
+
+
+def _run_cli_in_group(*args: str | os.PathLike[str], env: dict[str, str], timeout: float) -> CliResult:
+    """``run_cli``, but the driver and its spark-submit JVM in their own process group, stopped as a whole
+    whether the run ends or times out (run_cli's timeout would kill only the Python process)."""
+    full_env = dict(os.environ, NO_COLOR="1", COLUMNS="200", **env)
+    full_env["PYTHONPATH"] = str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")
+    proc = subprocess.Popen([sys.executable, "-m", "kafkatool", *map(str, args)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=full_env, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        _stop(proc)
+    return CliResult(proc.returncode, out, err)
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +134,7 @@ def test_spark_scan_on_a_standalone_cluster_equals_the_single_process_scan(clust
     out = tmp_path / "out"
     # The mixed dir (damage, kafka-ref batches, known key routing) and a `kafkatool sample` dir in one run;
     # many ranges (16 KiB) in few tasks: one 1-core worker.
-    r = run_cli("spark-scan", mixed_dir.path, sample_dir, "--master", master, "--driver-host", "127.0.0.1",
+    r = _run_cli_in_group("spark-scan", mixed_dir.path, sample_dir, "--master", master, "--driver-host", "127.0.0.1",
                 "--memory", "1536MiB", "--split-size", "16KiB", "--task-size", "1GiB", "--stats", "--key-sharing", "5",
                 "--format", "json", "--output", out,
                 env={"SPARK_LOCAL_IP": "127.0.0.1", "KAFKATOOL_SPARK_FAST_JVM": "1"}, timeout=300)
