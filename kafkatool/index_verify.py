@@ -57,6 +57,7 @@ MISSING = "missing"
 UNTRIMMED = "untrimmed"
 CORRUPT = "corrupt"
 STALE = "stale"
+PAST_INVALID_BATCH = "past-invalid-batch"
 VALID_DIFFERENT = "valid-different"
 OK = "ok"
 
@@ -213,6 +214,12 @@ class SegmentFacts:
     max_timestamp: int  # -1: no timestamps (v0)
     active: bool  # the partition's last segment
     broker_rebuilds: bool  # the broker recovers this segment at startup anyway (its .index is missing)
+    log_size: int | None = None  # the .log's size on disk (None: valid_bytes)
+    invalid_batch: bool = False  # recovery stops at an invalid batch with more log after it (not a torn tail)
+
+    @property
+    def size(self) -> int:
+        return self.valid_bytes if self.log_size is None else self.log_size
 
 
 def _n(count: int, word: str) -> str:
@@ -269,6 +276,8 @@ def check_offset_index(disk: OnDiskIndex | None, answers: OffsetEntriesCheck | N
         last = facts.last_offset if facts.last_offset is not None else facts.base_offset - 1
         before_base = off < facts.base_offset
         past = (pos >= facts.valid_bytes) | (off > last)
+        # Past an invalid batch the log still holds bytes the walk did not check: not stale, unverifiable.
+        unchecked = past & (pos < facts.size) if facts.invalid_batch else np.zeros(n, bool)
         prev_off = np.concatenate(([np.iinfo(np.int64).min], off[:-1]))
         prev_pos = np.concatenate(([-1], pos[:-1]))
         not_increasing = (off <= prev_off) | (pos <= prev_pos)
@@ -285,33 +294,51 @@ def check_offset_index(disk: OnDiskIndex | None, answers: OffsetEntriesCheck | N
                 (after_target, CORRUPT, "lookup-after-target",
                  "a batch before the position holds offsets up to or past the entry's: fetches for them start "
                  "too late and skip records"),
-                (past, STALE, "past-end",
+                (past & ~unchecked, STALE, "past-end",
                  f"points past the end of the log (valid bytes {facts.valid_bytes}, last offset {last}): the log "
-                 "was truncated after this index was written; the broker would compute a wrong log end offset")):
+                 "was truncated after this index was written; the broker would compute a wrong log end offset"),
+                (unchecked, PAST_INVALID_BATCH, "after-invalid-batch",
+                 _past_invalid_text(f"at or past byte {facts.valid_bytes}"))):
             if mask.any():
                 i, count = _first(mask)
+                sev = Severity.INFO if kind == PAST_INVALID_BATCH else _cap(Severity.ERROR, facts)
                 check.findings.append(Finding(
-                    kind, _cap(Severity.ERROR, facts), reason,
+                    kind, sev, reason,
                     f"{count} of {_n(n, 'entry')}: {text} (first: entry {i}, offset {int(off[i])} position "
                     f"{int(pos[i])})",
                     i, count))
     if any(f.kind in (CORRUPT, STALE) for f in check.findings):
         return check
-    if disk.raw != rebuilt:
-        check.findings.append(_offset_difference(disk, answers, rebuilt))
+    k = n - _unchecked_entries(check)
+    if disk.raw[:OFFSET_ENTRY_SIZE * k] != rebuilt:
+        check.findings.append(_offset_difference(disk, answers, rebuilt, k))
     return check
 
 
-def _offset_difference(disk: OnDiskIndex, answers: OffsetEntriesCheck | None, rebuilt: bytes) -> Finding:
-    n = disk.entries
+def _unchecked_entries(check: IndexCheck) -> int:
+    """Entries reported as past an invalid batch (a suffix of an ordered file): left out of the comparison."""
+    return sum(f.count for f in check.findings if f.kind == PAST_INVALID_BATCH)
+
+
+def _past_invalid_text(where: str) -> str:
+    return (f"{where}, where the broker's recovery stops at an invalid batch (see the .log finding): not stale, "
+            "the log still holds those bytes, but they cannot be checked. If the broker "
+            "recovers this segment it cuts the log there (or empties it) and rebuilds both indexes without these "
+            "entries; if it does not (a clean shutdown, below the recovery point), they stay, and so does the "
+            "invalid batch")
+
+
+def _offset_difference(disk: OnDiskIndex, answers: OffsetEntriesCheck | None, rebuilt: bytes,
+                       n: int | None = None) -> Finding:
+    n = disk.entries if n is None else n
     if n == 0:
         return Finding(VALID_DIFFERENT, Severity.WARNING, "empty",
                        f"empty, the rebuild has {_n(len(rebuilt) // OFFSET_ENTRY_SIZE, 'entry')}: valid, but every "
                        "lookup scans the segment from its start")
     reasons = []
     if answers is not None:
-        multi = int((disk.first > answers.batch_last).sum())
-        inside = int((disk.first < answers.batch_last).sum())
+        multi = int((disk.first[:n] > answers.batch_last[:n]).sum())
+        inside = int((disk.first[:n] < answers.batch_last[:n]).sum())
         if multi:
             reasons.append(f"{_n(multi, 'entry')} span several batches (a follower's or the cleaner's multi-batch "
                            "appends before KAFKA-806: last offset of a chunk's last batch at its first batch)")
@@ -347,6 +374,7 @@ def check_time_index(disk: OnDiskIndex | None, answers: TimeEntriesCheck | None,
     if n and answers is not None:
         before_base = off < facts.base_offset
         past = (off > last) | ~answers.found
+        unchecked = past if facts.invalid_batch else np.zeros(n, bool)
         prev_ts = np.concatenate(([-1], ts[:-1]))
         prev_off = np.concatenate(([np.iinfo(np.int64).min], off[:-1]))
         not_increasing = ((ts <= prev_ts) & (np.arange(n) > 0)) | (off < prev_off)
@@ -361,18 +389,28 @@ def check_time_index(disk: OnDiskIndex | None, answers: TimeEntriesCheck | None,
                 (after_target, CORRUPT, "lookup-after-target",
                  "an earlier batch already holds a timestamp at or above the entry's: ListOffsets for it would "
                  "start too late and skip records"),
-                (past, STALE, "past-end",
+                (past & ~unchecked, STALE, "past-end",
                  f"offset past the end of the log (last offset {last}): the log was truncated after this index was "
-                 "written")):
+                 "written"),
+                (unchecked, PAST_INVALID_BATCH, "after-invalid-batch",
+                 _past_invalid_text(f"an offset past {last}, the last one before byte {facts.valid_bytes}"))):
             if mask.any():
                 i, count = _first(mask)
+                sev = Severity.INFO if kind == PAST_INVALID_BATCH else _cap(Severity.ERROR, facts)
                 check.findings.append(Finding(
-                    kind, _cap(Severity.ERROR, facts), reason,
+                    kind, sev, reason,
                     f"{count} of {_n(n, 'entry')}: {text} (first: entry {i}, timestamp {int(ts[i])} offset "
                     f"{int(off[i])})", i, count))
+    unverified = _unchecked_entries(check)
+    if unverified:
+        # The log's largest timestamp lies beyond the walk: compare only the entries before the invalid batch.
+        check.findings.extend(_time_prefix_difference(disk, rebuilt, n - unverified))
+        return check
     if not any(f.kind in (CORRUPT, STALE) for f in check.findings):
         disk_max = int(ts[-1]) if n else -1
-        if has_ts and disk_max != facts.max_timestamp or not has_ts and n:
+        # Past an invalid batch the log may hold larger timestamps: only a maximum below the walked one is wrong.
+        wrong = disk_max < facts.max_timestamp if facts.invalid_batch else disk_max != facts.max_timestamp
+        if has_ts and wrong or not has_ts and n and not facts.invalid_batch:
             if facts.active:
                 sev, why = Severity.INFO, ("the active segment gets its final entry at roll or close, and after an "
                                            "unclean shutdown the broker rebuilds it")
@@ -407,3 +445,15 @@ def _time_difference(disk: OnDiskIndex, answers: TimeEntriesCheck | None, rebuil
     return Finding(VALID_DIFFERENT, Severity.INFO, reason,
                    f"{_n(n, 'entry')}, the rebuild has {len(rebuilt) // TIME_ENTRY_SIZE}; every entry is a valid "
                    "lookup: " + "; ".join(reasons))
+
+
+def _time_prefix_difference(disk: OnDiskIndex, rebuilt: bytes, k: int) -> list[Finding]:
+    """With entries past an invalid batch, the first ``k`` entries against the rebuild's (whose final entry is
+    the maximum of the walked part only, so it is left out when the files differ only there)."""
+    prefix = disk.raw[:k * TIME_ENTRY_SIZE]
+    if rebuilt.startswith(prefix) and len(rebuilt) - len(prefix) <= TIME_ENTRY_SIZE:
+        return []
+    return [Finding(VALID_DIFFERENT, Severity.INFO, "index-points",
+                    f"{_n(k, 'entry')} before the invalid batch, the rebuild has {len(rebuilt) // TIME_ENTRY_SIZE}; "
+                    "the checked ones are valid lookups: different index points (a follower's or cleaner's "
+                    "multi-batch appends, another index.interval.bytes, or counting restarted with the broker)")]

@@ -20,8 +20,13 @@ tight size-only walk plus numpy gathers, the default) and ``method="reference"``
 below, written to read like the Java; the tests hold the two equal).
 
 Failures the broker does not catch inside ``recover()`` are ``fatal``: ``InvalidOffsetException`` (an
-index append with an offset not above the last one: LogLoader then empties the whole segment) and
-``LogSegmentOffsetOverflowException`` (LogLoader splits the segment).
+index append with an offset not above the last one: LogLoader then empties the whole segment),
+``LogSegmentOffsetOverflowException`` (LogLoader splits the segment) and a transaction marker the
+producer-state update rejects (``load-fails``: the broker does not start, see ``recover_control``).
+
+With ``verify`` (the broker always does both) CRCs are checked and so are the transaction markers of control
+batches, as recovery's producer-state update parses them (``recover_control``): an InvalidRecordException
+there keeps the batch and truncates the segment after it, before loading fails.
 """
 
 from __future__ import annotations
@@ -37,17 +42,18 @@ import numpy as np
 import numpy.typing as npt
 
 from kafkatool.batch import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, MAGIC_V0, MAGIC_V2, NO_TIMESTAMP
-from kafkatool.errors import CorruptDataError, CorruptRecordError, InputError, KafkaToolError
+from kafkatool.errors import CorruptDataError, CorruptRecordError, InputError, InvalidRecordError, KafkaToolError
 from kafkatool.file_records import FileRecords, LogInputStream, WalkEnd
 from kafkatool.index import OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE, OffsetPosition, TimestampOffset
 from kafkatool.legacy_records import RECORD_OVERHEAD_V0
+from kafkatool.recover_control import ControlFailure, check_control_batch, ensure_readable
 
 DEFAULT_INDEX_INTERVAL_BYTES = 4096
 INT32_MAX = 0x7FFFFFFF
 V2_OVERHEAD = 61
 
 I64 = npt.NDArray[np.int64]
-Fatal = Literal["invalid-offset", "offset-overflow"]
+Fatal = Literal["invalid-offset", "offset-overflow", "load-fails"]
 
 _LOG = struct.Struct(">qi")
 _V2_LAST_DELTA = struct.Struct(">i")  # at 23
@@ -87,6 +93,7 @@ class SegmentRecovery:
     stop: WalkEnd | None = None  # why the walk ended (torn tail, corrupt size, ...)
     error: KafkaToolError | None = None  # the first invalid batch, as recovery would meet it
     fatal: Fatal | None = None  # an exception recover() does not catch (see the module doc)
+    control: ControlFailure | None = None  # a transaction marker the producer-state update rejects (verify)
 
     @property
     def truncated_bytes(self) -> int:
@@ -98,8 +105,18 @@ class SegmentRecovery:
 
     @property
     def broker_truncates_to(self) -> int:
-        """Byte size of the .log after the broker's recovery: 0 when LogLoader empties the segment."""
-        return 0 if self.fatal == "invalid-offset" else self.valid_bytes
+        """Byte size of the .log after the broker's recovery: 0 when LogLoader empties the segment, unchanged
+        when an exception escapes ``recover()`` before its truncation."""
+        if self.fatal == "invalid-offset":
+            return 0
+        if self.control is not None and self.control.outcome == "unhandled":
+            return self.file_size
+        return self.valid_bytes
+
+    @property
+    def completes(self) -> bool:
+        """``recover()`` returns (its truncation and final time entry happen), whatever LogLoader does next."""
+        return self.fatal is None or (self.control is not None and self.control.outcome == "invalid")
 
     @property
     def offset_entries(self) -> list[OffsetPosition]:
@@ -154,6 +171,19 @@ def invalid_offset(offset: int, slot: int, last: int, what: str, path: str | Non
         f"Attempt to append an offset ({offset}) to slot {slot} of the {what} no larger than the last offset "
         f"appended ({last}): InvalidOffsetException, the broker empties the whole segment", path=path,
         position=position)
+
+
+def control_error(failure: ControlFailure, path: str | None) -> KafkaToolError:
+    """The error a control-batch failure stands for (positioned at the control batch)."""
+    return InvalidRecordError(failure.describe(), path=path, position=failure.position)
+
+
+def apply_control_failure(out: SegmentRecovery, failure: ControlFailure, path: str | None, end: int) -> None:
+    """Recovery stops after the control batch (its bytes are already in validBytes); loading fails either way."""
+    out.control = failure
+    out.error = control_error(failure, path)
+    out.fatal = "load-fails"  # it comes before any later failure of the walk, which it replaces
+    out.stop = WalkEnd("corrupt", failure.end, end - failure.end, out.error.message)
 
 
 def torn(declared: int, remaining: int, position: int) -> WalkEnd:
@@ -288,7 +318,15 @@ def _recover(fr: FileRecords, base_offset: int, interval: int, verify: bool, lat
                 latest_epoch = epoch
         last_offset = batch_last
         batches += 1
+        start = p
         p += size + LOG_OVERHEAD
+        # updateProducerState, after validBytes counted the batch: the transaction marker of a control batch.
+        if verify and magic >= MAGIC_V2 and buf[start + 22] & 0x20:
+            ensure_readable(p - start, fr.path, start)
+            failure = check_control_batch(bytes(buf[start:p]), start)
+            if failure is not None:
+                apply_control_failure(out, failure, fr.path, end)
+                break
         if p >= drop_at:
             fr.drop_before(p)
             drop_at = p + fr.window
@@ -303,10 +341,10 @@ def _recover(fr: FileRecords, base_offset: int, interval: int, verify: bool, lat
     out.offset_of_max_timestamp = max_ts_offset
     # The roll/close entry: maybeAppend(maxTimestampSoFar, shallowOffsetOfMaxTimestampSoFar, skipFullCheck=true),
     # after the log was truncated; an offset below the last entry's throws here too.
-    if out.fatal is None and time_ts and max_ts_offset < time_last_offset:
+    if out.completes and time_ts and max_ts_offset < time_last_offset:
         out.error = invalid_offset(max_ts_offset, len(time_ts), time_last_offset, "time index", fr.path, p)
-        out.fatal = "invalid-offset"
-    elif out.fatal is None and max_ts > time_last_ts:
+        out.fatal, out.control = "invalid-offset", None  # LogLoader empties the segment, marker and all
+    elif out.completes and max_ts > time_last_ts:
         time_ts.append(max_ts)
         time_offsets.append(max_ts_offset)
     out.index_offsets = np.array(index_offsets, np.int64)

@@ -39,6 +39,7 @@ from kafkatool.recover import (
     INT32_MAX,
     V2_OVERHEAD,
     SegmentRecovery,
+    apply_control_failure,
     invalid_offset,
     offset_overflow,
     short_tail,
@@ -46,6 +47,7 @@ from kafkatool.recover import (
     torn,
     v2_too_small,
 )
+from kafkatool.recover_control import ControlFailure, check_control_batch, ensure_readable
 
 I64 = npt.NDArray[np.int64]
 WINDOW = 1 << 20
@@ -379,6 +381,18 @@ class _Builder:
         self.latest_epoch = int(prev[-1])
 
 
+def _first_control_failure(fd: int, path: str, q: I64, sizes: I64, h: npt.NDArray[np.void]) -> ControlFailure | None:
+    """The first control batch of a chunk whose transaction marker the producer-state update rejects."""
+    ctrl = np.flatnonzero((h["magic"] >= MAGIC_V2) & ((h["attributes"] & 0x20) != 0))
+    for i in ctrl.tolist():
+        pos, n = int(q[i]), int(sizes[i])
+        ensure_readable(n, path, pos)
+        failure = check_control_batch(os.pread(fd, n, pos), pos)
+        if failure is not None:
+            return failure
+    return None
+
+
 def _concat(parts: list[I64]) -> I64:
     return np.concatenate(parts) if parts else np.zeros(0, np.int64)
 
@@ -446,6 +460,14 @@ def recover_fast(path: str, size: int, base_offset: int, *, index_interval_bytes
                     h = h[:i]
                     p = bp
                     stop = WalkEnd("corrupt", p, size - p, out.error.message)
+                # With verify, the producer-state step of the (rare) control batches: read each one whole.
+                control: ControlFailure | None = None
+                if verify:
+                    control = _first_control_failure(fd, path, q, sizes, h)
+                    if control is not None:
+                        c = int(np.searchsorted(q, control.position)) + 1  # keep the control batch itself
+                        q, sizes, magic, last, mts = q[:c], sizes[:c], magic[:c], last[:c], mts[:c]
+                        base_off, h = base_off[:c], h[:c]
                 # The index rules on arrays.
                 failure = b.feed(q, last, mts)
                 if failure is not None:
@@ -458,6 +480,10 @@ def recover_fast(path: str, size: int, base_offset: int, *, index_interval_bytes
                     magics.update(np.unique(magic[:k + 1]).tolist())  # recover() saw batch k's header
                     q, sizes, magic, last, mts, base_off = q[:k], sizes[:k], magic[:k], last[:k], mts[:k], base_off[:k]
                     h = h[:k]
+                elif control is not None:  # after the batch's index entries and epoch, as updateProducerState
+                    apply_control_failure(out, control, path, size)
+                    stop = out.stop
+                    p = control.end
                 if len(q):
                     b.feed_epochs(h["epoch"].astype(np.int64), base_off, magic)
                     magics.update(np.unique(magic).tolist())
@@ -480,11 +506,11 @@ def recover_fast(path: str, size: int, base_offset: int, *, index_interval_bytes
     out.epochs = b.epochs
     out.magics = magics
     # The roll/close entry, after the truncation; an offset below the last entry's throws here too.
-    if out.fatal is None and b.time_count and b.max_ts_offset < b.time_last_offset:
+    if out.completes and b.time_count and b.max_ts_offset < b.time_last_offset:
         out.error = invalid_offset(b.max_ts_offset, b.time_count, b.time_last_offset, "time index", path,
                                    out.valid_bytes)
-        out.fatal = "invalid-offset"
-    elif out.fatal is None and b.max_ts > b.time_last_ts:
+        out.fatal, out.control = "invalid-offset", None  # LogLoader empties the segment, marker and all
+    elif out.completes and b.max_ts > b.time_last_ts:
         b.time_ts.append(np.array([b.max_ts], np.int64))
         b.time_offsets.append(np.array([b.max_ts_offset], np.int64))
     out.index_offsets = _concat(b.index_offsets)

@@ -17,7 +17,14 @@
 5. If the log end offset is below ``log-start-offset-checkpoint``, every segment is deleted.
 
 Partition dirs renamed ``*-delete`` are not recovered (the broker deletes them). Recovery checks CRCs
-(``ensureValid``), so the segments it would recover are read in full here too.
+(``ensureValid``) and parses transaction markers (the producer-state update), so the segments it would
+recover are read in full here too. A failure the broker does not survive (an ``InvalidOffsetException`` at
+load, a malformed transaction marker: ``recover_control``) is the last step reported: the broker never gets
+further. Producer-state snapshots themselves are not modelled: a marker in a segment that is not recovered
+is not checked.
+
+Each step carries its figures as fields as well as in its text: ``truncate_at``/``truncated_bytes`` for a
+segment recovery, ``deleted_bytes`` for a deleted segment.
 """
 
 from __future__ import annotations
@@ -89,7 +96,10 @@ class Step:
     path: str | None
     detail: str
     loses_data: bool = False  # bytes or segments of the log are removed
-    fails: bool = False  # the broker would fail to load the partition
+    fails: bool = False  # the broker would fail to load the partition (the last step reported)
+    truncate_at: int | None = None  # recover: the .log's size after the broker's recovery (when it shrinks)
+    truncated_bytes: int | None = None  # recover: bytes the broker removes from the .log (0: none)
+    deleted_bytes: int | None = None  # delete-unflushed / delete-all: the segment files' .log bytes removed
 
 
 @dataclass(slots=True)
@@ -106,8 +116,21 @@ class PartitionRecovery:
     def loses_data(self) -> bool:
         return any(s.loses_data or s.fails for s in self.steps)
 
+    @property
+    def fails(self) -> bool:
+        return any(s.fails for s in self.steps)
+
+    @property
+    def lost_bytes(self) -> int:
+        """Log bytes the broker's startup removes: truncations and deleted segments."""
+        return sum((s.truncated_bytes or 0) + (s.deleted_bytes or 0) for s in self.steps)
+
 
 def _outcome(r: SegmentRecovery) -> str:
+    if r.control is not None:
+        cut = r.file_size - r.broker_truncates_to
+        lost = f"truncates {cut} bytes at byte {r.broker_truncates_to}, then " if cut else ""
+        return f"{lost}fails: {r.control.describe()}"
     if r.fatal == "invalid-offset":
         return f"empties the segment ({r.error.message if r.error else 'InvalidOffsetException'})"
     if r.fatal == "offset-overflow":
@@ -119,6 +142,28 @@ def _outcome(r: SegmentRecovery) -> str:
             why = f"a torn tail: {r.stop.message}" if r.stop else "a torn tail"
         return f"truncates {r.truncated_bytes} bytes at byte {r.valid_bytes} ({why})"
     return "clean"
+
+
+def _recover_step(name: str, r: SegmentRecovery, detail: str, *, loses_data: bool, fails: bool = False) -> Step:
+    kept = r.broker_truncates_to
+    cut = r.file_size - kept
+    return Step("recover", name, detail, loses_data=loses_data, fails=fails,
+                truncate_at=kept if cut else None, truncated_bytes=cut)
+
+
+def _log_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _marker_failure(r: SegmentRecovery, name: str) -> Step:
+    """The end of a load whose recovery met a malformed transaction marker (``recover_control``)."""
+    assert r.control is not None
+    return Step("load-fails", name, f"{r.control.exception} from the transaction marker at byte "
+                f"{r.control.position}, not caught while the producer state is rebuilt: loading the partition "
+                "fails and the broker does not start", fails=True)
 
 
 def simulate(part: PartitionDir, state: LogDirState, *, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
@@ -164,6 +209,7 @@ def simulate(part: PartitionDir, state: LogDirState, *, index_interval_bytes: in
             steps.append(Step("delete-orphan-index", n, "an index file without its .log"))
             del real[n]
     truncated_in_load: set[int] = set()
+    marker: tuple[SegmentRecovery, str, int] | None = None  # a malformed marker recovery kept: loading fails
     for base in logs:
         prefix = f"{base:020d}"
         log = real[prefix + LOG_SUFFIX]
@@ -181,16 +227,23 @@ def simulate(part: PartitionDir, state: LogDirState, *, index_interval_bytes: in
         if reason is not None:
             r = recover_segment(log, base, index_interval_bytes=index_interval_bytes, verify=verify)
             out.rebuilt_segments.append(base)
-            fails = r.fatal == "invalid-offset"
-            steps.append(Step("recover", prefix + LOG_SUFFIX, f"at load, because {reason}: {_outcome(r)}"
-                              + ("; InvalidOffsetException is not caught there: loading the partition fails"
-                                 if fails else ""), loses_data=bool(r.truncated_bytes) and not fails, fails=fails))
+            fails = r.fatal == "invalid-offset" or (r.control is not None and r.control.outcome == "unhandled")
+            steps.append(_recover_step(prefix + LOG_SUFFIX, r, f"at load, because {reason}: {_outcome(r)}"
+                                       + ("; InvalidOffsetException is not caught there: loading the partition "
+                                          "fails" if r.fatal == "invalid-offset" else ""),
+                                       loses_data=bool(r.file_size - r.broker_truncates_to) and not fails,
+                                       fails=fails))
+            if fails:
+                return out  # the broker gets no further
+            if r.control is not None and marker is None:
+                marker = (r, prefix + LOG_SUFFIX, base)
             if r.truncated_bytes:
                 truncated_in_load.add(base)
     # 4. recoverLog
     if part.kind == "delete":
         steps.append(Step("no-recovery", None, "the partition dir is marked for deletion: the broker deletes it"))
         return out
+    sizes = {b: _log_size(real[f"{b:020d}{LOG_SUFFIX}"]) for b in logs}
     if state.clean_shutdown:
         steps.append(Step("no-recovery", None, f"{CLEAN_SHUTDOWN_FILE} is present: no segment is recovered"))
     else:
@@ -204,26 +257,38 @@ def simulate(part: PartitionDir, state: LogDirState, *, index_interval_bytes: in
                                 verify=verify)
             if base not in out.rebuilt_segments:
                 out.rebuilt_segments.append(base)
-            lost = r.fatal == "invalid-offset" or (bool(r.truncated_bytes) and base not in truncated_in_load)
+            unhandled = r.control is not None and r.control.outcome == "unhandled"
+            cut = r.file_size - r.broker_truncates_to
+            lost = r.fatal == "invalid-offset" or (bool(cut) and base not in truncated_in_load)
             outcome = "clean (truncated at load already)" if base in truncated_in_load and not lost else _outcome(r)
-            steps.append(Step("recover", prefix + LOG_SUFFIX,
-                              f"unflushed (recovery point {rp}): rebuilds .index, .timeindex, .txnindex and producer "
-                              f"state: {outcome}", loses_data=lost))
+            steps.append(_recover_step(prefix + LOG_SUFFIX, r,
+                                       f"unflushed (recovery point {rp}): rebuilds .index, .timeindex, .txnindex "
+                                       f"and producer state: {outcome}", loses_data=lost, fails=unhandled))
+            if unhandled:
+                return out  # the exception escapes recover(): the broker gets no further
+            if r.control is not None and marker is None:
+                marker = (r, prefix + LOG_SUFFIX, base)
             if r.fatal == "offset-overflow":
                 continue
             if lost:
                 for later in unflushed[i + 1:]:
                     steps.append(Step("delete-unflushed", f"{later:020d}{LOG_SUFFIX}",
                                       f"after the truncation of segment {base}: deleted with its indexes",
-                                      loses_data=True))
+                                      loses_data=True, deleted_bytes=sizes[later]))
                 break
+            if marker is not None and marker[2] <= base:
+                break  # the next segment's recovery rebuilds the producer state over the marker: it fails there
     # 5. log start offset above the log end
     if logs and not any(s.action == "delete-unflushed" for s in steps):
         last = logs[-1]
         end = recover_segment(real[f"{last:020d}{LOG_SUFFIX}"], last).next_offset
         if end < lso:
             steps.append(Step("delete-all", None, f"log end offset {end} is below the log start offset {lso} "
-                              f"({LOG_START_CHECKPOINT}): every segment is deleted", loses_data=True))
+                              f"({LOG_START_CHECKPOINT}): every segment is deleted", loses_data=True,
+                              deleted_bytes=sum(sizes.values()) - sum(s.truncated_bytes or 0 for s in steps)))
+    # 6. rebuildProducerState over a malformed marker that recovery kept
+    if marker is not None:
+        steps.append(_marker_failure(marker[0], marker[1]))
     return out
 
 

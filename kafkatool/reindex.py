@@ -5,15 +5,18 @@ One job per segment (``check_segment``): read the on-disk ``.index``/``.timeinde
 checks on the same walk (``index_verify``), classify, and in ``output``/``in-place`` mode write the
 rebuilt files. ``run`` works the jobs in parallel processes and yields results in input order.
 
-Writes: ``--output`` writes every rebuilt file into ``DIR/<partition dir>/``; ``--in-place`` replaces the
+Writes: ``--output`` writes every rebuilt file into ``DIR/<partition dir>/`` (``DIR/<log dir>/<partition dir>/``
+when two log dirs hold the same partition name); ``--in-place`` replaces the
 files that differ from the rebuild, each atomically (temp file, fsync, rename, fsync dir) after hard-
 linking the old one to ``<name>.bak``. A ``.log`` file is never opened for writing. Segments whose
 recovery the broker would not finish (``InvalidOffsetException``: it empties the segment; offset
-overflow: it splits it) get no files: writing indexes for them would be wrong either way.
+overflow: it splits it; a malformed transaction marker, with ``--verify``: loading fails) get no files:
+writing indexes for them would be wrong either way.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -117,7 +120,13 @@ class SegmentResult:
 
 def _log_findings(task: SegmentTask, r: SegmentRecovery) -> list[Finding]:
     out = []
-    if r.fatal == "invalid-offset":
+    if r.control is not None:
+        c = r.control
+        cut = task.size - r.broker_truncates_to
+        lost = f"recovery would truncate {cut} bytes at byte {r.broker_truncates_to}; " if cut else ""
+        out.append(Finding("log-load-fails", Severity.ERROR, "malformed-marker",
+                           f"{lost}{c.describe()}; no index files are written for it"))
+    elif r.fatal == "invalid-offset":
         out.append(Finding("log-invalid-offset", Severity.ERROR, "invalid-offset",
                            f"{r.error.message if r.error else ''} at byte {r.error.position if r.error else '?'}: "
                            "the broker's recovery would empty this segment; no index files are written for it"))
@@ -165,8 +174,10 @@ def check_segment(task: SegmentTask, options: ReindexOptions) -> SegmentResult:
         observers.append(time_answers)
     r = recover_fast(str(task.log), task.size, task.base_offset, index_interval_bytes=options.index_interval_bytes,
                      verify=options.verify, observers=observers)
+    invalid_batch = (r.stop is not None and r.stop.kind == "corrupt" and r.valid_bytes < task.size
+                     and not _zeros_follow(task.log, r.valid_bytes, task.size))
     facts = SegmentFacts(task.base_offset, r.valid_bytes, r.last_offset, r.max_timestamp, task.active,
-                         broker_rebuilds=not index_exists)
+                         broker_rebuilds=not index_exists, log_size=task.size, invalid_batch=invalid_batch)
     rebuilt_index, rebuilt_time = r.encode_offset_index(), r.encode_time_index()
     index_check = (check_offset_index(disk_index, offset_answers, rebuilt_index, facts, index_path)
                    if options.offset_index else None)
@@ -216,9 +227,8 @@ def plan(inputs: Inputs, options: ReindexOptions) -> list[SegmentTask]:
             if key in seen:
                 continue
             seen.add(key)
-            mirror = options.output_dir / part.path.name if options.output_dir is not None else None
             tasks.append(SegmentTask(seg.log, seg.base_offset, seg.log.stat().st_size, seg.base_offset == last,
-                                     part.path.name, mirror))
+                                     part.path.name))
 
     for f in inputs.files:
         if not f.name.endswith(LOG_SUFFIX):
@@ -231,7 +241,26 @@ def plan(inputs: Inputs, options: ReindexOptions) -> list[SegmentTask]:
         add_partition(part, match)
     for part in inputs.all_partitions():
         add_partition(part)
+    if options.output_dir is not None:
+        tasks = [dataclasses.replace(t, mirror=m) for t, m in zip(tasks, _mirrors(tasks, options.output_dir),
+                                                                   strict=True)]
     return tasks
+
+
+def _mirrors(tasks: list[SegmentTask], output: Path) -> list[Path]:
+    """``DIR/<partition dir>``; when two log dirs hold the same partition dir name (JBOD dirs given together, a
+    ``-future`` copy's source), ``DIR/<log dir>/<partition dir>`` for every partition, the log dir named by its
+    base name, or by its whole path when base names repeat too."""
+    dirs = [log_dir_of(t.log.parent) for t in tasks]
+    owners: dict[str, set[Path]] = {}
+    for t, d in zip(tasks, dirs, strict=True):
+        owners.setdefault(t.partition, set()).add(d)
+    if all(len(v) == 1 for v in owners.values()):
+        return [output / t.partition for t in tasks]
+    unique = sorted(set(dirs))
+    names = [d.name for d in unique]
+    label = {d: d.name if names.count(d.name) == 1 else "_".join(d.parts[1:]) for d in unique}
+    return [output / label[d] / t.partition for t, d in zip(tasks, dirs, strict=True)]
 
 
 def log_dirs_of(tasks: Iterable[SegmentTask]) -> list[Path]:

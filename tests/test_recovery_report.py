@@ -76,6 +76,10 @@ def test_corrupt_batch_truncates_and_deletes_the_later_segments(tmp_path):
     assert steps(res) == [("recover", f"{100:020d}.log"), ("recover", f"{200:020d}.log"),
                           ("delete-unflushed", f"{300:020d}.log")]
     assert "truncates 3000 bytes at byte 2000 (first invalid batch: Record is corrupt" in res.steps[1].detail
+    # The same figures as fields, for machines.
+    assert (res.steps[0].truncate_at, res.steps[0].truncated_bytes) == (None, 0)
+    assert (res.steps[1].truncate_at, res.steps[1].truncated_bytes) == (2000, 3000)
+    assert res.steps[2].deleted_bytes == 5000 and res.lost_bytes == 8000
     assert res.loses_data and res.steps[1].loses_data and res.steps[2].loses_data
     assert before == {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in part.iterdir()}  # read-only
 
@@ -122,16 +126,31 @@ def test_log_start_offset_above_the_log_end_deletes_everything(tmp_path):
     assert steps(res)[-1] == ("delete-all", None) and res.loses_data
 
 
-def test_invalid_offset_empties_the_segment(tmp_path):
+def test_invalid_offset_at_load_fails_and_nothing_further_is_simulated(tmp_path):
     root = tmp_path / "logs"
     part = root / "orders-0"
     write_segment(part, 0, [v2_sized(10, 5000, ts=T0), v2_sized(20, 5000, ts=T0 + 1), v2_sized(15, 5000, ts=T0 + 2)])
     segment(part, 100)
     res = simulate(PartitionDir.scan(part), LogDirState.read(root))
-    assert steps(res) == [("create-time-index", f"{0:020d}.timeindex"), ("recover", f"{0:020d}.log"),
-                          ("recover", f"{0:020d}.log"), ("delete-unflushed", f"{100:020d}.log")]
-    assert "loading the partition fails" in res.steps[1].detail and res.steps[1].fails
-    assert "empties the segment" in res.steps[2].detail
+    # No .index: the segment is recovered inside loadSegmentFiles, where InvalidOffsetException is not caught.
+    # The broker never reaches recoverLog, so no step after this one is reported.
+    assert steps(res) == [("create-time-index", f"{0:020d}.timeindex"), ("recover", f"{0:020d}.log")]
+    assert "loading the partition fails" in res.steps[1].detail and res.steps[1].fails and res.fails
+
+
+def test_invalid_offset_during_recovery_empties_the_segment(tmp_path):
+    root = tmp_path / "logs"
+    part = root / "orders-0"
+    log = write_segment(part, 0, [v2_sized(10, 5000, ts=T0), v2_sized(20, 5000, ts=T0 + 1),
+                                  v2_sized(15, 5000, ts=T0 + 2)])
+    log.with_suffix(".index").write_bytes(b"")  # present: no recovery at load, recoverLog catches it
+    log.with_suffix(".timeindex").write_bytes(b"")
+    segment(part, 100)
+    res = simulate(PartitionDir.scan(part), LogDirState.read(root))
+    assert steps(res) == [("recover", f"{0:020d}.log"), ("delete-unflushed", f"{100:020d}.log")]
+    assert "empties the segment" in res.steps[0].detail and not res.fails
+    assert (res.steps[0].truncate_at, res.steps[0].truncated_bytes) == (0, 15000)
+    assert res.steps[1].deleted_bytes == 5000 and res.lost_bytes == 20000
 
 
 def test_partition_marked_for_deletion_is_not_recovered(tmp_path):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import struct
 
+from kafkatool.default_records import build_batch, build_empty_batch
 from kafkatool.index_verify import Severity
 from kafkatool.logdir import resolve_inputs
 from kafkatool.recover import recover_segment
@@ -247,7 +248,7 @@ def test_empty_offset_index_is_valid_but_slow(tmp_path):
     assert kinds(res.index) == [("valid-different", Severity.WARNING, "empty")]
 
 
-def test_corrupt_log_tail_and_stale_entries(tmp_path):
+def test_corrupt_batch_in_the_log_leaves_an_intact_index_unjudged_not_stale(tmp_path):
     batches = batches_1k()
     d = partition(tmp_path, batches)
     log = d / "00000000000000000000.log"
@@ -258,7 +259,77 @@ def test_corrupt_log_tail_and_stale_entries(tmp_path):
     (lf,) = res.log_findings
     assert (lf.kind, lf.severity, lf.reason) == ("log-truncation", Severity.ERROR, "corrupt-batch")
     assert "truncate 10000 bytes at byte 30000" in lf.message
-    assert res.index.status == "stale"  # the entry at 30000 and 35000 are past what recovery keeps
+    # The index was written for this very log: its entries at 30000 and 35000 are not stale (the log was not
+    # truncated), they lie past the invalid batch, where the walk cannot check them. Entries before it equal
+    # the rebuild, so nothing else is reported; the exit code comes from the .log finding.
+    assert kinds(res.index) == [("past-invalid-batch", Severity.INFO, "after-invalid-batch")]
+    f = res.index.findings[0]
+    assert (f.entry, f.count) == (5, 2) and "the log was truncated" not in f.message
+    assert "where the broker's recovery stops at an invalid batch" in f.message and "cuts the log there" in f.message
+    assert kinds(res.time_index) == [("past-invalid-batch", Severity.INFO, "after-invalid-batch")]
+    assert res.time_index.findings[0].count == 3  # offsets 30 and 35 (points 30000, 35000) and the final 39
+
+
+def test_crc_failure_found_by_verify_does_not_make_the_index_stale(tmp_path):
+    batches = batches_1k()
+    d = partition(tmp_path, batches)
+    log = d / "00000000000000000000.log"
+    data = bytearray(log.read_bytes())
+    data[20_500] ^= 0x01  # a value byte of batch 20: only the CRC notices
+    log.write_bytes(bytes(data))
+    assert check(d).severity is None  # header-only: nothing to see
+    res = check(d, verify=True)
+    (lf,) = res.log_findings
+    assert (lf.reason, lf.severity) == ("corrupt-batch", Severity.ERROR) and "Record is corrupt" in lf.message
+    assert kinds(res.index) == [("past-invalid-batch", Severity.INFO, "after-invalid-batch")]
+    assert res.index.findings[0].count == 4  # entries at 20000, 25000, 30000, 35000
+    assert not any(f.kind == "stale" for c in res.checks for f in c.findings)
+
+
+def test_log_file_shorter_than_the_index_is_still_stale_with_a_corrupt_batch(tmp_path):
+    # Both at once: batch 10 is corrupt and the file ends at 22000 under an index covering 40 batches. The
+    # entries past the file's end (25000, 30000, 35000) are stale: the log really lost them; the ones inside
+    # it past the invalid batch (10000, 15000, 20000) are unjudged.
+    batches = batches_1k()
+    d = partition(tmp_path, batches)
+    log = d / "00000000000000000000.log"
+    data = bytearray(log.read_bytes()[:22_000])
+    data[10_008:10_012] = b"\0\0\0\x05"
+    log.write_bytes(bytes(data))
+    res = check(d)
+    assert {(f.kind, f.reason, f.count) for f in res.index.findings} == {
+        ("stale", "past-end", 3), ("past-invalid-batch", "after-invalid-batch", 3)}
+
+
+def test_cleaner_chunks_over_compacted_output_with_offset_gaps(tmp_path):
+    # The log cleaner's output: v2 batches that lost records (offset gaps inside a batch; a rewritten batch
+    # keeps its original base and last offsets, MemoryRecordsBuilder.overrideLastOffset), whole batches gone
+    # (gaps between batches) and one batch kept empty for its producer state. The 3.9 cleaner appends what it
+    # retained from each read in ONE LogSegment.append, so each index entry is (last offset of the chunk's
+    # last batch, position of its first batch), like a follower's.
+    batches = []
+    for i in range(60):
+        first = 10 * i
+        if i % 7 == 3:
+            continue  # every record of the batch was superseded: gone, a gap of 10 offsets
+        if i == 20:
+            batches.append(build_empty_batch(base_offset=first, last_offset_delta=9, max_timestamp=T0 + first + 9,
+                                             producer_id=42, producer_epoch=0, base_sequence=first,
+                                             is_transactional=False))
+            continue
+        kept = [first + k for k in range(10) if (k + i) % 3 != 0]  # a third of the keys superseded
+        recs = [(o, T0 + o, b"k%d" % (o % 97), b"v" * 400, ()) for o in kept]
+        batches.append(build_batch(recs, base_offset=first, override_last_offset=first + 9))
+    index, timeindex = append_path_indexes(batches, [4, 5, 3, 6, 5, 4, 4, 5, 3, 4, 2, 3, 3])
+    rebuilt = recover_segment(write_segment(tmp_path / "x", 0, batches), 0)
+    assert index != rebuilt.encode_offset_index()
+    res = check(partition(tmp_path, batches, index=index, timeindex=timeindex))
+    assert kinds(res.index) == [("valid-different", Severity.INFO, "multi-batch-append")]
+    assert kinds(res.time_index) == [("valid-different", Severity.INFO, "index-points")]
+    assert res.severity == Severity.INFO
+    # Every entry's lookup is right; --in-place --keep-valid leaves both files alone.
+    res = check(partition(tmp_path, batches, index=index, timeindex=timeindex), mode="in-place", keep_valid=True)
+    assert {a.action for a in res.actions} == {"skipped"}
 
 
 def test_zero_filled_log_tail_is_a_warning(tmp_path):

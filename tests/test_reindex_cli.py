@@ -6,14 +6,18 @@ import fcntl
 import hashlib
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from kafkatool.checkpoints import encode_offset_checkpoint
 from kafkatool.logdir import TopicPartition
 from kafkatool.recover import recover_segment
-from tests.conftest import run_cli
+from tests.conftest import ROOT, run_cli
 from tests.segments import T0, v2_sized, write_segment
 
 STALE_TAIL = b"\x00\x00\x7f\x00\x00\x7f\x00\x00"  # an entry far past the end of the log
@@ -22,7 +26,7 @@ STALE_TAIL = b"\x00\x00\x7f\x00\x00\x7f\x00\x00"  # an entry far past the end of
 def make_log_dir(tmp_path, partitions=("orders-0", "orders-1"), segments=(0, 50), damage=True):
     """A log dir whose first segment of every partition has a stale .index and no .timeindex."""
     root = tmp_path / "logs"
-    root.mkdir()
+    root.mkdir(parents=True)
     (root / "meta.properties").write_text("version=1\nnode.id=1\n")
     for name in partitions:
         for base in segments:
@@ -149,6 +153,41 @@ def test_in_place_refuses_while_a_broker_holds_the_lock(tmp_path):
     assert fcntl is not None
 
 
+@pytest.mark.interop
+def test_in_place_refuses_while_a_java_process_holds_the_lock_as_kafka_does(tmp_path):
+    """Kafka's FileLock: FileChannel.open(CREATE, READ, WRITE).tryLock() (server-common FileLock.java), held by
+    a real JVM, not a Python model of it: --in-place (with and without backups, in parallel) exits 3 and
+    changes nothing."""
+    if shutil.which("java") is None:
+        pytest.fail("java is needed (JDK 17+), as for every interop test")
+    root = make_log_dir(tmp_path)
+    before = digest(root)
+    src = tmp_path / "HoldLock.java"
+    src.write_text(
+        "import java.nio.channels.FileChannel; import java.nio.file.*;\n"
+        "public class HoldLock { public static void main(String[] a) throws Exception {\n"
+        "  FileChannel ch = FileChannel.open(Paths.get(a[0]), StandardOpenOption.CREATE, StandardOpenOption.READ,"
+        " StandardOpenOption.WRITE);\n"
+        "  if (ch.tryLock() == null) throw new IllegalStateException(\"not locked\");\n"
+        "  System.out.println(\"locked\"); System.out.flush(); Thread.sleep(60000); } }\n")
+    holder = subprocess.Popen(["java", "-Xmx64m", str(src), str(root / ".lock")], stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        for args in (("--in-place",), ("--in-place", "--no-backup", "--jobs", "2")):
+            r = run_cli("reindex-time", root, *args)
+            assert r.returncode == 3 and "a live broker holds this log dir's .lock" in r.stderr, r.stderr
+            assert r.stderr.count("\n") == 1
+        after = digest(root)
+        before.pop(".lock", None)
+        after.pop(".lock", None)
+        assert after == before
+        assert run_cli("reindex-time", root).returncode == 1  # --check reads only: not refused
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 def test_jobs_give_the_same_results(tmp_path):
     root = make_log_dir(tmp_path, partitions=("a-0", "a-1", "b-0"))
     one = run_cli("reindex-time", root, "--format", "json", "-v")
@@ -197,3 +236,93 @@ def test_recovery_report_cli(tmp_path):
     actions = [(x["action"], x["file"]) for x in recs if x["type"] == "recovery"]
     assert actions == [("recover", f"{0:020d}.log"), ("delete-unflushed", f"{50:020d}.log")]
     assert os.path.exists(root / "orders-0" / f"{50:020d}.log")  # read-only
+
+
+def _on_pty(args, timeout=120):
+    """Run the CLI with stdout and stderr on a terminal (where the progress bar shows); (exit code, output)."""
+    import pty
+    import select
+
+    leader, follower = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    env.update(PYTHONPATH=str(ROOT), COLUMNS="160", TERM="xterm-256color")
+    p = subprocess.Popen([sys.executable, "-m", "kafkatool", *map(str, args)], stdin=subprocess.DEVNULL,
+                         stdout=follower, stderr=follower, env=env)
+    os.close(follower)
+    chunks = []
+    try:
+        while select.select([leader], [], [], timeout)[0]:
+            try:
+                data = os.read(leader, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not data:
+                break
+            chunks.append(data)
+    finally:
+        os.close(leader)
+    return p.wait(timeout), b"".join(chunks).decode("utf-8", "replace")
+
+
+ETA = re.compile(r"(\d+|-):[\d-]{2}:[\d-]{2}")  # rich's TimeRemainingColumn: 0:00:03, or -:--:-- at first
+
+
+def test_progress_bar_on_a_terminal_shows_segments_bytes_and_eta(tmp_path):
+    root = make_log_dir(tmp_path, partitions=[f"orders-{i}" for i in range(4)], segments=(0, 50, 100),
+                        damage=False)
+    rc, shown = _on_pty(["reindex-time", root, "--verify"])
+    assert rc == 0, shown[-600:]
+    assert re.search(r"reindex-time.*\d+/12 segments", shown), shown[-600:]
+    assert re.search(r"[\d.]+/[\d.]+ ?(kB|KB|MB)", shown), shown[-600:]  # bytes done / total
+    assert ETA.search(shown), shown[-600:]
+    rc, shown = _on_pty(["reindex-time", root, "--recovery-report"])
+    assert rc == 0, shown[-600:]
+    assert re.search(r"recovery-report.*\d+/4 partitions", shown) and ETA.search(shown), shown[-600:]
+    # Piped (not a terminal): no bar at all.
+    r = run_cli("reindex-time", root)
+    assert "segments" not in r.stderr.replace("checked 12 segments", "")
+
+
+def test_verify_turns_a_bad_crc_into_exit_1(tmp_path):
+    root = make_log_dir(tmp_path, damage=False)
+    log = root / "orders-1" / f"{50:020d}.log"
+    data = bytearray(log.read_bytes())
+    data[7_500] ^= 0x10  # a value byte of batch 7: the header is intact, only the CRC can tell
+    log.write_bytes(bytes(data))
+    assert run_cli("reindex-time", root).returncode == 0  # headers only: nothing wrong
+    r = run_cli("reindex-time", root, "--verify")
+    assert r.returncode == 1, r.stderr
+    assert ("orders-1/00000000000000000050.log: log-truncation (error): recovery would truncate 13000 bytes at "
+            "byte 7000: the first invalid batch: Record is corrupt (stored crc = ") in r.stdout
+    assert "stale (" not in r.stdout and "past-invalid-batch (info)" in r.stdout
+
+
+def test_output_mirror_keeps_two_log_dirs_with_the_same_partition_apart(tmp_path):
+    a = make_log_dir(tmp_path / "a", partitions=["orders-0"], segments=(0,), damage=False)
+    b = make_log_dir(tmp_path / "b", partitions=["orders-0"], segments=(0,), damage=False)
+    c = make_log_dir(tmp_path / "c", partitions=["orders-9"], segments=(0,), damage=False)
+    log_b = b / "orders-0" / f"{0:020d}.log"
+    log_b.write_bytes(log_b.read_bytes()[:9000])  # another log (9 whole batches): another rebuild
+    rb = recover_segment(log_b, 0)
+    log_b.with_suffix(".index").write_bytes(rb.encode_offset_index())
+    log_b.with_suffix(".timeindex").write_bytes(rb.encode_time_index())
+    out = tmp_path / "out"
+    r = run_cli("reindex-time", a, b, c, "--output", out, "-q")
+    assert r.returncode == 0, r.stderr
+    # Same base name "logs": each log dir is named by its path.
+    written = sorted(str(p.relative_to(out)) for p in out.rglob("*.index"))
+    assert len(written) == 3 and len({w.split("/")[0] for w in written}) == 3, written
+    for root in (a, b):
+        (mirror,) = [out / w for w in written if w.split("/")[0].endswith(root.parent.name + "_logs")]
+        assert mirror.read_bytes() == recover_segment(root / "orders-0" / f"{0:020d}.log", 0).encode_offset_index()
+    # Different base names: those.
+    (tmp_path / "d").mkdir()
+    d1 = a.rename(tmp_path / "d" / "logs1")
+    d2 = b.rename(tmp_path / "d" / "logs2")
+    r = run_cli("reindex-time", d1, d2, "--output", tmp_path / "out2", "-q")
+    assert r.returncode == 0, r.stderr
+    assert sorted(str(p.relative_to(tmp_path / "out2")) for p in (tmp_path / "out2").rglob("*.index")) == [
+        "logs1/orders-0/00000000000000000000.index", "logs2/orders-0/00000000000000000000.index"]
+    # One log dir: the usual DIR/<partition dir>/.
+    r = run_cli("reindex-time", d1, "--output", tmp_path / "out3", "-q")
+    assert (tmp_path / "out3" / "orders-0" / f"{0:020d}.index").exists()

@@ -19,11 +19,13 @@ HELP = """Check or rebuild segment time indexes (and offset indexes) offline, by
 
 PATH is a .log segment, a partition dir or a whole log dir. The default (--check) rebuilds every index in
 memory from batch headers, compares it with the file on disk and classifies each difference: missing,
-untrimmed (zero-padded), corrupt, stale (points past the end of a truncated log), or valid but different
-(a follower's multi-batch appends, a <= 3.6 leader's record-level time offsets, other index points).
-Exit 1 if an index would make the broker misbehave, 0 otherwise.
+untrimmed (zero-padded), corrupt, stale (points past the end of a truncated log), past an invalid batch of
+the log (unverifiable), or valid but different (a follower's or the cleaner's multi-batch appends, a <= 3.6
+leader's record-level time offsets, other index points). Exit 1 if an index would make the broker
+misbehave, 0 otherwise.
 
---output DIR writes the rebuilt files into DIR/<partition dir>/; --in-place replaces the files that differ,
+--output DIR writes the rebuilt files into DIR/<partition dir>/ (DIR/<log dir>/<partition dir>/ when two
+log dirs hold the same partition name); --in-place replaces the files that differ,
 atomically, keeping <name>.bak (refused while a broker holds the log dir's .lock, exit 3; .log files are
 never written). --recovery-report says what the broker's own startup recovery would do, read-only.
 """
@@ -39,7 +41,8 @@ def reindex_time(
     check: Annotated[bool, typer.Option("--check", help="Compare with the files on disk and classify (default).")]
     = False,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the rebuilt index files into "
-                                                "DIR/<partition dir>/ (a mirror tree).")] = None,
+                                                "DIR/<partition dir>/ (a mirror tree; DIR/<log dir>/<partition "
+                                                "dir>/ when two log dirs hold the same partition name).")] = None,
     in_place: Annotated[bool, typer.Option("--in-place", help="Replace index files that differ, atomically "
                                            "(temp file, fsync, rename, fsync dir).")] = False,
     no_backup: Annotated[bool, typer.Option("--no-backup", help="With --in-place: do not keep <name>.bak.")]
@@ -47,14 +50,15 @@ def reindex_time(
     keep_valid: Annotated[bool, typer.Option("--keep-valid", help="With --in-place: leave files that differ from "
                                              "the rebuild but are valid lookups as they are.")] = False,
     recovery_report: Annotated[bool, typer.Option("--recovery-report", help="Report what the broker's startup "
-                                                  "recovery would do to these partitions (read-only).")] = False,
+                                                  "recovery would do to these partitions (read-only; CRCs and "
+                                                  "transaction markers checked).")] = False,
     no_offset_index: Annotated[bool, typer.Option("--no-offset-index", help="Only the .timeindex: leave .index "
                                                   "files alone.")] = False,
     index_interval_bytes: Annotated[str, typer.Option("--index-interval-bytes", help="The topic's "
                                                       "index.interval.bytes (units allowed: 4KiB).")]
     = DEFAULT_INDEX_INTERVAL_BYTES,
-    verify: Annotated[bool, typer.Option("--verify", help="Check every batch's CRC, as the broker's recovery "
-                                         "does (reads every byte).")] = False,
+    verify: Annotated[bool, typer.Option("--verify", help="Check every batch's CRC and every transaction marker, "
+                                         "as the broker's recovery does (reads every byte).")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also list the files that are fine.")] = False,
     jobs: JobsOpt = 1,
     memory: MemoryOpt = None,

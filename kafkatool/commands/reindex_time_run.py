@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from rich.progress import (
     BarColumn,
@@ -212,23 +213,54 @@ def _recovery_report(out: Output, form: OutputFormat, partitions: list[Partition
         else:
             out.line(f"log dir {d}: {shutdown}" + "".join(f"; {n}" for n in state.notes))
     loses = False
-    for part in report(partitions, index_interval_bytes=interval, jobs=jobs):
-        loses |= part.loses_data
-        _recovery_lines(out, form, part)
+    sizes = {p.path: sum(_size(s.log) for s in p.segments) for p in partitions}
+    progress = _recovery_progress(out, partitions)
+    bar = progress.add_task("recovery", total=sum(sizes.values()),
+                            segments=f"0/{len(partitions)} partitions") if progress else None
+    done = {"n": 0}
+
+    def tick(res: PartitionRecovery) -> None:
+        done["n"] += 1
+        if progress is not None and bar is not None:
+            progress.update(bar, advance=sizes.get(res.path, 0), segments=f"{done['n']}/{len(partitions)} partitions")
+
+    if progress is not None:
+        progress.start()
+    try:
+        for part in report(partitions, index_interval_bytes=interval, jobs=jobs, on_done=tick):
+            loses |= part.loses_data
+            _recovery_lines(out, form, part)
+    finally:
+        if progress is not None:
+            progress.stop()
     if not out.quiet:
         out.note("the broker would lose data or fail to load at startup" if loses else
                  "the broker's startup recovery would not lose data")
     return ExitCode.FINDINGS if loses else ExitCode.OK
 
 
+def _recovery_progress(out: Output, partitions: list[PartitionDir]) -> Progress | None:
+    if out.quiet or not out.err.is_terminal or not partitions:
+        return None
+    return Progress(TextColumn("[bold]recovery-report"), BarColumn(), TextColumn("{task.fields[segments]}"),
+                    DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(), console=out.err, transient=True)
+
+
 def _recovery_lines(out: Output, form: OutputFormat, part: PartitionRecovery) -> None:
     if form == OutputFormat.json:
         for s in part.steps:
-            out.json({"type": "recovery", "partition": part.partition, "action": s.action, "file": s.path,
-                      "detail": s.detail, "loses_data": s.loses_data, "fails": s.fails})
+            rec: dict[str, Any] = {"type": "recovery", "partition": part.partition, "action": s.action, "file": s.path,
+                   "detail": s.detail, "loses_data": s.loses_data, "fails": s.fails}
+            if s.action == "recover":
+                rec["truncate_at"] = s.truncate_at
+                rec["truncated_bytes"] = s.truncated_bytes
+            if s.deleted_bytes is not None:
+                rec["deleted_bytes"] = s.deleted_bytes
+            out.json(rec)
         out.json({"type": "partition", "partition": part.partition, "path": str(part.path),
                   "recovery_point": part.recovery_point, "log_start_offset": part.log_start_offset,
-                  "rebuilt_segments": part.rebuilt_segments, "loses_data": part.loses_data})
+                  "rebuilt_segments": part.rebuilt_segments, "loses_data": part.loses_data, "fails": part.fails,
+                  "lost_bytes": part.lost_bytes})
         return
     out.line(f"{part.partition} (recovery point {part.recovery_point}, log start offset {part.log_start_offset}):")
     for s in part.steps:

@@ -92,8 +92,10 @@ class ProgressLine:
 
 
 def spark_scan(
-    paths: Annotated[list[str], typer.Argument(help="Log dirs, partition dirs or .log files; local paths or "
-                                               "URLs Spark's nodes can read (hdfs://, s3://, gs://, file://).")],
+    paths: Annotated[list[str], typer.Argument(help="Log dirs, partition dirs or .log files; local paths (the "
+                                               "same on every node) or URLs read with pyarrow.fs on the driver "
+                                               "and executors, not Spark's Hadoop FileSystem: file://, hdfs://, "
+                                               "s3:// (s3a:// read as s3://), gs://, abfs://.")],
     master: Annotated[str, typer.Option("--master", help="Spark master: local[*] (embedded, default), local[N], "
                                         "spark://HOST:7077, yarn, k8s://...")] = "local[*]",
     conf: Annotated[list[str] | None, typer.Option("--conf", help="Spark setting K=V (repeatable; wins over "
@@ -106,7 +108,8 @@ def spark_scan(
                                         "chosen (they are the default otherwise).")] = False,
     export_records: Annotated[str | None, typer.Option("--export-records", help="Write every record as Parquet "
                                                        "into this new directory, partitioned by topic and "
-                                                       "partition.")] = None,
+                                                       "partition (a URL is written by Spark's own Parquet "
+                                                       "writer, through Hadoop FileSystem).")] = None,
     from_time: Annotated[str | None, typer.Option("--from-time", help="Export records with timestamp >= this "
                                                   "(epoch ms or ISO-8601).")] = None,
     to_time: Annotated[str | None, typer.Option("--to-time", help="Export records with timestamp < this.")] = None,
@@ -224,8 +227,16 @@ def spark_scan(
         spark = build_session(settings, warn=lambda s: out.finding(f"warning: {s}"))
         if not local:
             from kafkatool.spark.job import preflight
+            from kafkatool.spark.ship import from_shipped_zip
 
-            preflight(spark)
+            # .get: an executor importing another (older) kafkatool returns an older probe's keys
+            for host, python, version, origin in sorted({(p["host"], p["python"], p["kafkatool"],
+                                                          p.get("kafkatool_file") or "an unknown place (an older "
+                                                          "kafkatool's probe)") for p in preflight(spark)}):
+                out.note(f"executor {host}: Python {python}, kafkatool {version} from {origin}")
+                if not from_shipped_zip(origin):
+                    out.finding(f"warning: executor {host} imports kafkatool from {origin}, not from the shipped "
+                                "kafkatool.zip (an installed kafkatool shadows it)")
         parallelism = int(spark.sparkContext.defaultParallelism)
     else:
         parallelism = cores

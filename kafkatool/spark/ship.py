@@ -40,6 +40,11 @@ def package_zip(directory: str) -> str:
     return dest
 
 
+def from_shipped_zip(module_file: str) -> bool:
+    """Whether an executor's ``kafkatool.__file__`` lies inside the zip ``package_zip`` built."""
+    return "/kafkatool.zip/kafkatool/" in module_file.replace(os.sep, "/")
+
+
 def archive_settings(archive: str) -> tuple[dict[str, str], dict[str, str]]:
     """(Spark conf, environment) to run executors on a packed virtualenv/conda env ``archive``."""
     python = f"./{ARCHIVE_ALIAS}/bin/python"
@@ -49,7 +54,8 @@ def archive_settings(archive: str) -> tuple[dict[str, str], dict[str, str]]:
 
 
 def preflight_probe() -> dict[str, str]:
-    """Runs on an executor: which of kafkatool's compiled dependencies its Python cannot import."""
+    """Runs on an executor: which of kafkatool's compiled dependencies its Python cannot import, and where
+    its ``kafkatool`` comes from (inside the shipped ``kafkatool.zip`` unless something shadows it)."""
     import importlib
     import platform
     import socket
@@ -62,8 +68,10 @@ def preflight_probe() -> dict[str, str]:
         except Exception:
             missing.append(name)
     try:
-        from kafkatool import __version__ as version
+        import kafkatool as package
+
+        version, origin = package.__version__, os.path.abspath(str(package.__file__))  # a zip entry is relative
     except Exception:
-        version = "missing"
+        version, origin = "missing", ""
     return {"host": socket.gethostname(), "python": f"{platform.python_version()} ({sys.executable})",
-            "kafkatool": version, "missing": ",".join(missing)}
+            "kafkatool": version, "kafkatool_file": origin, "missing": ",".join(missing)}

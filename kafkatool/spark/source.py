@@ -30,7 +30,7 @@ DEFAULT_MAX_BATCH_BYTES = 256 << 20
 
 
 def is_url(path: str) -> bool:
-    """A Hadoop-style URL (``scheme://...``) rather than a local path."""
+    """A URL (``scheme://...``, read through pyarrow.fs) rather than a local path."""
     return "://" in path
 
 
@@ -58,7 +58,11 @@ def filesystem_for(url: str) -> tuple[Any, str]:
         try:
             fs, _ = pafs.FileSystem.from_uri(key + (parts.path or "/"))
         except Exception as e:  # pyarrow raises ArrowInvalid / OSError depending on the filesystem
-            raise InputError(f"cannot open filesystem: {e}", path=url) from None
+            # One line: libhdfs's loader lists every path it tried, one per line.
+            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+            raise InputError(f"cannot open filesystem with pyarrow.fs: {first} (spark-scan reads URLs with "
+                             "pyarrow.fs, not Spark's Hadoop FileSystem: file, hdfs, viewfs, s3, s3a, gs, abfs, "
+                             "abfss)", path=url) from None
         cached = (fs, key)
         with _fs_lock:
             _fs_cache[key] = cached

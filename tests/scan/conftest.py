@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from kafkatool.sample import generate_sample
 from kafkatool.sample_spec import SampleSpec, demo_topics
 from tests.kafkaref import KafkaRef
+from tests.scan.dump_totals import dump_totals
 from tests.scan.mixed_logdir import build_mixed_logdir
 
 
@@ -32,3 +34,9 @@ def sample_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("sample") / "kafka-logs"
     generate_sample(root, SampleSpec(demo_topics()), fsync=False)
     return root
+
+
+@pytest.fixture(scope="session")
+def dumped(mixed_dir: MixedDir, sample_dir: Path) -> dict[str, dict[str, Any]]:
+    """Per-partition totals of both dirs from ``kafkatool dump --deep --format json`` (tests/scan/dump_totals.py)."""
+    return dump_totals([mixed_dir.path, sample_dir])

@@ -3,9 +3,11 @@ scan of the same plan (stats, key sharing, export, index check), for local paths
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 import pytest
 
 from kafkatool.scan import ScanOptions, run_local
@@ -13,6 +15,8 @@ from kafkatool.scan_report import keyshare_setup, keyshare_tables, topic_shares
 from kafkatool.spark.export import export_local
 from kafkatool.spark.plan import discover, make_plan
 from kafkatool.spark.verify import verify_local
+from tests.conftest import run_cli
+from tests.scan.dump_totals import assert_scan_equals_dump
 from tests.scan.test_scan import comparable
 
 pytestmark = pytest.mark.spark
@@ -112,3 +116,22 @@ def test_verify_index_equals_the_single_process_check(spark, mixed_dir, tmp_path
     assert got == verify_local(segs, 1024)
     assert {(r["topic"], r["classification"]) for r in got if r["classification"] != "ok"} == \
         {("clicks", "valid-different"), ("damaged", "log-truncation")}
+
+
+def test_spark_scan_local2_through_the_cli_equals_kafkatool_dump(mixed_dir, sample_dir, dumped, tmp_path):
+    """The acceptance run: ``kafkatool spark-scan --master local[2]`` (its own JVM, as an operator runs it) over
+    the mixed dir and a ``kafkatool sample`` dir; every partition's figures and the total equal the counts
+    of ``kafkatool dump --deep --format json`` of the same dirs, and the Parquet segments add up to them."""
+    out = tmp_path / "out"
+    r = run_cli("spark-scan", mixed_dir.path, sample_dir, "--master", "local[2]", "--memory", "1536MiB",
+                "--split-size", "16KiB", "--format", "json", "--output", out,
+                env={"SPARK_LOCAL_IP": "127.0.0.1", "KAFKATOOL_SPARK_FAST_JVM": "1"}, timeout=300)
+    assert r.returncode == 1, r.stderr[-3000:]  # damaged-0 holds a CRC failure and a torn tail
+    assert "Traceback" not in r.stderr and "starting Spark (local[2]" in r.stderr
+    objs = [json.loads(line) for line in r.stdout.splitlines()]
+    assert_scan_equals_dump(objs, dumped)
+    (total,) = [o for o in objs if o["type"] == "total"]
+    assert total["records"] > 30_000 and total["crc_failures"] == 1
+    segs = pq.read_table(out / "segments.parquet").to_pylist()
+    assert sum(s["records"] for s in segs) == total["records"] and sum(s["bytes"] for s in segs) == total["bytes"]
+    assert max(s["ranges"] for s in segs) > 1  # 16 KiB splits: segments were cut into ranges

@@ -10,16 +10,21 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
+import zipfile
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
 
+import kafkatool
 from kafkatool.scan import run_local
 from kafkatool.scan_report import keyshare_setup, keyshare_tables, segment_row, topic_shares
 from kafkatool.spark.plan import discover, make_plan
-from tests.conftest import run_cli
+from tests.conftest import ROOT, CliResult
+from tests.scan.dump_totals import assert_scan_equals_dump
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -43,17 +48,52 @@ def _wait_for(path: Path, text: str, proc: subprocess.Popen[bytes], deadline: fl
     raise TimeoutError(f"{path.name}: no {text!r} within {START_TIMEOUT}s:\n{path.read_text(errors='replace')}")
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _gone(proc: subprocess.Popen[Any], seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        proc.poll()  # reap the leader: a zombie still counts as a member of its group
+        if not _group_alive(proc.pid):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def _stop(proc: subprocess.Popen[Any]) -> None:
+    """SIGTERM, then SIGKILL, the whole process group ``proc`` leads (started with ``start_new_session``: a
+    worker's executor JVMs, a driver's spark-submit JVM), each with a bounded wait; raise if it survives."""
+    pgid = proc.pid
+    for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=10)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            proc.wait(timeout=10)
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            break
+        if _gone(proc, 10.0):
+            break
+    proc.poll()
+    if _group_alive(pgid):
+        raise RuntimeError(f"process group {pgid} ({proc.args}) survived SIGKILL")
+
+
+def _run_cli_in_group(*args: str | os.PathLike[str], env: dict[str, str], timeout: float) -> CliResult:
+    """``run_cli``, but the driver and its spark-submit JVM in their own process group, stopped as a whole
+    whether the run ends or times out (run_cli's timeout would kill only the Python process)."""
+    full_env = dict(os.environ, NO_COLOR="1", COLUMNS="200", **env)
+    full_env["PYTHONPATH"] = str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")
+    proc = subprocess.Popen([sys.executable, "-m", "kafkatool", *map(str, args)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=full_env, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        _stop(proc)
+    return CliResult(proc.returncode, out, err)
 
 
 @pytest.fixture(scope="module")
@@ -82,23 +122,27 @@ def cluster(tmp_path_factory):
                  "127.0.0.1", "--webui-port", "0", "--cores", "1", "--memory", "1g", "--work-dir", str(d / "work")],
                 stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True))
         _wait_for(d / "worker.log", "Successfully registered with master", procs[1], deadline)
-        yield f"spark://127.0.0.1:{port}"
+        yield f"spark://127.0.0.1:{port}", d / "work"
     finally:
         for p in reversed(procs):
             _stop(p)
 
 
-def test_spark_scan_on_a_standalone_cluster_equals_the_single_process_scan(cluster, mixed_dir, sample_dir, tmp_path):
+def test_spark_scan_on_a_standalone_cluster_equals_the_single_process_scan(cluster, mixed_dir, sample_dir, dumped,
+                                                                          tmp_path):
+    master, work = cluster
     out = tmp_path / "out"
     # The mixed dir (damage, kafka-ref batches, known key routing) and a `kafkatool sample` dir in one run;
     # many ranges (16 KiB) in few tasks: one 1-core worker.
-    r = run_cli("spark-scan", mixed_dir.path, sample_dir, "--master", cluster, "--driver-host", "127.0.0.1",
+    r = _run_cli_in_group("spark-scan", mixed_dir.path, sample_dir, "--master", master, "--driver-host", "127.0.0.1",
                 "--memory", "1536MiB", "--split-size", "16KiB", "--task-size", "1GiB", "--stats", "--key-sharing", "5",
                 "--format", "json", "--output", out,
                 env={"SPARK_LOCAL_IP": "127.0.0.1", "KAFKATOOL_SPARK_FAST_JVM": "1"}, timeout=300)
     assert r.returncode == 1, r.stderr  # damaged-0 holds a CRC failure and a torn tail
     assert "Traceback" not in r.stderr
     objs = [json.loads(line) for line in r.stdout.splitlines()]
+    # Every partition's figures and the total equal kafkatool dump's counts of the same dirs.
+    assert_scan_equals_dump(objs, dumped)
     found = discover([str(mixed_dir.path), str(sample_dir)])
     setup = keyshare_setup(found.segments, 5)
     want = run_local(make_plan(found.segments, split_bytes=16384, share_slots=setup.share_slots(),
@@ -113,3 +157,22 @@ def test_spark_scan_on_a_standalone_cluster_equals_the_single_process_scan(clust
     assert (total["records"], total["bytes"], total["crc_failures"]) == (want.total.records, want.total.bytes, 1)
     ks = keyshare_tables(topic_shares(want, setup))
     assert pq.read_table(out / "keyshare_consumers.parquet").to_pylist() == ks["keyshare_consumers"]
+
+    # Shipping: the executors' Python has kafkatool installed (editable, pointing at the main checkout), so
+    # the scan would pass without the zip. The probe on the executor reports kafkatool.__file__: it must lie
+    # inside the kafkatool.zip the driver shipped into this worker's work dir, and that zip must hold this
+    # checkout's package byte for byte.
+    notes = [line for line in r.stderr.splitlines() if line.startswith("executor ")]
+    assert len(notes) == 1, r.stderr
+    origin = notes[0].rsplit(" from ", 1)[1]
+    shipped = Path(origin.split("/kafkatool.zip/", 1)[0]) / "kafkatool.zip"
+    assert origin == f"{shipped}/kafkatool/__init__.py", notes
+    assert shipped.resolve().is_relative_to(work.resolve()), (shipped, work)
+    assert "imports kafkatool from" not in r.stderr
+    root = Path(kafkatool.__file__).parent
+    assert root.resolve() == (ROOT / "kafkatool").resolve()
+    with zipfile.ZipFile(shipped) as z:
+        names = set(z.namelist())
+        assert names == {f"kafkatool/{p.relative_to(root)}" for p in root.rglob("*.py")} | {"kafkatool/py.typed"}
+        for name in ("kafkatool/scan.py", "kafkatool/spark/executor.py", "kafkatool/spark/ship.py"):
+            assert z.read(name) == (root.parent / name).read_bytes(), name

@@ -68,6 +68,9 @@ def test_key_sharing_export_and_verify_index_in_one_run(mixed_dir, tmp_path):
 def test_usage_errors_are_one_line(mixed_dir, tmp_path):
     for args, text in [
         (("spark-scan", tmp_path / "nope"), "no such file or directory"),
+        (("spark-scan", "wasb://logs@account/kafka", *LOCAL), "cannot open filesystem with pyarrow.fs: "
+         "Unrecognized filesystem type in URI: wasb://logs@account/kafka (spark-scan reads URLs with pyarrow.fs, "
+         "not Spark's Hadoop FileSystem"),
         (("spark-scan", mixed_dir.path, "--from-time", "0"), "--from-time/--to-time filter --export-records"),
         (("spark-scan", mixed_dir.path, "--conf", "novalue"), "--conf takes KEY=VALUE"),
         (("spark-scan", mixed_dir.path, "--memory", "300MiB", "--master", "local[4]"), "too small for 4 task"),
