@@ -16,8 +16,11 @@ loadable by a broker:
   drops both (v0/v1 have no producer state and no transaction markers);
 * work proceeds in chunks of source batches (:func:`kafkatool.down_convert.iter_chunks`, 128 KiB as
   Kafka's ``LazyDownConversionRecords``): memory depends on the chunk size and the largest batch only;
-* crash safety: a partition is written into ``DST/.kafkatool-tmp-<name>``, every file fsynced, then the
-  directory is renamed to ``DST/<name>``; a failed run removes what it wrote.
+* crash safety: a partition is written into ``DST/.kafkatool-tmp-<name>.tmp``, every file fsynced, then the
+  directory is renamed to ``DST/<name>``; a failed run removes what it wrote. After a ``kill -9`` every
+  ``DST/<name>`` is complete and only a ``.kafkatool-tmp-*`` dir can be partial (a broker started on DST
+  refuses it by name: ``<name>.tmp`` is no topic-partition). DST inside a log dir a live broker holds is
+  refused (exit 3); inside a stopped broker's log dir, its ``.lock`` is held while the run writes.
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kafkatool.atomic import TEMP_PREFIX, fsync_dir
+from kafkatool import crash
+from kafkatool.atomic import fsync_dir, temp_name
 from kafkatool.batch import MAGIC_V2, NO_TIMESTAMP, Record, TimestampType
 from kafkatool.codecs import Codec
 from kafkatool.convert_io import (
@@ -53,6 +57,7 @@ from kafkatool.estimator import (
 )
 from kafkatool.file_records import FileRecords, RecordBatch
 from kafkatool.legacy_records import build_entries
+from kafkatool.lock import hold_for_write
 from kafkatool.txn_index import read_txn_index
 from kafkatool.up_convert import ConversionCounters, Unit, UpConverter, oversized_copy
 
@@ -365,9 +370,18 @@ def convert_log(src: str | os.PathLike[str], dst: str | os.PathLike[str], opts: 
     if not opts.up and opts.codec is None and opts.zstd_to is None:
         scan_for_zstd(sources)
     obs.start(sources, sum(s.total_bytes() for s in sources))
+    if opts.dry_run:
+        return _convert_all(sources, dst_p, opts, obs)
+    with hold_for_write(dst_p):
+        return _convert_all(sources, dst_p, opts, obs)
+
+
+def _convert_all(sources: list[PartitionSource], dst_p: Path, opts: ConvertOptions,
+                 obs: ConvertObserver) -> list[PartitionStats]:
     created = False
     if not opts.dry_run and not dst_p.exists():
         dst_p.mkdir(parents=True)
+        fsync_dir(dst_p.absolute().parent)
         created = True
     estimator = CompressionRatioEstimator()
     results: list[PartitionStats] = []
@@ -395,7 +409,7 @@ def convert_partition(source: PartitionSource, dst_root: Path | None, opts: Conv
     own_peak = reset_peak_rss()
     tmp: Path | None = None
     if dst_root is not None:
-        tmp = dst_root / f"{TEMP_PREFIX}{source.name}"
+        tmp = dst_root / temp_name(source.name)
         tmp.mkdir()
     try:
         _convert_into(source, tmp, opts, estimator, obs, stats)
@@ -404,6 +418,7 @@ def convert_partition(source: PartitionSource, dst_root: Path | None, opts: Conv
             final = dst_root / source.name
             os.rename(tmp, final)
             fsync_dir(dst_root)
+            crash.point()
             stats.output = str(final)
     except BaseException:
         if tmp is not None:
@@ -493,4 +508,5 @@ def _copy_fsync(src: Path, dst: Path) -> None:
         shutil.copyfileobj(fi, fo, 1 << 20)
         fo.flush()
         os.fsync(fo.fileno())
+    crash.point()
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from kafkatool import budget as _budget
+from kafkatool import crash
 from kafkatool.batch import MAGIC_V2
 from kafkatool.codecs import Codec
 from kafkatool.down_convert import ZstdDownConversionError
@@ -22,7 +23,6 @@ from kafkatool.logdir import (
     PartitionDir,
     Segment,
     filename_prefix_from_offset,
-    is_log_dir,
     offset_from_filename,
     parse_partition_dir_name,
     resolve_inputs,
@@ -100,7 +100,9 @@ def _inside(child: Path, parent: Path) -> bool:
 
 
 def check_destination(src: Path, dst: Path) -> None:
-    """DST must be new or empty, not inside SRC, and not in a log dir a live broker holds (exit 3)."""
+    """DST must be new or empty, not inside SRC, and not anywhere inside a log dir a live broker holds (exit 3:
+    checked first, so that nothing else about a live log dir is said)."""
+    refuse_if_live(dst)
     src_r = src.resolve()
     dst_r = dst.resolve()
     src_dir = src_r.parent if src_r.is_file() else src_r
@@ -112,9 +114,6 @@ def check_destination(src: Path, dst: Path) -> None:
         if any(dst.iterdir()):
             raise UsageError("DST must be a new or empty directory (a leftover .kafkatool-tmp-* dir is an "
                              "interrupted run: remove DST and run again)", path=dst)
-    parent = dst_r.parent
-    if parent.is_dir() and is_log_dir(parent):
-        refuse_if_live(parent)
 
 
 def scan_for_zstd(sources: list[PartitionSource]) -> None:
@@ -224,6 +223,7 @@ class SegmentWriter:
             os.fsync(self.file.fileno())
             self.file.close()
             self.file = None
+            crash.point()
             self._write_indexes()
 
     def _write_indexes(self) -> None:
@@ -285,6 +285,7 @@ def _write_fsync(path: Path, data: bytes) -> None:
         f.write(data)
         f.flush()
         os.fsync(f.fileno())
+    crash.point()
 
 
 __all__ = ["PartitionSource", "SegmentWriter", "check_destination", "resolve_sources",

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from kafkatool import budget as _budget
+from kafkatool import crash
 from kafkatool.atomic import TEMP_PREFIX, atomic_write_bytes, replace_with_backup
 from kafkatool.errors import InputError, UsageError
 from kafkatool.index_verify import (
@@ -202,6 +203,7 @@ def _write(task: SegmentTask, check: IndexCheck, data: bytes, options: ReindexOp
         task.mirror.mkdir(parents=True, exist_ok=True)
         dest = task.mirror / check.path.name
         atomic_write_bytes(dest, data)
+        crash.point()
         return Action(dest, "wrote")
     if check.status == OK:
         return Action(check.path, "skipped", reason="identical to the rebuild")
@@ -209,6 +211,7 @@ def _write(task: SegmentTask, check: IndexCheck, data: bytes, options: ReindexOp
         return Action(check.path, "skipped", reason="valid (--keep-valid)")
     existed = check.on_disk_entries is not None
     bak = replace_with_backup(check.path, data, backup=options.backup)
+    crash.point()
     return Action(check.path, "replaced" if existed else "wrote", bak)
 
 

@@ -18,19 +18,18 @@ import heapq
 import json
 import os
 import random
-import shutil
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from kafkatool.atomic import TEMP_PREFIX, fsync_dir
+from kafkatool import crash
+from kafkatool.atomic import staged_directory
 from kafkatool.batch import MAGIC_V0, MAGIC_V2, NO_TIMESTAMP, TimestampType, increment_sequence
 from kafkatool.checkpoints import encode_offset_checkpoint
 from kafkatool.decoders.offsets import offset_commit_key, offset_commit_value, partition_for_group
 from kafkatool.errors import UsageError
-from kafkatool.lock import refuse_if_live
+from kafkatool.lock import hold_for_write, refuse_if_live
 from kafkatool.logdir import CLEAN_SHUTDOWN_FILE, META_PROPERTIES, TopicPartition
 from kafkatool.sample_cleaner import clean
 from kafkatool.sample_log import LogicalBatch, PartitionLog, PartitionSummary, RecordTuple, end_txn_marker
@@ -379,26 +378,9 @@ def generate_sample(path: str | os.PathLike[str], spec: SampleSpec, *,
     started = time.perf_counter()
     dest = Path(path)
     _check_destination(dest)
-    parent = dest.absolute().parent
-    parent.mkdir(parents=True, exist_ok=True)
-    try:
-        staging = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{dest.name}.", dir=parent))
-    except PermissionError:
-        if not dest.is_dir():
-            raise
-        # An empty DIR we may write but whose parent we may not: stage inside it, move the entries up.
-        staging = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX, dir=dest))
-    try:
+    # Any log dir above DEST stays locked while we write (a broker starting meanwhile fails to lock it).
+    with hold_for_write(dest), staged_directory(dest, fsync=fsync, log_dir=True, on_durable=crash.point) as staging:
         result = _generate_into(staging, spec, progress)
-        if fsync:
-            _fsync_tree(staging)
-        os.chmod(staging, 0o755)
-        _move_into_place(staging, dest)
-        if fsync:
-            fsync_dir(parent)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return SampleResult(dest, spec, result[0], result[1], result[2], result[3], time.perf_counter() - started)
 
 
@@ -413,43 +395,6 @@ def _check_destination(dest: Path) -> None:
     if any(dest.iterdir()):
         raise UsageError("is not empty: kafkatool sample writes only into a new or empty directory "
                          "(nothing was changed)", path=dest)
-
-
-def _move_into_place(staging: Path, dest: Path) -> None:
-    if staging.parent != dest:
-        try:
-            os.replace(staging, dest)  # atomic; also replaces an empty directory
-            return
-        except OSError:
-            if not dest.is_dir():
-                raise
-    # dest is an empty directory we cannot replace (a mount point, say): move the entries in.
-    for child in sorted(staging.iterdir()):
-        os.rename(child, dest / child.name)
-    staging.rmdir()
-
-
-def _fsync_tree(root: Path) -> None:
-    """fsync every file, then every directory. Concurrent fsyncs share journal commits (ext4, xfs), which
-    makes this several times faster than one after another for a tree of many small files."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    files: list[str] = []
-    dirs: list[str] = []
-    for dirpath, _, names in os.walk(root):
-        dirs.append(dirpath)
-        files.extend(os.path.join(dirpath, n) for n in names)
-
-    def sync(path: str) -> None:
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-    with ThreadPoolExecutor(max_workers=16) as pool:
-        list(pool.map(sync, files))
-        list(pool.map(sync, dirs))
 
 
 def _generate_into(root: Path, spec: SampleSpec, progress: Callable[[PartitionSummary], None] | None

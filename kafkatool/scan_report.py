@@ -11,7 +11,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kafkatool.atomic import atomic_write_bytes
+from kafkatool import crash
+from kafkatool.atomic import atomic_write_bytes, fsync_dir
 from kafkatool.codecs import CODEC_LABELS
 from kafkatool.keyshare import (
     ConsumerLoad,
@@ -232,7 +233,9 @@ def write_parquet(out_dir: str, tables: Mapping[str, list[dict[str, Any]]]) -> l
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    os.makedirs(out_dir, exist_ok=True)
+    if not os.path.isdir(out_dir):
+        os.makedirs(out_dir)
+        fsync_dir(os.path.dirname(os.path.abspath(out_dir)))
     written = []
     for name, rows in tables.items():
         if not rows:
@@ -242,6 +245,7 @@ def write_parquet(out_dir: str, tables: Mapping[str, list[dict[str, Any]]]) -> l
         pq.write_table(table, sink)
         path = os.path.join(out_dir, f"{name}.parquet")
         atomic_write_bytes(path, sink.getvalue().to_pybytes())
+        crash.point()
         written.append(path)
     return written
 

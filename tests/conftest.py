@@ -52,5 +52,13 @@ def golden() -> dict[str, bytes]:
     return out
 
 
+@pytest.fixture(scope="session")
+def java_lock(tmp_path_factory: pytest.TempPathFactory):
+    """A JVM holding a log dir's ``.lock`` as a Kafka broker does: ``with java_lock.holding(log_dir): ...``."""
+    from tests.broker_lock import compile_holder
+
+    return compile_holder(tmp_path_factory.mktemp("holdlock"))
+
+
 # kafka-ref (Apache Kafka's own code) for every test directory: the session fixture lives in tests/kafkaref.py.
 from tests.kafkaref import kafka_ref  # noqa: E402, F401

@@ -23,6 +23,7 @@ from kafkatool.canary.manifest import PartitionEntry, Workdir, hash_file
 from kafkatool.canary.run import run_canary
 from kafkatool.canary.verify import verify_workdir
 from kafkatool.checkpoints import EpochEntry, encode_leader_epoch_checkpoint, read_leader_epoch_checkpoint
+from tests.broker_lock import JavaLockHolder
 from tests.canary_dirs import small_dir, tree
 from tests.conftest import ROOT, run_cli
 
@@ -106,30 +107,18 @@ def test_refused_while_a_broker_holds_the_lock(setup: Setup) -> None:
 
 
 @pytest.mark.interop
-def test_refused_while_a_java_process_holds_the_lock_as_kafka_does(setup: Setup, tmp_path: Path) -> None:
+def test_refused_while_a_java_process_holds_the_lock_as_kafka_does(setup: Setup, java_lock: JavaLockHolder) -> None:
     """Kafka's FileLock: FileChannel.open(CREATE, READ, WRITE).tryLock() (server-common FileLock.java)."""
-    if shutil.which("java") is None:
-        pytest.fail("java is needed (JDK 17+), as for every interop test")
     setup.reset()
-    src = tmp_path / "HoldLock.java"
-    src.write_text(
-        "import java.nio.channels.FileChannel; import java.nio.file.*;\n"
-        "public class HoldLock { public static void main(String[] a) throws Exception {\n"
-        "  FileChannel ch = FileChannel.open(Paths.get(a[0]), StandardOpenOption.CREATE, StandardOpenOption.READ,"
-        " StandardOpenOption.WRITE);\n"
-        "  if (ch.tryLock() == null) throw new IllegalStateException(\"not locked\");\n"
-        "  System.out.println(\"locked\"); System.out.flush(); Thread.sleep(60000); } }\n")
-    holder = subprocess.Popen(["java", "-Xmx64m", str(src), str(setup.live / ".lock")], stdout=subprocess.PIPE,
-                              text=True)
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+    with java_lock.holding(setup.live):
         before = tree(setup.live)
-        r = run_cli("canary", "apply", setup.w)
-        assert r.returncode == 3 and "live broker" in r.stderr, r.stderr
+        journal = (setup.w / "journal.json").read_bytes() if (setup.w / "journal.json").exists() else None
+        for op in ("apply", "rollback"):
+            r = run_cli("canary", op, setup.w)
+            assert r.returncode == 3 and "live broker" in r.stderr and str(setup.live / ".lock") in r.stderr, r.stderr
         assert tree(setup.live) == before
-    finally:
-        holder.kill()
-        holder.wait()
+        # refused before anything is written, the work dir's journal included
+        assert ((setup.w / "journal.json").read_bytes() if (setup.w / "journal.json").exists() else None) == journal
 
 
 def test_refused_when_a_partition_changed(setup: Setup) -> None:
@@ -310,3 +299,30 @@ def test_loader_prediction_of_an_interrupted_apply(setup: Setup) -> None:
     assert r.returncode == 1 and "a broker starting now would: swap segments cover offsets" in r.stdout
     swap(setup.w, "apply")
     assert tree(setup.live) == setup.canary_tree
+
+
+@pytest.mark.slow
+def test_kill_between_a_temp_write_and_its_rename_leaves_a_file_the_broker_ignores(setup: Setup) -> None:
+    """The step after each temp copy: the partition dir holds `.kafkatool-tmp-<name>.swap.tmp` (not `*.swap`, whose
+    missing offset would fail LogLoader), the broker's start leaves it alone, the next run removes it."""
+    for op, start in (("apply", setup.pristine), ("rollback", setup.applied)):
+        seen = 0
+        for k in range(1, 40):
+            setup.reset(start)
+            rc = _crash(setup, op, k, "--partitions", "old-0")
+            assert rc == -signal.SIGKILL, (op, k, rc)
+            temps = [n for p in PARTS for n in os.listdir(setup.live / p) if n.startswith(".kafkatool-tmp-")]
+            if not temps:
+                continue
+            seen += 1
+            for n in temps:
+                assert n.endswith(".tmp") and not n.endswith((".swap", ".snapshot", ".log", ".index")), n
+            acts = predict(setup.live / "old-0")
+            assert not acts.fails, acts.fails
+            assert acts.ignored == temps and all(f"leave {n} alone" in " ".join(acts.describe()) for n in temps)
+            _recover_both_ways(setup, op, k)  # the broker's start (complete_swaps raises where Kafka would fail)
+            for p in PARTS:
+                assert not [n for n in os.listdir(setup.live / p) if n.startswith(".kafkatool-tmp-")]
+            if seen == 2:
+                break
+        assert seen == 2, op

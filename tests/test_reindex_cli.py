@@ -146,7 +146,9 @@ def test_in_place_refuses_while_a_broker_holds_the_lock(tmp_path):
         after = digest(root)
         after.pop(".lock", None)
         assert after == before
-        assert run_cli("reindex-time", root).returncode == 1  # --check reads only: not refused
+        # --check reads only: refused too (a segment being appended reads as torn), unless --live
+        assert run_cli("reindex-time", root).returncode == 3
+        assert run_cli("reindex-time", root, "--live").returncode == 1
     finally:
         holder.kill()
         holder.wait()
@@ -182,7 +184,8 @@ def test_in_place_refuses_while_a_java_process_holds_the_lock_as_kafka_does(tmp_
         before.pop(".lock", None)
         after.pop(".lock", None)
         assert after == before
-        assert run_cli("reindex-time", root).returncode == 1  # --check reads only: not refused
+        assert run_cli("reindex-time", root).returncode == 3  # reading a live log dir needs --live
+        assert run_cli("reindex-time", root, "--live").returncode == 1  # --check with --live reads, never writes
     finally:
         holder.kill()
         holder.wait()

@@ -32,19 +32,19 @@ from __future__ import annotations
 import datetime as _dt
 import fnmatch
 import os
-import signal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafkatool.atomic import TEMP_PREFIX, fsync_dir
+from kafkatool import crash
+from kafkatool.atomic import fsync_dir, is_temp_name, temp_name
 from kafkatool.canary.manifest import FileEntry, Manifest, PartitionEntry, Workdir, copy_file, hash_file, matches
 from kafkatool.checkpoints import read_leader_epoch_checkpoint
 from kafkatool.errors import BrokerLockHeldError, ExitCode, KafkaToolError, UsageError
-from kafkatool.lock import hold_log_dir
+from kafkatool.lock import hold_log_dir, refuse_if_live
 from kafkatool.logdir import CLEANED_SUFFIX, DELETED_SUFFIX, LEADER_EPOCH_CHECKPOINT, LOCK_FILE, SWAP_SUFFIX
 
-CRASH_ENV = "KAFKATOOL_CRASH_AFTER"
+CRASH_ENV = crash.CRASH_ENV
 SEGMENT_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex")  # the order swaps are written and renamed
 Progress = Callable[[str], None]
 
@@ -57,17 +57,14 @@ class CanaryStateError(KafkaToolError):
 
 class Steps:
     """Counts durable steps (fsynced writes, renames, deletes); ``KAFKATOOL_CRASH_AFTER=N`` kills the process
-    with SIGKILL right after the Nth, to test recovery at every point."""
+    with SIGKILL right after the Nth (:mod:`kafkatool.crash`), to test recovery at every point."""
 
     def __init__(self) -> None:
         self.count = 0
-        raw = os.environ.get(CRASH_ENV)
-        self.crash_after = int(raw) if raw and raw.strip().isdigit() else None
 
     def done(self) -> None:
         self.count += 1
-        if self.crash_after is not None and self.count >= self.crash_after:
-            os.kill(os.getpid(), signal.SIGKILL)
+        crash.point()
 
 
 def segment_file(name: str) -> tuple[int, str] | None:
@@ -125,7 +122,7 @@ def classify(live: Path, entry: PartitionEntry) -> PartitionState:
         return st
     names = sorted(n for n in os.listdir(live) if (live / n).is_file())
     hashes = _Hashes(live)
-    st.swaps = [n for n in names if n.endswith(SWAP_SUFFIX) or n.startswith(TEMP_PREFIX)]
+    st.swaps = [n for n in names if n.endswith(SWAP_SUFFIX) or is_temp_name(n)]
     foreign = [n for n in names if n.endswith((CLEANED_SUFFIX, DELETED_SUFFIX))]
     inputs = {e.name: e for e in entry.inputs}
     outputs = {e.name: e for e in entry.outputs}
@@ -178,8 +175,10 @@ def classify(live: Path, entry: PartitionEntry) -> PartitionState:
 
 
 def _write_swap(live: Path, src: Path, e: FileEntry, mtime: int, steps: Steps) -> None:
-    """``<name>.swap`` with exactly ``e``'s bytes: temp file, fsync, checksum, rename, fsync dir."""
-    tmp = live / f"{TEMP_PREFIX}{e.name}{SWAP_SUFFIX}"
+    """``<name>.swap`` with exactly ``e``'s bytes: temp file, fsync, checksum, rename, fsync dir. The temp file
+    (``.kafkatool-tmp-<name>.swap.tmp``) must not end in ``.swap``: the broker's LogLoader parses the base offset
+    of every ``*.swap`` and fails the log's load on a name that has none (NumberFormatException)."""
+    tmp = live / temp_name(e.name + SWAP_SUFFIX)
     try:
         os.unlink(tmp)
     except FileNotFoundError:
@@ -189,6 +188,7 @@ def _write_swap(live: Path, src: Path, e: FileEntry, mtime: int, steps: Steps) -
         os.unlink(tmp)
         raise CanaryStateError(f"{src / e.name} no longer has the checksum the manifest records: the work dir "
                                "changed; nothing more was swapped", path=src / e.name)
+    steps.done()  # a kill here leaves the temp file: the broker ignores it, the next run removes it
     os.replace(tmp, live / (e.name + SWAP_SUFFIX))
     fsync_dir(live)
     steps.done()
@@ -279,11 +279,12 @@ def _restore_others(live: Path, src: Path, entry: PartitionEntry, steps: Steps, 
             notes.append(f"{e.name} kept: a broker recorded newer leader epochs since the canary run")
             continue
         if not matches(p, e):
-            tmp = live / f"{TEMP_PREFIX}{e.name}"
+            tmp = live / temp_name(e.name)  # ".kafkatool-tmp-<N>.snapshot" would fail ProducerStateManager's parse
             copied = copy_file(src / e.name, tmp, mtime_ns=e.mtime_ns, exclusive=False)
             if (copied.size, copied.sha256) != (e.size, e.sha256):
                 os.unlink(tmp)
                 raise CanaryStateError("the saved original no longer matches the manifest", path=src / e.name)
+            steps.done()
             os.replace(tmp, p)
             fsync_dir(live)
             steps.done()
@@ -301,7 +302,7 @@ def _restore_others(live: Path, src: Path, entry: PartitionEntry, steps: Steps, 
 
 def _drop_temps(live: Path, steps: Steps) -> None:
     for n in sorted(os.listdir(live)):
-        if n.startswith(TEMP_PREFIX):
+        if is_temp_name(n):
             os.unlink(live / n)
             fsync_dir(live)
             steps.done()
@@ -410,6 +411,7 @@ def swap(workdir: str | os.PathLike[str], op: str, *, partitions: Sequence[str] 
         _require_verified(w, m)
     check_workdir_files(w, entries, canary=op == "apply")
     log_dir = Path(m.log_dir)
+    refuse_if_live(log_dir)  # before the journal: a refused run changes nothing, not even the work dir
     steps = Steps()
     outcomes: list[Outcome] = []
     names = [p.name for p in entries]

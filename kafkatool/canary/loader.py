@@ -15,8 +15,16 @@ From ``core/src/main/scala/kafka/log/LogLoader.scala`` (3.9), before any segment
 5. Segments load; a segment whose ``.index`` is missing is recovered (indexes rebuilt); a missing
    ``.timeindex`` is created empty.
 
+Names: the base offset is ``Long.parseLong`` of the name up to its first dot, and LogLoader does not catch the
+``NumberFormatException`` where it parses every ``*.cleaned`` and ``*.swap`` (step 1) and every ``.log``,
+``.index``, ``.timeindex``, ``.txnindex`` (step 5), nor does ``ProducerStateManager`` for ``*.snapshot`` (it
+lists them when the log is created, before step 1): such a file without an offset (``.kafkatool-tmp-x.swap``,
+what kafkatool < 1 left after a kill) fails the load of the whole log, and the broker marks the log dir
+offline or stops. Any other file is left alone (kafkatool's temp files end in ``.tmp`` for that reason).
+
 :func:`predict` lists these actions without touching anything (``canary verify`` reports them for an
-interrupted apply/rollback); :func:`complete_swaps` performs them (tests use it as the broker's start).
+interrupted apply/rollback); :func:`complete_swaps` performs them (tests use it as the broker's start) and
+raises :class:`BrokerLoadError` where the broker would fail.
 """
 
 from __future__ import annotations
@@ -25,11 +33,27 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kafkatool.atomic import is_temp_name
+from kafkatool.errors import KafkaToolError
 from kafkatool.file_records import FileRecords
-from kafkatool.logdir import CLEANED_SUFFIX, DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX
+from kafkatool.logdir import (
+    CLEANED_SUFFIX,
+    DELETED_SUFFIX,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    SNAPSHOT_SUFFIX,
+    SWAP_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
+)
 
 PREALLOCATED_INDEX_BYTES = 10 * 1024 * 1024  # roundDown(segment.index.bytes default, 8)
 SNAPSHOT_DELETE_SUFFIX = ".checkpoint.deleted"  # Snapshots.DELETE_SUFFIX: KRaft snapshots, left to KafkaMetadataLog
+_SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
+
+
+class BrokerLoadError(KafkaToolError):
+    """What :func:`complete_swaps` raises where the broker's load of the log would throw."""
 
 
 def offset_from_file(name: str) -> int | None:
@@ -47,6 +71,8 @@ def offset_from_file(name: str) -> int | None:
 
 @dataclass(slots=True)
 class LoaderActions:
+    fails: list[str] = field(default_factory=list)  # why the broker's load of this log throws (nothing below runs)
+    ignored: list[str] = field(default_factory=list)  # kafkatool temp files the broker leaves alone
     deleted: list[str] = field(default_factory=list)  # in the order LogLoader deletes them
     renamed: list[tuple[str, str]] = field(default_factory=list)
     created: list[str] = field(default_factory=list)  # index swaps readNextOffset creates (preallocated, zero)
@@ -59,7 +85,10 @@ class LoaderActions:
         return not (self.deleted or self.renamed)
 
     def describe(self) -> list[str]:
-        out = []
+        if self.fails:
+            return [f"fail to load this log: {f}" for f in self.fails]
+        out = [f"leave {n} alone (a kafkatool temp file; the next canary apply or rollback removes it)"
+               for n in self.ignored]
         if self.swap_range is not None:
             out.append(f"swap segments cover offsets [{self.swap_range[0]}, {self.swap_range[1]})")
         out += [f"delete {n}" for n in self.deleted]
@@ -80,9 +109,27 @@ def _next_offset(log: Path, base: int) -> int:
     return nxt
 
 
+def _unparsable(names: list[str]) -> list[str]:
+    """Files whose base offset the broker parses and cannot (each fails the log's load), in the order it meets
+    them: snapshots (ProducerStateManager, first), then .cleaned/.swap (LogLoader step 1), then segment files
+    (step 5, after the swaps are renamed)."""
+    out = []
+    for group in ((SNAPSHOT_SUFFIX,), (CLEANED_SUFFIX, SWAP_SUFFIX), _SEGMENT_SUFFIXES):
+        for n in names:
+            if n.endswith(group) and not n.endswith(DELETED_SUFFIX) and offset_from_file(n) is None:
+                where = ("ProducerStateManager" if group == (SNAPSHOT_SUFFIX,) else "LogLoader")
+                out.append(f"{n}: {where} parses a base offset out of every *{n[n.rfind('.'):]} file and this name "
+                           "has none (NumberFormatException); remove the file, then start the broker")
+    return out
+
+
 def predict(part_dir: Path) -> LoaderActions:
     acts = LoaderActions()
     names = sorted(n for n in os.listdir(part_dir) if (part_dir / n).is_file())
+    acts.fails = _unparsable(names)
+    if acts.fails:
+        return acts
+    acts.ignored = [n for n in names if is_temp_name(n)]
     swaps, cleaned = [], []
     for n in names:
         if n.endswith(DELETED_SUFFIX) and not n.endswith(SNAPSHOT_DELETE_SUFFIX):
@@ -143,6 +190,8 @@ def complete_swaps(part_dir: Path) -> LoaderActions:
     """Do what ``LogLoader.load`` does to the files before loading segments (steps 1-4; step 5's index
     rebuild is left to the caller)."""
     acts = predict(part_dir)
+    if acts.fails:
+        raise BrokerLoadError(acts.fails[0], path=part_dir)
     for n in acts.deleted:
         try:
             os.unlink(part_dir / n)

@@ -13,7 +13,11 @@ For each partition matching ``--partitions``:
    makes the swap in ``apply`` safe to complete or undo after a crash;
 3. ``W/manifest.json`` records inputs and outputs (size, SHA-256, mtime), the options and the tool version.
 
-W must be new or empty and outside the log dir. A failed run removes what it wrote.
+W must be new or empty and outside the log dir. A failed run removes what it wrote. While a live broker holds
+the log dir's ``.lock`` (or one above W) the run is refused (exit 3): a canary of files being appended to is no
+rehearsal. The run never writes into the log dir, not even a ``.lock`` (a broker that starts meanwhile and
+appends fails the copy of that partition). Crash safety: ``manifest.json`` is written last, after every file and
+directory is fsynced; a work dir without it is an interrupted run (remove it and run again).
 """
 
 from __future__ import annotations
@@ -26,8 +30,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from kafkatool import __version__
-from kafkatool.atomic import TEMP_PREFIX, fsync_dir
+from kafkatool import __version__, crash
+from kafkatool.atomic import fsync_dir, is_temp_name
 from kafkatool.canary.inventory import DEFAULT_MAX_MESSAGE_BYTES, scan_partitions
 from kafkatool.canary.manifest import (
     CANARY,
@@ -42,7 +46,7 @@ from kafkatool.canary.manifest import (
 )
 from kafkatool.codecs import Codec
 from kafkatool.errors import InputError, KafkaToolError, UsageError
-from kafkatool.lock import broker_holds_lock
+from kafkatool.lock import refuse_if_live
 from kafkatool.logdir import LOG_SUFFIX, PartitionDir, is_log_dir, offset_from_filename
 
 Progress = Callable[[str], None]
@@ -98,7 +102,8 @@ def check_workdir(log_dir: Path, workdir: Path) -> bool:
         if not workdir.is_dir():
             raise UsageError("the work dir exists and is not a directory", path=workdir)
         if any(workdir.iterdir()):
-            raise UsageError("the work dir must be new or empty (each canary gets its own)", path=workdir)
+            raise UsageError("the work dir must be new or empty (each canary gets its own; one without "
+                             "manifest.json is an interrupted run: remove it and run again)", path=workdir)
         return False
     return True
 
@@ -111,6 +116,7 @@ def run_canary(log_dir: str | os.PathLike[str], patterns: Sequence[str], workdir
     ld = Path(log_dir)
     if not ld.is_dir() or not is_log_dir(ld):
         raise InputError("not a Kafka log dir", path=ld)
+    refuse_if_live(ld)
     chosen = select_partitions(ld, patterns)
     for pd in chosen:
         if pd.pending:
@@ -118,12 +124,16 @@ def run_canary(log_dir: str | os.PathLike[str], patterns: Sequence[str], workdir
                              + ", ".join(p.name for p in pd.pending) + "): start and stop the broker once to "
                              "complete them first", path=pd.path)
     w = Workdir(workdir)
+    refuse_if_live(w.path)
     created = check_workdir(ld, w.path)
-    if broker_holds_lock(ld):
-        note("canary run: a live broker holds the log dir: the canary is a snapshot of files it may still "
-             "append to; apply will refuse a partition that changed since")
+    return _run(ld, chosen, w, created, opts, patterns, note)
+
+
+def _run(ld: Path, chosen: list[PartitionDir], w: Workdir, created: bool, opts: RunOptions,
+         patterns: Sequence[str], note: Progress) -> Manifest:
     if created:
         w.path.mkdir(parents=True)
+        fsync_dir(w.path.absolute().parent)
     try:
         (w.path / ORIGINALS).mkdir()
         (w.path / CANARY).mkdir()
@@ -137,9 +147,11 @@ def run_canary(log_dir: str | os.PathLike[str], patterns: Sequence[str], workdir
             entries.append(entry)
         fsync_dir(w.path / ORIGINALS)
         fsync_dir(w.path / CANARY)
+        fsync_dir(w.path)
         manifest = Manifest("kafkatool", __version__, _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
                             str(ld.resolve()), {**asdict(opts), "partitions": list(patterns)}, entries)
         w.write_manifest(manifest)
+        crash.point()
         return manifest
     except BaseException:
         if created:
@@ -155,10 +167,11 @@ def _copy_originals(pd: PartitionDir, dst: Path) -> PartitionEntry:
     dst.mkdir()
     inputs: list[FileEntry] = []
     for src in sorted(pd.path.iterdir()):
-        if not src.is_file() or src.name.startswith(TEMP_PREFIX):
+        if not src.is_file() or is_temp_name(src.name):
             continue
         before = src.stat()
         entry = copy_file(src, dst / src.name)
+        crash.point()
         after = src.stat()
         if (before.st_size, before.st_mtime_ns) != (after.st_size, after.st_mtime_ns) or entry.size != after.st_size:
             raise InputError("changed while it was copied (a live broker appending?): stop the broker or retry",

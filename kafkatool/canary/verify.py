@@ -39,6 +39,7 @@ from kafkatool.canary.loader import predict
 from kafkatool.canary.manifest import PartitionEntry, Workdir, hash_file, matches
 from kafkatool.errors import KafkaToolError
 from kafkatool.index import encode_offset_index, encode_time_index
+from kafkatool.lock import live_lock, refuse_if_live
 from kafkatool.recover import recover_segment
 from kafkatool.txn_index import read_txn_index
 
@@ -99,6 +100,7 @@ class VerifyResult:
     log_dir_state: list[PartitionState]
     loader: dict[str, list[str]]  # partition -> what a broker starting now would do
     journal: dict[str, Any] | None
+    live_lock: str | None = None  # the .lock a live broker holds on the log dir (its state read only with live)
 
     @property
     def interrupted(self) -> list[str]:
@@ -109,10 +111,13 @@ class VerifyResult:
         return all(p.ok for p in self.partitions) and not self.interrupted
 
 
-def verify_workdir(workdir: str | Path, *, max_details: int = 20, check_log_dir: bool = True,
+def verify_workdir(workdir: str | Path, *, max_details: int = 20, check_log_dir: bool = True, live: bool = False,
                    progress: Progress | None = None) -> VerifyResult:
+    """Verify every partition of the canary; then, unless a live broker holds the log dir (``live``: anyway),
+    what the log dir holds. Writes ``W/verify.json`` (refused, exit 3, if W is inside a live log dir)."""
     note = progress or (lambda _s: None)
     w = Workdir(workdir)
+    refuse_if_live(w.path)
     m = w.read_manifest()
     max_bytes = int(m.options.get("max_message_bytes", 1048588))
     interval = int(m.options.get("index_interval_bytes", 4096))
@@ -123,7 +128,8 @@ def verify_workdir(workdir: str | Path, *, max_details: int = 20, check_log_dir:
     states: list[PartitionState] = []
     loader: dict[str, list[str]] = {}
     log_dir = Path(m.log_dir)
-    if check_log_dir and log_dir.is_dir():
+    lock = live_lock(log_dir) if check_log_dir and log_dir.is_dir() else None
+    if check_log_dir and log_dir.is_dir() and (lock is None or live):
         for p in m.partitions:
             st = classify(log_dir / p.name, p)
             states.append(st)
@@ -133,7 +139,8 @@ def verify_workdir(workdir: str | Path, *, max_details: int = 20, check_log_dir:
                 except KafkaToolError as e:
                     loader[p.name] = [f"cannot predict: {e}"]
     journal = w.read_optional(w.journal_path)
-    result = VerifyResult(str(w.path), m.log_dir, verdicts, states, loader, journal)
+    result = VerifyResult(str(w.path), m.log_dir, verdicts, states, loader, journal,
+                          str(lock) if lock is not None else None)
     w.write_json(w.verified_path, {
         "ok": all(v.ok for v in verdicts), "at": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "manifest_sha256": hash_file(w.manifest_path)[1],

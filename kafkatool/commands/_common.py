@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 import os
 import sys
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import IO, Annotated, Any
 
@@ -14,6 +15,7 @@ from rich.console import Console
 from kafkatool import budget
 from kafkatool.errors import UsageError
 from kafkatool.jsonl import json_line
+from kafkatool.lock import check_read, live_notice
 from kafkatool.units import parse_size, parse_time_ms
 
 
@@ -58,6 +60,19 @@ MEMORY_HELP = ("Memory budget of the whole run (e.g. 256MiB, 1GiB), divided top-
                "overhead per process, then per worker the chunk buffers, the mapped-file window, caches and the "
                "decompression limit. Wins over 'kafkatool --memory' and KAFKATOOL_MEMORY. [default: 256MiB]")
 MemoryOpt = Annotated[str | None, typer.Option("--memory", help=MEMORY_HELP, show_default=False)]
+
+LIVE_HELP = ("Read a log dir whose .lock a live broker holds anyway, with a warning (without it: refused, exit 3; "
+             "kafkatool is an offline tool and a segment being appended reads as torn). Never writes into it.")
+LiveOpt = Annotated[bool, typer.Option("--live", help=LIVE_HELP)]
+
+
+def check_live(paths: Iterable[str | os.PathLike[str]], live: bool, warn: Callable[[str], None],
+               command: str) -> None:
+    """Reading ``paths``: exit 3 while a live broker holds the log dir of one of them, unless ``--live``; then
+    one warning line per held ``.lock`` (active segments may be mid-write)."""
+    for lock in check_read(paths, live=live):
+        warn(f"kafkatool {command}: {live_notice(lock)}")
+
 
 # ``kafkatool --memory`` (the root option), set by the root callback before any command runs.
 _root_memory: str | None = None

@@ -10,16 +10,19 @@ import typer
 
 from kafkatool.commands._common import (
     FormatOpt,
+    LiveOpt,
     MemoryOpt,
     Output,
     OutputFormat,
     QuietOpt,
     TracebackOpt,
+    check_live,
     positive_size,
     size_option,
     use_budget,
 )
 from kafkatool.errors import ExitCode
+from kafkatool.lock import live_notice
 
 HELP = """Plan a message-format upgrade (v0 -> v1 -> v2, and the move to Kafka 4) and rehearse it on a few partitions.
 
@@ -64,7 +67,8 @@ max.message.bytes, compacted topics still holding legacy data; then the phases (
 consumer (down-conversion cost from the fetch simulator) and what Kafka 4 would leave unconverted.
 
 A topic is known to be compacted from cleaner-offset-checkpoint, offset gaps inside its log, KIP-534 delete
-horizons, the internal topics, or --compacted TOPIC. Exit 1 when a partition is damaged.
+horizons, the internal topics, or --compacted TOPIC. Exit 1 when a partition is damaged; exit 3 while a live
+broker holds the log dir's .lock (--live reads it anyway, with a warning that active segments may be mid-write).
 
 Example: kafkatool canary plan /var/lib/kafka/data --clients clients.txt
 """
@@ -87,6 +91,7 @@ def plan_cmd(
         "--partition-max-bytes", help="The simulated consumers' max.partition.fetch.bytes.")] = "1MiB",
     fetch_sim: Annotated[bool, typer.Option("--fetch-sim/--no-fetch-sim",
                                             help="Simulate a fetch per partition for each old Fetch version.")] = True,
+    live: LiveOpt = False,
     memory: MemoryOpt = None,
     fmt: FormatOpt = None,
     quiet: QuietOpt = False,
@@ -99,6 +104,8 @@ def plan_cmd(
 
     output = Output(quiet=quiet)
     use_budget(memory)
+    if log_dir.exists():
+        check_live([log_dir], live, output.finding, "canary plan")
     default, per_topic = _sizes(max_message_bytes)
     topics = frozenset(t.strip() for v in compacted or [] for t in v.split(",") if t.strip())
     caps = read_clients(clients) if clients is not None else []
@@ -123,7 +130,9 @@ RUN_HELP = """Convert the chosen partitions to message format v2 in a work dir, 
 Each partition dir is copied to W/originals (checksums and mtimes recorded), converted by the convert engine as
 Kafka 4's cleaner rewrites legacy data (compressed wrapper -> one v2 batch, each uncompressed message -> its own
 batch, v0 -> timestamp -1 CreateTime, LogAppendTime kept, v2 batches copied) into W/canary, one output segment
-per input segment, and W/manifest.json lists inputs, outputs, options and the tool version.
+per input segment, and W/manifest.json lists inputs, outputs, options and the tool version (written last: a W
+without it is an interrupted run). Exit 3 (nothing written) while a live broker holds the log dir's .lock, or
+that of a log dir W would be in.
 
 Example: kafkatool canary run /var/lib/kafka/data --partitions 'sensors-*,legacy-events-0' --workdir /var/tmp/c1
 """
@@ -179,7 +188,8 @@ VERIFY_HELP = """Prove every canary partition equivalent to its original, record
 Offsets, timestamps (as v2 keeps them), types, keys, values, headers, producer fields and transaction markers;
 every canary batch CRC-checked; indexes compared with a LogSegment.recover rebuild; every batch against
 max.message.bytes; size and compression deltas. Expected changes of the v2 format are listed. Also reports what
-the log dir holds (originals, canary, or an interrupted apply/rollback). Exit 1 on any difference.
+the log dir holds (originals, canary, or an interrupted apply/rollback; not while a live broker holds its .lock,
+unless --live). Exit 1 on any difference.
 
 Example: kafkatool canary verify /var/tmp/c1
 """
@@ -190,6 +200,9 @@ def verify_cmd(
     workdir: Annotated[Path, typer.Argument(help="The canary work dir.", show_default=False)],
     max_differences: Annotated[int, typer.Option("--max-differences", min=1,
                                                  help="Differences listed per partition.")] = 20,
+    live: Annotated[bool, typer.Option("--live", help="Also report the state of a log dir whose .lock a live "
+                                       "broker holds (skipped otherwise, with a note), with a warning that "
+                                       "active segments may be mid-write.")] = False,
     memory: MemoryOpt = None,
     fmt: FormatOpt = None,
     quiet: QuietOpt = False,
@@ -200,7 +213,13 @@ def verify_cmd(
 
     output = Output(quiet=quiet)
     use_budget(memory)
-    r = verify_workdir(workdir, max_details=max_differences, progress=output.note)
+    r = verify_workdir(workdir, max_details=max_differences, live=live, progress=output.note)
+    if r.live_lock is not None:
+        if live:
+            output.finding(f"kafkatool canary verify: {live_notice(Path(r.live_lock))}")
+        else:
+            output.note(f"canary verify: a live broker holds {r.live_lock}: the log dir's state is not reported "
+                        "(--live reports it anyway)")
     if _human(fmt, output):
         render_verify(r, console(output.out))
     else:

@@ -9,11 +9,13 @@ import typer
 
 from kafkatool.commands._common import (
     FormatOpt,
+    LiveOpt,
     MemoryOpt,
     Output,
     OutputFormat,
     QuietOpt,
     TracebackOpt,
+    check_live,
     use_budget,
 )
 from kafkatool.commands._convert import (
@@ -28,6 +30,7 @@ from kafkatool.commands._convert import (
 )
 from kafkatool.convert import ConvertOptions, convert_log
 from kafkatool.errors import ExitCode, UsageError
+from kafkatool.lock import refuse_if_live
 
 HELP = "\n\n".join([
     'Convert SRC (a .log segment, a partition dir or a log dir) to message format v1 or v0 in DST.',
@@ -43,6 +46,8 @@ HELP = "\n\n".join([
     'DST must be new or empty; it receives one complete partition dir per input partition (segments, '
     '.index, .timeindex, leader-epoch-checkpoint, partition.metadata), written crash-safely. Source files '
     'are never modified. Stop the broker before moving the result into a log dir.',
+    "Exit 3 (nothing written): DST is inside a log dir a live broker holds (its .lock), or SRC is and --live "
+    'was not given. A stopped broker\'s log dir that DST is in stays locked while the run writes.',
 ])
 
 
@@ -70,6 +75,7 @@ def downconvert(
     segment_bytes: SegmentBytesOpt = "1GiB",
     max_message_bytes: MaxMessageBytesOpt = "1048588",
     dry_run: DryRunOpt = False,
+    live: LiveOpt = False,
     memory: MemoryOpt = None,
     fmt: FormatOpt = None,
     quiet: QuietOpt = False,
@@ -87,6 +93,8 @@ def downconvert(
                           decompress_limit=mem.worker.decompress_limit,
                           segment_bytes=size(segment_bytes, "--segment-bytes"),
                           max_message_bytes=size(max_message_bytes, "--max-message-bytes"), dry_run=dry_run)
+    refuse_if_live(dst)  # a write into a live log dir is refused first: --live never allows that
+    check_live([src], live, output.finding, "downconvert")
     observer = CliObserver(output, form, "downconvert")
     try:
         results = convert_log(src, dst, opts, observer)

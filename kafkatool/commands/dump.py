@@ -35,7 +35,7 @@ from kafkatool.dumplog_format import DumpLogWriter, make_decoder
 from kafkatool.errors import ExitCode, InputError, UsageError
 from kafkatool.units import parse_size, parse_time_ms
 
-from ._common import MemoryOpt, QuietOpt, TracebackOpt, use_budget
+from ._common import LiveOpt, MemoryOpt, QuietOpt, TracebackOpt, check_live, use_budget
 from ._dump_table import TableWriter
 
 
@@ -146,15 +146,17 @@ def dump(
     resync_limit: Annotated[str, typer.Option("--resync-limit", help="After corruption, how far to scan for the "
                                               "next valid batch (a distance: the scan holds one mapped-page "
                                               "window of --memory at a time).")] = "64MiB",
+    live: LiveOpt = False,
     memory: MemoryOpt = None,
     quiet: QuietOpt = False,
     traceback: TracebackOpt = False,
 ) -> int:
     """Dump segments, indexes, snapshots and checkpoints; report corruption, torn tails and index mismatches.
 
-    Exit codes: 0 clean, 1 findings (errors or warnings), 2 usage or unreadable input, 130 interrupted.
-    Nothing is ever written. The largest decompressed batch accepted follows --memory (a larger one is a
-    decompress-limit finding, never an out-of-memory).
+    Exit codes: 0 clean, 1 findings (errors or warnings), 2 usage or unreadable input, 3 a live broker holds
+    the log dir's .lock (--live reads it anyway, with a warning), 130 interrupted. Nothing is ever written.
+    The largest decompressed batch accepted follows --memory (a larger one is a decompress-limit finding,
+    never an out-of-memory).
 
     Examples: kafkatool dump /var/lib/kafka/orders-0 --deep --print-data | less;
     kafkatool dump 00000000000000000000.log -f dump-log --deep;
@@ -163,6 +165,7 @@ def dump(
     for p in paths:
         if not p.exists():
             raise InputError("no such file or directory", path=p)
+    check_live(paths, live, _err, "dump")
     if from_offset is not None and to_offset is not None and from_offset > to_offset:
         raise UsageError("--from-offset is after --to-offset")
     parser = None

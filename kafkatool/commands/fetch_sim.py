@@ -12,11 +12,13 @@ from kafkatool.atomic import atomic_write
 from kafkatool.batch import Record
 from kafkatool.commands._common import (
     FormatOpt,
+    LiveOpt,
     MemoryOpt,
     Output,
     OutputFormat,
     QuietOpt,
     TracebackOpt,
+    check_live,
     size_option,
     use_budget,
 )
@@ -37,6 +39,7 @@ from kafkatool.fetch_sim import (
 )
 from kafkatool.fetch_sim_report import partition_problem, partition_report, sweep
 from kafkatool.lazy_down_convert import MAX_READ_SIZE
+from kafkatool.lock import hold_for_write, refuse_if_live
 from kafkatool.logdir import TopicPartition
 from kafkatool.png_chart import Series, bar_chart
 from kafkatool.units import format_size, parse_size
@@ -49,6 +52,9 @@ conversion (KIP-283), the lazily converted 128 KiB chunks, and the end of the da
 mid-batch when the converted data is larger, an overflow ("fake trailing") batch repeated every 128 KiB
 when smaller, the duplicated first batch when a leading batch converts to nothing, the overflow after a
 zstd chunk. Reports what an old consumer would make of it. Exit 1 when a partition ends in an error.
+
+Exit 3: a live broker holds the .lock of a log dir a PATH is in (--live reads it anyway, with a warning that
+active segments may be mid-write), or of one that --out or --plot would write into (never written).
 """
 
 
@@ -111,6 +117,7 @@ def fetch_sim(
     trace_memory: Annotated[bool, typer.Option(
         "--trace-memory", help="Also measure each chunk conversion's peak heap with tracemalloc (reported as "
         "traced peak conversion memory; slow: tens of times the conversion's time).")] = False,
+    live: LiveOpt = False,
     memory: MemoryOpt = None,
     fmt: FormatOpt = None,
     quiet: QuietOpt = False,
@@ -127,6 +134,10 @@ def fetch_sim(
         raise UsageError("--raw needs --out FILE")
     if plot is not None and sweep_chunk_sizes is None:
         raise UsageError("--plot needs --sweep-chunk-sizes")
+    for target in (out, plot):
+        if target is not None:
+            refuse_if_live(target)  # never written into a live log dir, --live or not
+    check_live(paths, live, output.finding, "fetch-sim")
     options = FetchOptions(
         fetch_version=fetch_version,
         partition_max_bytes=_size(partition_max_bytes, DEFAULT_PARTITION_MAX_BYTES),
@@ -167,7 +178,7 @@ def fetch_sim(
 
     cb = on_record if consumer_view else None
     if out is not None:
-        with atomic_write(out) as f:
+        with hold_for_write(out), atomic_write(out) as f:
             plans = simulate(options, requests, f, raw=raw, on_record=cb)
     else:
         plans = simulate(options, requests, on_record=cb)
@@ -275,7 +286,7 @@ def _sweep(output: Output, form: OutputFormat, options: FetchOptions, requests: 
             Series("peak memory, model", [r.peak_model_bytes / 1024 for r in rows], "KiB"),
             Series("peak memory, traced", [r.peak_traced_bytes / 1024 for r in rows], "KiB"),
         ])
-        with atomic_write(plot) as f:
+        with hold_for_write(plot), atomic_write(plot) as f:
             f.write(png)
         output.note(f"plot written to {plot}")
     return int(ExitCode.OK)

@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from kafkatool.commands._common import FormatOpt, JobsOpt, MemoryOpt, QuietOpt, TracebackOpt
+from kafkatool.commands._common import FormatOpt, JobsOpt, LiveOpt, MemoryOpt, QuietOpt, TracebackOpt
 
 DEFAULT_INDEX_INTERVAL_BYTES = "4096"  # index.interval.bytes (ServerLogConfigs), as recover.py uses it
 
@@ -25,9 +25,13 @@ leader's record-level time offsets, other index points). Exit 1 if an index woul
 misbehave, 0 otherwise.
 
 --output DIR writes the rebuilt files into DIR/<partition dir>/ (DIR/<log dir>/<partition dir>/ when two
-log dirs hold the same partition name); --in-place replaces the files that differ,
-atomically, keeping <name>.bak (refused while a broker holds the log dir's .lock, exit 3; .log files are
-never written). --recovery-report says what the broker's own startup recovery would do, read-only.
+log dirs hold the same partition name); --in-place replaces the files that differ, atomically, keeping
+<name>.bak (.log files are never written). --recovery-report says what the broker's own startup recovery
+would do, read-only.
+
+Exit 3 (nothing written): a live broker holds the .lock of a log dir that --in-place or --output would write
+into, or of one PATH is in (reading it: --live reads anyway, with a warning that active segments may be
+mid-write). A stopped broker's log dir is locked while --in-place or --output writes into it.
 """
 
 
@@ -60,6 +64,7 @@ def reindex_time(
     verify: Annotated[bool, typer.Option("--verify", help="Check every batch's CRC and every transaction marker, "
                                          "as the broker's recovery does (reads every byte).")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also list the files that are fine.")] = False,
+    live: LiveOpt = False,
     jobs: JobsOpt = 1,
     memory: MemoryOpt = None,
     fmt: FormatOpt = None,
@@ -71,4 +76,4 @@ def reindex_time(
     return reindex_time_run(paths, check=check, output=output, in_place=in_place, no_backup=no_backup,
                             keep_valid=keep_valid, recovery_report=recovery_report, no_offset_index=no_offset_index,
                             index_interval_bytes=index_interval_bytes, verify=verify, verbose=verbose, jobs=jobs,
-                            memory=memory, fmt=fmt, quiet=quiet)
+                            memory=memory, fmt=fmt, quiet=quiet, live=live)

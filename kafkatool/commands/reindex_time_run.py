@@ -16,10 +16,10 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
-from kafkatool.commands._common import Output, OutputFormat, require, use_budget
+from kafkatool.commands._common import Output, OutputFormat, check_live, require, use_budget
 from kafkatool.errors import ExitCode
 from kafkatool.index_verify import OK, Severity
-from kafkatool.lock import hold_log_dir
+from kafkatool.lock import hold_for_write, hold_log_dir, refuse_if_live
 from kafkatool.logdir import Inputs, PartitionDir, resolve_inputs
 from kafkatool.recovery_report import PartitionRecovery, log_dir_notes, report
 from kafkatool.reindex import (
@@ -40,7 +40,7 @@ from kafkatool.units import format_size, parse_size
 def reindex_time_run(paths: list[Path], *, check: bool, output: Path | None, in_place: bool, no_backup: bool,
                      keep_valid: bool, recovery_report: bool, no_offset_index: bool, index_interval_bytes: str,
                      verify: bool, verbose: bool, jobs: int, memory: str | None, fmt: OutputFormat | None,
-                     quiet: bool) -> int:
+                     quiet: bool, live: bool = False) -> int:
     out = Output(quiet=quiet)
     form = out.resolve_format(fmt, tty_default=OutputFormat.text)
     modes = sum([check, output is not None, in_place, recovery_report])
@@ -49,6 +49,13 @@ def reindex_time_run(paths: list[Path], *, check: bool, output: Path | None, in_
     interval = parse_size(index_interval_bytes)
     require(0 <= interval <= 0x7FFFFFFF, "--index-interval-bytes must be between 0 and 2147483647")
     inputs = resolve_inputs(paths)
+    if in_place:
+        for p in paths:  # writes: never into a live log dir, --live or not
+            refuse_if_live(p)
+    else:
+        if output is not None:
+            refuse_if_live(output)
+        check_live(paths, live, out.finding, "reindex-time")
     if recovery_report:
         partitions = inputs.all_partitions() + _partitions_of_files(inputs)
         _budget(memory, jobs, [_size(s.log) for p in partitions for s in p.segments], interval)
@@ -63,6 +70,9 @@ def reindex_time_run(paths: list[Path], *, check: bool, output: Path | None, in_
     if mode == "in-place":
         dirs = log_dirs_of(tasks)
         return _locked(dirs, lambda: _run(out, form, tasks, options, jobs, verbose))
+    if output is not None:
+        with hold_for_write(output):  # a stopped broker's log dir that DIR is in stays locked meanwhile
+            return _run(out, form, tasks, options, jobs, verbose)
     return _run(out, form, tasks, options, jobs, verbose)
 
 

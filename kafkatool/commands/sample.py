@@ -149,6 +149,10 @@ def sample(
     producer snapshots, transactions with markers and .txnindex files, leader epochs, a format-upgrade
     mix, a compacted __consumer_offsets, checkpoints and meta.properties. Deterministic for a seed.
 
+    Written into a staging dir beside DIRECTORY, fsynced, then renamed into place. Exit 3 (nothing written)
+    while a live broker holds the .lock of DIRECTORY or of a log dir it is in; a stopped broker's log dir it is
+    in stays locked meanwhile.
+
     Examples:
 
       kafkatool sample /tmp/kafkatool-demo

@@ -12,10 +12,12 @@ import typer
 from kafkatool.budget import activate
 from kafkatool.commands._common import (
     FormatOpt,
+    LiveOpt,
     Output,
     OutputFormat,
     QuietOpt,
     TracebackOpt,
+    check_live,
     env_memory_default,
     memory_option,
     positive_size,
@@ -27,6 +29,7 @@ from kafkatool.commands._scan_render import (
     render_stats,
 )
 from kafkatool.errors import ExitCode, UsageError
+from kafkatool.lock import hold_for_write, refuse_if_live
 from kafkatool.units import format_size, parse_size, parse_time_ms
 
 DEFAULT_MEMORY = "2GiB"
@@ -148,6 +151,7 @@ def spark_scan(
     python_archive: Annotated[str | None, typer.Option("--python-archive", help="Packed virtualenv/conda env "
                                                        "(tar.gz) for the executors' Python.")] = None,
     spark_ui: Annotated[bool, typer.Option("--spark-ui", help="Keep Spark's web UI on.")] = False,
+    live: LiveOpt = False,
     quiet: QuietOpt = False,
     traceback: TracebackOpt = False,
 ) -> int:
@@ -155,6 +159,11 @@ def spark_scan(
 
     The parsing is kafkatool's own library, run on the executors. Segments are cut into byte ranges
     at batch boundaries and tasks balanced by bytes, so one big segment spreads over many tasks.
+
+    Exit 3: a live broker holds the .lock of a log dir a local PATH is in (--live reads it anyway, with a
+    warning that active segments may be mid-write), or of one --output or --export-records would write
+    into (never written). Outputs are written crash-safely: each --output file atomically, and the
+    --export-records dir staged beside it, fsynced and renamed into place whole.
     """
     out = Output(quiet=quiet)
     form = out.resolve_format(fmt)
@@ -182,6 +191,10 @@ def spark_scan(
         raise UsageError("--output writes to a local directory (the figures are small); give a local path")
     if export_records and is_url(export_records) and engine != "spark":
         raise UsageError("--engine local-processes exports to a local directory; use Spark to write to a URL")
+    for target in (output, export_records):
+        if target and not is_url(target):
+            refuse_if_live(target)  # never written into a live log dir, --live or not
+    check_live([p for p in paths if not is_url(p)], live, out.finding, "spark-scan")
 
     from kafkatool.scan import ScanOptions
     from kafkatool.scan_report import keyshare_setup
@@ -260,7 +273,8 @@ def spark_scan(
         if output and tables:
             from kafkatool.scan_report import write_parquet
 
-            written = write_parquet(output, tables)
+            with hold_for_write(output):
+                written = write_parquet(output, tables)
             out.note(f"wrote {len(written)} Parquet files to {output}")
     finally:
         if spark is not None:
@@ -321,15 +335,21 @@ def _verify(spark: Any, plan: Any, interval: int, engine: str, cores: int, paral
 def _export(spark: Any, plan: Any, directory: str, opts: Any, lo: int | None, hi: int | None, engine: str,
             cores: int, out: Output, form: OutputFormat) -> None:
     from kafkatool.spark.export import ExportFilter, export_local
+    from kafkatool.spark.source import is_url
 
     flt = ExportFilter(lo, hi)
     progress = ProgressLine(out, "export")
     if engine == "spark":
         from kafkatool.spark.job import run_export
 
-        n = run_export(spark, plan, directory, opts, flt, progress=progress)
+        if is_url(directory):
+            n = run_export(spark, plan, directory, opts, flt, progress=progress)
+        else:
+            with hold_for_write(directory):
+                n = run_export(spark, plan, directory, opts, flt, progress=progress)
     else:
-        n = export_local(plan, directory, opts, flt, jobs=cores, progress=lambda d, t: progress(d, t))
+        with hold_for_write(directory):
+            n = export_local(plan, directory, opts, flt, jobs=cores, progress=lambda d, t: progress(d, t))
     progress.finish(plan.total_bytes)
     render_export(n, directory, out, form)
 

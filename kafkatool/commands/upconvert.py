@@ -9,11 +9,13 @@ import typer
 
 from kafkatool.commands._common import (
     FormatOpt,
+    LiveOpt,
     MemoryOpt,
     Output,
     OutputFormat,
     QuietOpt,
     TracebackOpt,
+    check_live,
     use_budget,
 )
 from kafkatool.commands._convert import (
@@ -28,6 +30,7 @@ from kafkatool.commands._convert import (
 )
 from kafkatool.convert import ConvertOptions, convert_log
 from kafkatool.errors import ExitCode
+from kafkatool.lock import refuse_if_live
 
 HELP = "\n\n".join([
     'Convert the v0/v1 data of SRC (a .log segment, a partition dir or a log dir) to message format v2 in '
@@ -41,6 +44,8 @@ HELP = "\n\n".join([
     'DST must be new or empty; it receives one complete partition dir per input partition (segments, '
     '.index, .timeindex, .txnindex, producer snapshots, leader-epoch-checkpoint, partition.metadata), '
     'written crash-safely. Source files are never modified.',
+    "Exit 3 (nothing written): DST is inside a log dir a live broker holds (its .lock), or SRC is and --live "
+    'was not given. A stopped broker\'s log dir that DST is in stays locked while the run writes.',
 ])
 
 
@@ -62,6 +67,7 @@ def upconvert(
     segment_bytes: SegmentBytesOpt = "1GiB",
     max_message_bytes: MaxMessageBytesOpt = "1048588",
     dry_run: DryRunOpt = False,
+    live: LiveOpt = False,
     memory: MemoryOpt = None,
     fmt: FormatOpt = None,
     quiet: QuietOpt = False,
@@ -76,6 +82,8 @@ def upconvert(
                           chunk_size=chunk, decompress_limit=mem.worker.decompress_limit,
                           segment_bytes=size(segment_bytes, "--segment-bytes"),
                           max_message_bytes=size(max_message_bytes, "--max-message-bytes"), dry_run=dry_run)
+    refuse_if_live(dst)  # a write into a live log dir is refused first: --live never allows that
+    check_live([src], live, output.finding, "upconvert")
     observer = CliObserver(output, form, "upconvert")
     try:
         results = convert_log(src, dst, opts, observer)

@@ -12,14 +12,14 @@ whose records do not decode are skipped (the stats analysis reports them).
 from __future__ import annotations
 
 import os
-import shutil
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from kafkatool import crash
+from kafkatool.atomic import staged_directory
 from kafkatool.batch import TimestampType
 from kafkatool.codecs import CODEC_LABELS
 from kafkatool.errors import KafkaToolError, UsageError
@@ -29,6 +29,7 @@ from kafkatool.spark.schemas import RECORD_SCHEMA
 from kafkatool.spark.source import RangeBatches
 
 DEFAULT_ROWS = 65536
+SUCCESS = "_SUCCESS"  # Spark's marker of a complete output
 _TS_LABEL = {t.value: t.label for t in TimestampType}
 
 
@@ -137,17 +138,19 @@ def write_range(item: WorkItem, opts: ScanOptions, flt: ExportFilter, staging: s
 
 def export_local(plan: Plan, out_dir: str, opts: ScanOptions = DEFAULT_OPTIONS, flt: ExportFilter = NO_FILTER,
                  *, jobs: int = 1, progress: Callable[[int, int], None] | None = None) -> int:
-    """The single-process (or pool) export: stage under ``out_dir/_temporary``, then move into place."""
+    """The single-process (or pool) export, crash-safe: the whole dataset is written into a staging dir beside
+    ``out_dir`` (``.kafkatool-tmp-<name>.<random>.tmp``), every file and dir fsynced, ``_SUCCESS`` written, then
+    the staging dir is renamed to ``out_dir``. After a crash ``out_dir`` is absent (or the empty dir it was) or
+    complete; a failure leaves neither it nor the staging dir."""
     prepare_output(out_dir)
-    os.makedirs(out_dir, exist_ok=True)
-    staging = os.path.join(out_dir, "_temporary", uuid.uuid4().hex)
-    os.makedirs(staging)
     total = 0
     done = 0
-    try:
+    with staged_directory(out_dir, last=SUCCESS, on_durable=crash.point) as root:
+        staging = str(root)
         if jobs <= 1:
             for it in plan.items:
                 total += write_range(it, opts, flt, staging)
+                crash.point()
                 done += it.bytes
                 if progress:
                     progress(done, plan.total_bytes)
@@ -158,14 +161,11 @@ def export_local(plan: Plan, out_dir: str, opts: ScanOptions = DEFAULT_OPTIONS, 
                 args = [(plan.items[i], opts, flt, staging) for task in plan.tasks for i in task]
                 for it, n in pool.imap_unordered(_write_task, args):
                     total += n
+                    crash.point()
                     done += it.bytes
                     if progress:
                         progress(done, plan.total_bytes)
-        for name in os.listdir(staging):
-            os.replace(os.path.join(staging, name), os.path.join(out_dir, name))
-        open(os.path.join(out_dir, "_SUCCESS"), "wb").close()
-    finally:
-        shutil.rmtree(os.path.join(out_dir, "_temporary"), ignore_errors=True)
+        open(os.path.join(staging, SUCCESS), "wb").close()
     return total
 
 

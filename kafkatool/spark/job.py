@@ -18,6 +18,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from kafkatool import crash
+from kafkatool.atomic import staged_directory
 from kafkatool.errors import KafkaToolError, UsageError
 from kafkatool.scan import DEFAULT_OPTIONS, RangeResult, ScanOptions, ScanReport, merge_results, scan_range
 from kafkatool.spark.executor import export_fn, index_check_fn, stats_fn
@@ -132,16 +134,25 @@ def run_stats(spark: Any, plan: Plan, opts: ScanOptions = DEFAULT_OPTIONS, *,
 
 def run_export(spark: Any, plan: Plan, out_dir: str, opts: ScanOptions = DEFAULT_OPTIONS,
                flt: ExportFilter = NO_FILTER, *, progress: Progress | None = None) -> int:
-    """Every record as Parquet under ``out_dir``, partitioned by topic and partition; returns the count."""
-    local_out = not is_url(out_dir)
-    if local_out:
-        prepare_output(out_dir)
-        if os.path.isdir(out_dir):
-            os.rmdir(out_dir)  # empty (checked): Spark's errorifexists refuses any existing path
+    """Every record as Parquet under ``out_dir``, partitioned by topic and partition; returns the count.
+
+    A local ``out_dir`` is written crash-safely: Spark writes into ``data`` inside a staging dir beside it
+    (Spark's committer renames but never fsyncs), then every file and dir there is fsynced and ``data`` is
+    renamed to ``out_dir``, whole. A URL is left to Spark's committer and its ``_SUCCESS`` marker."""
     fn = export_fn(plan.items, plan.tasks, opts, flt)
     df = task_frame(spark, max(len(plan.tasks), 1)).mapInArrow(fn, spark_schema(RECORD_SCHEMA))
-    with StageProgress(spark, len(plan.tasks), plan.total_bytes, progress), spark_errors():
-        df.write.mode("errorifexists").partitionBy("topic", "partition").parquet(out_dir)
+    if is_url(out_dir):
+        with StageProgress(spark, len(plan.tasks), plan.total_bytes, progress), spark_errors():
+            df.write.mode("errorifexists").partitionBy("topic", "partition").parquet(out_dir)
+        return int(spark.read.parquet(out_dir).count())
+    prepare_output(out_dir)
+    with staged_directory(out_dir, on_durable=crash.point) as staging:
+        data = staging / "data"
+        with StageProgress(spark, len(plan.tasks), plan.total_bytes, progress), spark_errors():
+            df.write.mode("errorifexists").partitionBy("topic", "partition").parquet(str(data))
+        for name in os.listdir(data):
+            os.replace(data / name, staging / name)
+        data.rmdir()
     return int(spark.read.parquet(out_dir).count())
 
 
