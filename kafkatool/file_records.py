@@ -25,6 +25,7 @@ from typing import Literal
 import crc32c as _crc32c
 
 from kafkatool import budget as _budget
+from kafkatool._accel import speedups as _C
 from kafkatool.batch import HEADER_SIZE_UP_TO_MAGIC, LOG_HEADER, LOG_OVERHEAD, MAGIC_OFFSET, MAGIC_V2
 from kafkatool.codecs import crc32 as _crc32
 from kafkatool.default_records import HEADER as V2_HEADER
@@ -283,7 +284,23 @@ def _verify(fr: FileRecords, start: int, end: int, max_invalid: int) -> SegmentV
     limit = end - HEADER_SIZE_UP_TO_MAGIC
     window = fr.window
     next_drop = p + window
+    walk = _C.verify_walk if _C is not None else None
     while p < limit:
+        if walk is not None:
+            # The compiled loop, up to the next page drop; it leaves failures' errors and the walk's stops to
+            # the Python body below (which also runs wherever the compiled one could not go on).
+            r = walk(buf, p, next_drop, end, crc32c, crc32)
+            if r is not None and r[0] != p:
+                p, nb, nr, nu, failed_at = r
+                batches += nb
+                records += nr
+                unknown += nu
+                if failed_at >= 0 and len(invalid) < max_invalid:
+                    invalid.append(_ensure_valid_error(fr, failed_at, end))
+                if p >= next_drop:
+                    fr.drop_before(p)
+                    next_drop = p + window
+                continue
         size = unpack_log(buf, p)[1]
         if size < RECORD_OVERHEAD_V0:
             out.stop = WalkEnd("corrupt", p, end - p, f"Found record size {size} smaller than minimum record "
