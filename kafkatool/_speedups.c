@@ -759,21 +759,29 @@ static PyObject *sp_crc32(PyObject *self, PyObject *args)
 /* ------------------------------------------------------------------------------------------ batch walks */
 
 /* fn(memoryview of buf[a:b]) as an unsigned 32-bit CRC; -1 on any failure (exception cleared). */
+/* After a failed call into Python: 1 with the error kept when it is no Exception (KeyboardInterrupt,
+ * SystemExit: the caller returns NULL so that Ctrl-C is never swallowed), else 0 with it cleared (the
+ * caller defers: the Python twin reruns and raises its own error). */
+static int keep_fatal_error(void)
+{
+    if (!PyErr_ExceptionMatches(PyExc_Exception))
+        return 1;
+    PyErr_Clear();
+    return 0;
+}
+
+/* The CRC ``fn`` returns for base[a:b]: -1 on an error to defer on, -2 on one to propagate. */
 static int64_t call_crc(PyObject *fn, const uint8_t *base, Py_ssize_t a, Py_ssize_t b)
 {
     PyObject *mv, *r;
     unsigned long v;
     mv = PyMemoryView_FromMemory((char *)(base + a), b - a, PyBUF_READ);
-    if (mv == NULL) {
-        PyErr_Clear();
-        return -1;
-    }
+    if (mv == NULL)
+        return keep_fatal_error() ? -2 : -1;
     r = PyObject_CallOneArg(fn, mv);
     Py_DECREF(mv);
-    if (r == NULL) {
-        PyErr_Clear();
-        return -1;
-    }
+    if (r == NULL)
+        return keep_fatal_error() ? -2 : -1;
     v = PyLong_AsUnsignedLong(r);
     Py_DECREF(r);
     if (v == (unsigned long)-1 && PyErr_Occurred()) {
@@ -832,6 +840,10 @@ static PyObject *sp_verify_walk(PyObject *self, PyObject *const *args, Py_ssize_
                 ok = 0;
             } else {
                 int64_t c = call_crc(crc32c_fn, buf, (Py_ssize_t)p + 21, (Py_ssize_t)nxt);
+                if (c == -2) {
+                    PyBuffer_Release(&view);
+                    return NULL;
+                }
                 if (c < 0)
                     break;
                 ok = be_u32(buf + p + 17) == (uint32_t)c;
@@ -839,6 +851,10 @@ static PyObject *sp_verify_walk(PyObject *self, PyObject *const *args, Py_ssize_
             }
         } else {
             int64_t c = call_crc(crc32_fn, buf, (Py_ssize_t)p + 16, (Py_ssize_t)nxt);
+            if (c == -2) {
+                PyBuffer_Release(&view);
+                return NULL;
+            }
             if (c < 0)
                 break;
             ok = be_u32(buf + p + 12) == (uint32_t)c;
@@ -1028,6 +1044,8 @@ static PyObject *sp_dump_walk(PyObject *self, PyObject *const *args, Py_ssize_t 
             ts = be_i64(buf + p + 35);
             count = be_i32(buf + p + 57);
             c = call_crc(crc32c_fn, buf, (Py_ssize_t)p + 21, (Py_ssize_t)nxt);
+            if (c == -2)
+                goto fatal;
             if (c < 0 || (uint32_t)c != be_u32(buf + p + 17))
                 break;
             first = base;
@@ -1048,18 +1066,21 @@ static PyObject *sp_dump_walk(PyObject *self, PyObject *const *args, Py_ssize_t 
                     Py_buffer dv;
                     mv = PyMemoryView_FromMemory((char *)(buf + p + 61), (Py_ssize_t)(nxt - p - 61), PyBUF_READ);
                     if (mv == NULL) {
-                        PyErr_Clear();
+                        if (keep_fatal_error())
+                            goto fatal;
                         break;
                     }
                     data = PyObject_CallFunction(decompress_fn, "iO", codec, mv);
                     Py_DECREF(mv);
                     if (data == NULL) {
-                        PyErr_Clear();
+                        if (keep_fatal_error())
+                            goto fatal;
                         break;
                     }
                     if (PyObject_GetBuffer(data, &dv, PyBUF_SIMPLE) < 0) {
-                        PyErr_Clear();
                         Py_DECREF(data);
+                        if (keep_fatal_error())
+                            goto fatal;
                         break;
                     }
                     rc = v2_records_walk((const uint8_t *)dv.buf, 0, dv.len, count, &a, NULL);
@@ -1091,6 +1112,8 @@ static PyObject *sp_dump_walk(PyObject *self, PyObject *const *args, Py_ssize_t 
             last_off = be_i64(buf + p);
             ts = magic == 1 ? be_i64(buf + p + 18) : -1;
             c = call_crc(crc32_fn, buf, (Py_ssize_t)p + 16, (Py_ssize_t)nxt);
+            if (c == -2)
+                goto fatal;
             if (c < 0 || (uint32_t)c != be_u32(buf + p + 12))
                 break;
             if (!codec) {
@@ -1135,6 +1158,9 @@ static PyObject *sp_dump_walk(PyObject *self, PyObject *const *args, Py_ssize_t 
                          (long long)codecs[0], (long long)codecs[1], (long long)codecs[2], (long long)codecs[3],
                          (long long)codecs[4], (long long)codecs[5], (long long)codecs[6], (long long)codecs[7],
                          (long long)magics[0], (long long)magics[1], (long long)magics[2]);
+fatal:
+    PyBuffer_Release(&view);
+    return NULL;
 }
 
 /* ------------------------------------------------------------------------------------------ module */

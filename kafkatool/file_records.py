@@ -68,6 +68,12 @@ class LogInputStream:
         self.position = start  # index in buf of the next batch
         self.end_state: WalkEnd | None = None
         self._file = on_progress
+        self._jump: int | None = None
+
+    def jump(self, position: int) -> None:
+        """Go on at ``position`` (an index in ``buf``, past the batch just yielded) instead of after that batch:
+        the caller has walked the batches in between itself (``dump``'s compiled walk)."""
+        self._jump = position
 
     def __iter__(self) -> Iterator[RecordBatch]:
         buf, end, base = self.buf, self.end, self.base
@@ -110,6 +116,13 @@ class LogInputStream:
                 file.drop_before(base + p)
                 next_drop = p + window
             yield batch
+            if self._jump is not None:
+                p = self._jump
+                self._jump = None
+                self.position = p
+                if file is not None and p >= next_drop:
+                    file.drop_before(base + p)
+                    next_drop = p + window
         self.position = p
         rest = end - p
         self.end_state = WalkEnd("end" if rest == 0 else "short-tail", base + p, rest,
