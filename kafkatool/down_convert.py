@@ -22,12 +22,13 @@ messages straight from the v2 records area, without building ``Record`` tuples; 
 from __future__ import annotations
 
 import struct
-import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from kafkatool._accel import speedups as _C
 from kafkatool.batch import MAGIC_V0, MAGIC_V1, MAGIC_V2, NO_TIMESTAMP, Record, TimestampType
 from kafkatool.codecs import Codec, compress
+from kafkatool.codecs import crc32 as _crc32
 from kafkatool.default_records import DefaultRecordBatch, _parse_headers, build_batch, with_codec
 from kafkatool.errors import InvalidRecordError, KafkaToolError, UnsupportedCodecError
 from kafkatool.estimator import batch_header_size, legacy_entry_size, v2_record_size
@@ -302,13 +303,30 @@ def wrapper_entry(magic: int, attributes: int, timestamp: int, last_offset: int,
         if timestamp < NO_TIMESTAMP:
             raise InvalidRecordError(f"Invalid message timestamp {timestamp}", position=0)
         head = _HEAD_KEY_V1.pack(MAGIC_V1, attributes, timestamp, -1) + _I32.pack(len(value))
-    crc = zlib.crc32(value, zlib.crc32(head))
+    crc = _crc32(value, _crc32(head))
     return b"".join((_ENTRY.pack(last_offset, 4 + len(head) + len(value), crc), head, value))
 
 
 def reframe_v2_records(d: bytes, count: int, base_offset: int, base_timestamp: int, log_append_time: int | None,
                        to_magic: int, attributes: int, first_offset: int | None, *, relative: bool) -> Reframed:
     """Decode ``count`` v2 records from ``d`` (a whole records area) and write each as a legacy entry.
+
+    The compiled twin (``_speedups.reframe_v2_records``, CRC-32 in C) when it is built; wherever it returns
+    None, :func:`reframe_v2_records_py`, the reference, runs (and raises any error exactly).
+    """
+    if _C is not None:
+        r = _C.reframe_v2_records(d, count, base_offset, base_timestamp, log_append_time, to_magic, attributes,
+                                  first_offset, relative)
+        if r is not None:
+            data, written, filtered, with_headers, first, last, max_ts = r
+            return Reframed(data, written, filtered, with_headers, len(d), len(data), first, last, max_ts)
+    return reframe_v2_records_py(d, count, base_offset, base_timestamp, log_append_time, to_magic, attributes,
+                                 first_offset, relative=relative)
+
+
+def reframe_v2_records_py(d: bytes, count: int, base_offset: int, base_timestamp: int, log_append_time: int | None,
+                          to_magic: int, attributes: int, first_offset: int | None, *, relative: bool) -> Reframed:
+    """:func:`reframe_v2_records` in pure Python (the reference of the compiled twin, and its fallback).
 
     Checks are ``parse_records``'s (Kafka's ``DefaultRecord.readFrom``). ``relative``: inner offsets of
     a v1 wrapper (relative to the first record); ``first_offset``: drop records below it (None: keep all).
@@ -331,7 +349,7 @@ def reframe_v2_records(d: bytes, count: int, base_offset: int, base_timestamp: i
     head_v0 = _HEAD_KEY_V0.pack
     entry_pack = _ENTRY.pack
     i32 = _I32.pack
-    crc32 = zlib.crc32
+    crc32 = _crc32
     join = b"".join
     null = _NULL_LEN
     parts: list[bytes] = []

@@ -33,7 +33,10 @@ from typing import Any
 
 import crc32c as _crc32c
 
+from kafkatool._accel import speedups as _C
 from kafkatool.batch import LOG_HEADER, LOG_OVERHEAD, MAGIC_V2, Record
+from kafkatool.codecs import crc32 as _crc32
+from kafkatool.codecs import decompress
 from kafkatool.default_records import RECORD_BATCH_OVERHEAD, DefaultRecordBatch
 from kafkatool.dump_events import (
     BatchEvent,
@@ -350,6 +353,15 @@ class DumpEngine:
         next_progress = start + progress_every
         codecs = t.codecs
         magics = t.magics
+        # The compiled walk takes runs of batches that need nothing from the loop below (no output, no filter,
+        # a valid CRC, offsets that follow on; with --deep, records that decode): a summary-only run.
+        fast = _C is not None and not emit and flt is None and not filter_records and selector is None
+        fast_walk = _C.dump_walk if fast and _C is not None else None
+        fast_flags = (1 if need_records else 0) | (2 if verify_inner or exact_counts else 0)
+        window = fr.window
+
+        def fast_decompress(codec_id: int, data: memoryview) -> bytes:
+            return decompress(codec_id, data, limit=limit, magic=MAGIC_V2)
 
         last = -1  # last offset followed (DumpLogSegments' lastOffset for "Non-consecutive offsets")
         n_batches = 0
@@ -367,6 +379,31 @@ class DumpEngine:
             try:
                 for batch in stream:
                     pos = batch.position
+                    if fast_walk is not None and pos < next_progress:
+                        r = fast_walk(buf, pos, min(next_progress, pos + window), stream.end, last, fast_flags,
+                                      _crc32c.crc32c, _crc32, fast_decompress)
+                        if r is not None and r[0] != pos:
+                            q, nb, nr, unknown, nbytes, last, first_base, max_last, max_ts_, by_codec, by_magic = r
+                            walked += nbytes
+                            emitted_bytes += nbytes
+                            n_batches += nb
+                            n_records += nr
+                            if unknown:
+                                records_known = False
+                            for cid, c in enumerate(by_codec):
+                                if c:
+                                    codecs[cid] = codecs.get(cid, 0) + c
+                            for m, c in enumerate(by_magic):
+                                if c:
+                                    magics[m] = magics.get(m, 0) + c
+                            if t.first_offset is None:
+                                t.first_offset = first_base
+                            if t.last_offset is None or max_last > t.last_offset:
+                                t.last_offset = max_last
+                            if t.max_timestamp is None or max_ts_ > t.max_timestamp:
+                                t.max_timestamp = max_ts_
+                            stream.jump(q)
+                            continue
                     size = batch.size
                     walked += size
                     if pos >= next_progress:

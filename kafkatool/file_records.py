@@ -25,6 +25,7 @@ from typing import Literal
 import crc32c as _crc32c
 
 from kafkatool import budget as _budget
+from kafkatool._accel import speedups as _C
 from kafkatool.batch import HEADER_SIZE_UP_TO_MAGIC, LOG_HEADER, LOG_OVERHEAD, MAGIC_OFFSET, MAGIC_V2
 from kafkatool.codecs import crc32 as _crc32
 from kafkatool.default_records import HEADER as V2_HEADER
@@ -67,6 +68,12 @@ class LogInputStream:
         self.position = start  # index in buf of the next batch
         self.end_state: WalkEnd | None = None
         self._file = on_progress
+        self._jump: int | None = None
+
+    def jump(self, position: int) -> None:
+        """Go on at ``position`` (an index in ``buf``, past the batch just yielded) instead of after that batch:
+        the caller has walked the batches in between itself (``dump``'s compiled walk)."""
+        self._jump = position
 
     def __iter__(self) -> Iterator[RecordBatch]:
         buf, end, base = self.buf, self.end, self.base
@@ -109,6 +116,13 @@ class LogInputStream:
                 file.drop_before(base + p)
                 next_drop = p + window
             yield batch
+            if self._jump is not None:
+                p = self._jump
+                self._jump = None
+                self.position = p
+                if file is not None and p >= next_drop:
+                    file.drop_before(base + p)
+                    next_drop = p + window
         self.position = p
         rest = end - p
         self.end_state = WalkEnd("end" if rest == 0 else "short-tail", base + p, rest,
@@ -283,7 +297,23 @@ def _verify(fr: FileRecords, start: int, end: int, max_invalid: int) -> SegmentV
     limit = end - HEADER_SIZE_UP_TO_MAGIC
     window = fr.window
     next_drop = p + window
+    walk = _C.verify_walk if _C is not None else None
     while p < limit:
+        if walk is not None:
+            # The compiled loop, up to the next page drop; it leaves failures' errors and the walk's stops to
+            # the Python body below (which also runs wherever the compiled one could not go on).
+            r = walk(buf, p, next_drop, end, crc32c, crc32)
+            if r is not None and r[0] != p:
+                p, nb, nr, nu, failed_at = r
+                batches += nb
+                records += nr
+                unknown += nu
+                if failed_at >= 0 and len(invalid) < max_invalid:
+                    invalid.append(_ensure_valid_error(fr, failed_at, end))
+                if p >= next_drop:
+                    fr.drop_before(p)
+                    next_drop = p + window
+                continue
         size = unpack_log(buf, p)[1]
         if size < RECORD_OVERHEAD_V0:
             out.stop = WalkEnd("corrupt", p, end - p, f"Found record size {size} smaller than minimum record "

@@ -32,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kafkatool import budget as _budget
+from kafkatool._accel import speedups as _C
 from kafkatool.batch import MAGIC_V0, MAGIC_V2, NO_TIMESTAMP
 from kafkatool.errors import CorruptRecordError, InputError
 from kafkatool.file_records import WalkEnd
@@ -56,9 +57,15 @@ CHUNK_BATCHES = 32768  # most batches per numpy step (~140 bytes of arrays each;
 BYTES_PER_BATCH = 256  # what one batch of a step may cost, with room: the step fits the budget's cache share
 HOP_ABOVE = 16 << 10  # average batch size above which hopping header to header beats the window copy
 WINDOW_BELOW = 8 << 10  # ... and below which the window wins again
+# With the compiled loops a hop costs one pread (~0.8 us here) and the window ~0.2 us per KiB copied: hopping
+# wins from ~4 KiB batches (measured on 2, 4, 8 and 16 KiB batches; BENCHMARKS.md).
+HOP_ABOVE_C = 6 << 10
+WINDOW_BELOW_C = 3 << 10
+HOPS_C = 1024  # headers per compiled hopping step
 _SIZE = struct.Struct(">i")
 _U32 = struct.Struct(">I")
 _ZEROS = bytes(HDR + 64)
+_SPARE_WINDOWS: list[mmap.mmap] = []  # window buffers of finished walks, for the next one
 
 # The first 43 bytes of every batch, as v2 reads them and as v0/v1 read them.
 _V2 = np.dtype([("base", ">i8"), ("size", ">i4"), ("epoch", ">i4"), ("magic", "i1"), ("crc", ">u4"),
@@ -108,12 +115,18 @@ class _Walk:
         self.bad_size: int | None = None
         self.crc_failure: tuple[int, int, int] | None = None  # (batch index, stored, computed)
         self.hop = False
-        self._anon = mmap.mmap(-1, WINDOW + len(_ZEROS))  # page aligned: preadv copies at full speed
+        # Page aligned: preadv copies at full speed. Reused from walk to walk: the first touch of a fresh
+        # 1 MiB mapping is 256 page faults, about as long as walking a whole segment of large batches.
+        size = WINDOW + len(_ZEROS)
+        self._anon = _SPARE_WINDOWS.pop() if _SPARE_WINDOWS and len(_SPARE_WINDOWS[-1]) == size else mmap.mmap(-1, size)
         self._win = memoryview(self._anon)
 
     def close(self) -> None:
         self._win.release()
-        self._anon.close()
+        if len(_SPARE_WINDOWS) < 2:
+            _SPARE_WINDOWS.append(self._anon)
+        else:
+            self._anon.close()
 
     def step(self) -> None:
         """Advance by one window (or up to 64 hops); sets ``stop`` when the walk is over."""
@@ -155,6 +168,9 @@ class _Walk:
         else:
             # Batches whose header lies in the window; at the end of the file, every batch start.
             wl = got - 17 if at_eof else got - HDR
+            r = _C.headers_walk(win, lp, wl, hdr) if _C is not None else None
+            if r is not None:
+                lp, s = r  # the compiled loop below
             while lp < wl:  # literals, not globals: this loop is the whole per-batch cost
                 s = unpack(win, lp + 8)[0]
                 if s < 14:  # RECORD_OVERHEAD_V0
@@ -168,7 +184,7 @@ class _Walk:
             return
         n = (len(hdr) - n0) // HDR
         self.p = p + lp
-        if not self.verify and n and lp > n * HOP_ABOVE:
+        if not self.verify and n and lp > n * (HOP_ABOVE if _C is None else HOP_ABOVE_C):
             self.hop = True
             _advise(self.fd, "POSIX_FADV_RANDOM")  # no readahead of the bytes we hop over
 
@@ -225,6 +241,20 @@ class _Walk:
         p, limit = self.p, self.limit
         hdr = self.headers
         start, n = p, 0
+        r = _C.hop_walk(fd, p, limit, HOPS_C, hdr) if _C is not None else None
+        if r is not None and (r[1] or r[2] < 14):
+            p, n, s = r
+            if s < 14:
+                self.bad_size = s
+                self.p = p
+                self.stop = WalkEnd("corrupt", p, self.size - p, "", s)
+                return
+            self.p = p
+            if n == HOPS_C and p - start < n * WINDOW_BELOW_C:
+                self.hop = False
+                _advise(self.fd, "POSIX_FADV_SEQUENTIAL")
+            return
+        # The Python loop (also where the compiled one could not read: it raises what os.pread raises).
         while p < limit and n < 64:
             h = pread(fd, 43, p)
             if len(h) < 43:
@@ -309,16 +339,21 @@ class _Builder:
         src = np.maximum.accumulate(np.where(is_new, np.arange(n), -1))
         run_off = np.where(src >= 0, last[np.maximum(src, 0)], self.max_ts_offset)
         # Index points: validBytes - lastIndexEntry > interval, lastIndexEntry = the last indexed position.
-        points: list[int] = []
+        k = np.zeros(0, np.int64)
         i = int(np.searchsorted(q, self.last_index_entry + self.interval, side="right"))
         if i < n:
-            nxt = np.searchsorted(q, q + self.interval, side="right").tolist()
-            while i < n:
-                points.append(i)
-                i = nxt[i]
+            nxt = np.searchsorted(q, q + self.interval, side="right")
+            if bool((nxt[i:] == np.arange(i + 1, n + 1)).all()):
+                k = np.arange(i, n, dtype=np.int64)  # batches larger than the interval: each one is a point
+            else:
+                points: list[int] = []
+                following = nxt.tolist()
+                while i < n:
+                    points.append(i)
+                    i = following[i]
+                k = np.array(points, np.int64)
         failure: tuple[int, str, int, int] | None = None
-        if points:
-            k = np.array(points, np.int64)
+        if len(k):
             offs = last[k]
             # OffsetIndex.append needs strictly increasing offsets.
             prev = np.concatenate(([self.index_last if self.index_last is not None else offs[0] - 1], offs[:-1]))
@@ -337,10 +372,10 @@ class _Builder:
             if bad.any():
                 j = int(np.argmax(bad))
                 if bad_off[j]:
-                    failure = (points[j], "offset index", int(offs[j]), int(prev[j]))
+                    failure = (int(k[j]), "offset index", int(offs[j]), int(prev[j]))
                     k_off, k_time = k[:j], k[:j]
                 else:
-                    failure = (points[j], "time index", int(off_c[j]), int(prev_off[j]))
+                    failure = (int(k[j]), "time index", int(off_c[j]), int(prev_off[j]))
                     k_off, k_time = k[:j + 1], k[:j]
                 appended = appended[:j]
             if len(k_off):

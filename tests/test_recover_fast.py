@@ -77,6 +77,9 @@ def test_fast_equals_reference(tmp_path_factory, monkeypatch, seed, interval, ve
     monkeypatch.setattr(recover_fast, "CHUNK_BATCHES", chunk)
     monkeypatch.setattr(recover_fast, "HOP_ABOVE", hop)
     monkeypatch.setattr(recover_fast, "WINDOW_BELOW", hop // 2)
+    monkeypatch.setattr(recover_fast, "HOP_ABOVE_C", hop)  # the thresholds of the compiled loops
+    monkeypatch.setattr(recover_fast, "WINDOW_BELOW_C", hop // 2)
+    monkeypatch.setattr(recover_fast, "HOPS_C", 3)  # several compiled hopping steps per segment
     a = recover_segment(path, base, index_interval_bytes=interval, verify=verify, method="reference")
     b = recover_segment(path, base, index_interval_bytes=interval, verify=verify, method="fast")
     assert summary(b) == summary(a)

@@ -1,0 +1,1239 @@
+/*
+ * kafkatool._speedups: compiled twins of kafkatool's per-record and per-batch loops.
+ *
+ * Every function here mirrors one pure-Python function (named in its comment), which stays the
+ * reference and the fallback. The contract, which tests/test_speedups.py checks differentially:
+ *
+ *   - when a function here returns a result, it is exactly the result the Python function returns
+ *     for the same arguments (same values, same types);
+ *   - on ANY anomaly (malformed or truncated input, a value C cannot represent, an argument of an
+ *     unexpected type, a failed allocation or callback) it returns None and leaves no exception set:
+ *     the caller then runs the Python function, which raises its exact error at its exact position.
+ *
+ * So C never has to reproduce an error message; it only has to be strict: every read is bounds
+ * checked against the same limit the Python code checks, and any doubt means None.
+ *
+ * The batch CRC-32C and the codecs stay in their own C libraries (crc32c, zlib-ng, lz4, cramjam,
+ * zstandard): the walkers call them through the Python callables they are given. CRC-32 of the
+ * legacy messages written by the down-conversion loop is computed here (slicing-by-8, or
+ * carry-less multiplication folding where the CPU has PCLMULQDQ).
+ */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define KT_X86_CLMUL 1
+#include <immintrin.h>
+#include <cpuid.h>
+#endif
+
+/* ------------------------------------------------------------------------------------------ helpers */
+
+static inline uint32_t be_u32(const uint8_t *p)
+{
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3];
+}
+
+static inline int32_t be_i32(const uint8_t *p) { return (int32_t)be_u32(p); }
+
+static inline int16_t be_i16(const uint8_t *p) { return (int16_t)(((uint16_t)p[0] << 8) | p[1]); }
+
+static inline int64_t be_i64(const uint8_t *p)
+{
+    return (int64_t)(((uint64_t)be_u32(p) << 32) | (uint64_t)be_u32(p + 4));
+}
+
+static inline void put_be32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24); p[1] = (uint8_t)(v >> 16); p[2] = (uint8_t)(v >> 8); p[3] = (uint8_t)v;
+}
+
+static inline void put_be64(uint8_t *p, uint64_t v)
+{
+    put_be32(p, (uint32_t)(v >> 32));
+    put_be32(p + 4, (uint32_t)v);
+}
+
+/* An int argument as int64; 0 on success, -1 (no exception left) for anything else. */
+static int arg_i64(PyObject *o, int64_t *out)
+{
+    int overflow = 0;
+    long long v;
+    if (!PyLong_Check(o))
+        return -1;
+    v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow || (v == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return -1;
+    }
+    *out = (int64_t)v;
+    return 0;
+}
+
+/* ``kafkatool.varint.read_varint(buf, pos, end, max_bytes)`` without the errors: 0 and the value,
+ * or -1 where the Python function raises (runs past ``end``, longer than ``max_bytes``). */
+static inline int read_varint(const uint8_t *d, Py_ssize_t *pp, Py_ssize_t end, int max_bytes, int64_t *out)
+{
+    Py_ssize_t p = *pp, start = p;
+    uint64_t r = 0;
+    int shift = 0;
+    for (;;) {
+        uint8_t b;
+        if (p >= end)
+            return -1;
+        b = d[p++];
+        r |= (uint64_t)(b & 0x7F) << shift;
+        if (b < 0x80)
+            break;
+        shift += 7;
+        if (p - start >= max_bytes)
+            return -1;
+    }
+    if (max_bytes == 5)
+        r &= 0xFFFFFFFFu;
+    *out = (int64_t)(r >> 1) ^ -(int64_t)(r & 1);
+    *pp = p;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ CRC-32 */
+
+static uint32_t crc_tab[8][256];
+
+static void crc32_init(void)
+{
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++)
+            c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        crc_tab[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; i++)
+        for (int k = 1; k < 8; k++)
+            crc_tab[k][i] = (crc_tab[k - 1][i] >> 8) ^ crc_tab[0][crc_tab[k - 1][i] & 0xFF];
+}
+
+/* zlib's crc32(crc, p, n): slicing-by-8. */
+static uint32_t crc32_sw(uint32_t crc, const uint8_t *p, size_t n)
+{
+    crc = ~crc;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    while (n && ((uintptr_t)p & 7)) {
+        crc = crc_tab[0][(crc ^ *p++) & 0xFF] ^ (crc >> 8);
+        n--;
+    }
+    while (n >= 8) {
+        uint64_t w;
+        uint32_t lo, hi;
+        memcpy(&w, p, 8);
+        lo = (uint32_t)w ^ crc;
+        hi = (uint32_t)(w >> 32);
+        crc = crc_tab[7][lo & 0xFF] ^ crc_tab[6][(lo >> 8) & 0xFF] ^ crc_tab[5][(lo >> 16) & 0xFF]
+            ^ crc_tab[4][lo >> 24] ^ crc_tab[3][hi & 0xFF] ^ crc_tab[2][(hi >> 8) & 0xFF]
+            ^ crc_tab[1][(hi >> 16) & 0xFF] ^ crc_tab[0][hi >> 24];
+        p += 8;
+        n -= 8;
+    }
+#endif
+    while (n--)
+        crc = crc_tab[0][(crc ^ *p++) & 0xFF] ^ (crc >> 8);
+    return ~crc;
+}
+
+#ifdef KT_X86_CLMUL
+/* CRC-32 by carry-less multiplication folding (Intel, "Fast CRC Computation for Generic Polynomials
+ * Using PCLMULQDQ Instruction", 2009), with the bit-reflected constants of the IEEE polynomial, as
+ * zlib-ng's and Chromium's crc32_simd use them. 64-byte blocks folded four lanes at a time, then one
+ * lane, then Barrett reduction; the tail of fewer than 16 bytes goes through the tables. */
+__attribute__((target("pclmul,sse4.1")))
+static uint32_t crc32_clmul(uint32_t crc, const uint8_t *p, size_t n)
+{
+    const __m128i k1k2 = _mm_set_epi64x(0x01c6e41596, 0x0154442bd4);
+    const __m128i k3k4 = _mm_set_epi64x(0x00ccaa009e, 0x01751997d0);
+    const __m128i k5k0 = _mm_set_epi64x(0x0000000000, 0x0163cd6124);
+    const __m128i poly = _mm_set_epi64x(0x01f7011641, 0x01db710641);
+    __m128i x0, x1, x2, x3, x4, x5, x6, x7, x8, y5, y6, y7, y8;
+
+    if (n < 64)
+        return crc32_sw(crc, p, n);
+    crc = ~crc;
+    x1 = _mm_loadu_si128((const __m128i *)(p + 0x00));
+    x2 = _mm_loadu_si128((const __m128i *)(p + 0x10));
+    x3 = _mm_loadu_si128((const __m128i *)(p + 0x20));
+    x4 = _mm_loadu_si128((const __m128i *)(p + 0x30));
+    x1 = _mm_xor_si128(x1, _mm_cvtsi32_si128((int)crc));
+    x0 = k1k2;
+    p += 64;
+    n -= 64;
+    while (n >= 64) {
+        x5 = _mm_clmulepi64_si128(x1, x0, 0x00);
+        x6 = _mm_clmulepi64_si128(x2, x0, 0x00);
+        x7 = _mm_clmulepi64_si128(x3, x0, 0x00);
+        x8 = _mm_clmulepi64_si128(x4, x0, 0x00);
+        x1 = _mm_clmulepi64_si128(x1, x0, 0x11);
+        x2 = _mm_clmulepi64_si128(x2, x0, 0x11);
+        x3 = _mm_clmulepi64_si128(x3, x0, 0x11);
+        x4 = _mm_clmulepi64_si128(x4, x0, 0x11);
+        y5 = _mm_loadu_si128((const __m128i *)(p + 0x00));
+        y6 = _mm_loadu_si128((const __m128i *)(p + 0x10));
+        y7 = _mm_loadu_si128((const __m128i *)(p + 0x20));
+        y8 = _mm_loadu_si128((const __m128i *)(p + 0x30));
+        x1 = _mm_xor_si128(_mm_xor_si128(x1, x5), y5);
+        x2 = _mm_xor_si128(_mm_xor_si128(x2, x6), y6);
+        x3 = _mm_xor_si128(_mm_xor_si128(x3, x7), y7);
+        x4 = _mm_xor_si128(_mm_xor_si128(x4, x8), y8);
+        p += 64;
+        n -= 64;
+    }
+    /* Fold the four lanes into one. */
+    x0 = k3k4;
+    x5 = _mm_clmulepi64_si128(x1, x0, 0x00);
+    x1 = _mm_clmulepi64_si128(x1, x0, 0x11);
+    x1 = _mm_xor_si128(_mm_xor_si128(x1, x2), x5);
+    x5 = _mm_clmulepi64_si128(x1, x0, 0x00);
+    x1 = _mm_clmulepi64_si128(x1, x0, 0x11);
+    x1 = _mm_xor_si128(_mm_xor_si128(x1, x3), x5);
+    x5 = _mm_clmulepi64_si128(x1, x0, 0x00);
+    x1 = _mm_clmulepi64_si128(x1, x0, 0x11);
+    x1 = _mm_xor_si128(_mm_xor_si128(x1, x4), x5);
+    /* Single lane, 16 bytes at a time. */
+    while (n >= 16) {
+        x2 = _mm_loadu_si128((const __m128i *)p);
+        x5 = _mm_clmulepi64_si128(x1, x0, 0x00);
+        x1 = _mm_clmulepi64_si128(x1, x0, 0x11);
+        x1 = _mm_xor_si128(_mm_xor_si128(x1, x2), x5);
+        p += 16;
+        n -= 16;
+    }
+    /* 128 -> 64 bits. */
+    x2 = _mm_clmulepi64_si128(x1, x0, 0x10);
+    x3 = _mm_setr_epi32(~0, 0, ~0, 0);
+    x1 = _mm_srli_si128(x1, 8);
+    x1 = _mm_xor_si128(x1, x2);
+    x0 = k5k0;
+    x2 = _mm_srli_si128(x1, 4);
+    x1 = _mm_and_si128(x1, x3);
+    x1 = _mm_clmulepi64_si128(x1, x0, 0x00);
+    x1 = _mm_xor_si128(x1, x2);
+    /* Barrett reduction to 32 bits. */
+    x0 = poly;
+    x2 = _mm_and_si128(x1, x3);
+    x2 = _mm_clmulepi64_si128(x2, x0, 0x10);
+    x2 = _mm_and_si128(x2, x3);
+    x2 = _mm_clmulepi64_si128(x2, x0, 0x00);
+    x1 = _mm_xor_si128(x1, x2);
+    crc = (uint32_t)_mm_extract_epi32(x1, 1);
+    return n ? crc32_sw(~crc, p, n) : ~crc;
+}
+
+static int have_clmul;
+#endif
+
+static uint32_t crc32_any(uint32_t crc, const uint8_t *p, size_t n)
+{
+#ifdef KT_X86_CLMUL
+    if (have_clmul)
+        return crc32_clmul(crc, p, n);
+#endif
+    return crc32_sw(crc, p, n);
+}
+
+/* ------------------------------------------------------------------------------------------ state */
+
+static PyTypeObject *record_type;  /* kafkatool.batch.Record */
+static PyTypeObject *header_type;  /* kafkatool.batch.Header */
+
+/* A NamedTuple instance without Python-level __new__, as ``tuple.__new__(cls, items)`` builds it. */
+static inline PyObject *new_tuple_of(PyTypeObject *tp, Py_ssize_t n)
+{
+    return tp->tp_alloc(tp, n);
+}
+
+/* ------------------------------------------------------------------------------------------ v2 records */
+
+/* One pass over ``count`` v2 records in ``d[p:end]`` with the checks of
+ * ``default_records.parse_records`` (Kafka's ``DefaultRecord.readFrom``).
+ *
+ * With ``out`` set, each record is appended to it as the Python function builds it; otherwise the
+ * records are only validated and the offsets of the first and last are reported, with whether the
+ * offsets run consecutively. Returns 0, or -1 where the Python function raises or C cannot be exact
+ * (then no exception is left set). */
+typedef struct {
+    int64_t base_offset;
+    int64_t base_timestamp;
+    int64_t log_append_time;
+    int has_lat;
+    int64_t base_sequence;
+    /* results of a validation pass */
+    int64_t first_offset;
+    int64_t last_offset;
+    int contiguous;
+} V2Args;
+
+static int headers_walk(const uint8_t *d, Py_ssize_t *pp, Py_ssize_t rec_end, PyObject **headers_out)
+{
+    /* ``default_records._parse_headers`` */
+    Py_ssize_t p = *pp;
+    int64_t n, kl, vl;
+    PyObject *headers = NULL;
+    if (read_varint(d, &p, rec_end, 5, &n) < 0)
+        return -1;
+    if (n < 0 || n > rec_end - p)
+        return -1;
+    if (headers_out != NULL) {
+        headers = PyTuple_New((Py_ssize_t)n);
+        if (headers == NULL)
+            goto fail;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        Py_ssize_t kp;
+        if (read_varint(d, &p, rec_end, 5, &kl) < 0 || kl < 0 || kl > rec_end - p)
+            goto fail;
+        kp = p;
+        p += (Py_ssize_t)kl;
+        if (read_varint(d, &p, rec_end, 5, &vl) < 0)
+            goto fail;
+        if (vl >= 0 && vl > rec_end - p)
+            goto fail;
+        if (headers != NULL) {
+            PyObject *h = new_tuple_of(header_type, 2);
+            PyObject *k, *v;
+            if (h == NULL)
+                goto fail;
+            PyTuple_SET_ITEM(headers, (Py_ssize_t)i, h);
+            k = PyUnicode_DecodeUTF8((const char *)d + kp, (Py_ssize_t)kl, "replace");
+            if (k == NULL)
+                goto fail;
+            PyTuple_SET_ITEM(h, 0, k);
+            if (vl >= 0) {
+                v = PyBytes_FromStringAndSize((const char *)d + p, (Py_ssize_t)vl);
+                if (v == NULL)
+                    goto fail;
+            } else {
+                v = Py_NewRef(Py_None);
+            }
+            PyTuple_SET_ITEM(h, 1, v);
+        }
+        if (vl >= 0)
+            p += (Py_ssize_t)vl;
+    }
+    *pp = p;
+    if (headers_out != NULL)
+        *headers_out = headers;
+    return 0;
+fail:
+    Py_XDECREF(headers);
+    PyErr_Clear();
+    return -1;
+}
+
+static int v2_records_walk(const uint8_t *d, Py_ssize_t p, Py_ssize_t end, int64_t count, V2Args *a, PyObject *out)
+{
+    PyObject *empty = NULL;
+    int64_t i;
+    if (count < 0 || p < 0 || p > end)
+        return -1;
+    if (count > (end - p) / 7 + 1 || count * 7 > end - p)
+        return -1;
+    if (out != NULL) {
+        empty = PyTuple_New(0);
+        if (empty == NULL) {
+            PyErr_Clear();
+            return -1;
+        }
+    }
+    a->contiguous = 1;
+    for (i = 0; i < count; i++) {
+        Py_ssize_t start = p, rec_end, kp = 0, vp = 0;
+        int64_t length, ts_delta, od, kn, vn, offset;
+        PyObject *headers = NULL;
+        if (read_varint(d, &p, end, 5, &length) < 0)
+            goto fail;
+        if (length < 0 || length > end - p)
+            goto fail;
+        rec_end = p + (Py_ssize_t)length;
+        p += 1; /* attributes: unused */
+        if (read_varint(d, &p, end, 10, &ts_delta) < 0)
+            goto fail;
+        if (read_varint(d, &p, end, 5, &od) < 0)
+            goto fail;
+        if (read_varint(d, &p, end, 5, &kn) < 0)
+            goto fail;
+        if (kn >= 0) {
+            if (kn > end - p)
+                goto fail;
+            kp = p;
+            p += (Py_ssize_t)kn;
+        }
+        if (read_varint(d, &p, end, 5, &vn) < 0)
+            goto fail;
+        if (vn >= 0) {
+            if (vn > end - p)
+                goto fail;
+            vp = p;
+            p += (Py_ssize_t)vn;
+        }
+        if (p >= end)
+            goto fail;
+        if (d[p] == 0) {
+            p += 1;
+        } else if (headers_walk(d, &p, rec_end, out != NULL ? &headers : NULL) < 0) {
+            goto fail;
+        }
+        if (p != rec_end) {
+            Py_XDECREF(headers);
+            goto fail;
+        }
+        if (__builtin_add_overflow(a->base_offset, od, &offset)) {
+            Py_XDECREF(headers);
+            goto fail;
+        }
+        if (i == 0)
+            a->first_offset = offset;
+        else if (offset != a->last_offset + 1)
+            a->contiguous = 0;
+        a->last_offset = offset;
+        if (out != NULL) {
+            int64_t ts, seq;
+            PyObject *rec, *item;
+            if (a->has_lat) {
+                ts = a->log_append_time;
+            } else if (__builtin_add_overflow(a->base_timestamp, ts_delta, &ts)) {
+                Py_XDECREF(headers);
+                goto fail;
+            }
+            if (a->base_sequence < 0)
+                seq = -1;
+            else if (a->base_sequence > 0x7FFFFFFF - od)
+                seq = od - (0x7FFFFFFF - a->base_sequence) - 1; /* DefaultRecordBatch.incrementSequence */
+            else
+                seq = a->base_sequence + od;
+            rec = new_tuple_of(record_type, 9);
+            if (rec == NULL) {
+                Py_XDECREF(headers);
+                goto fail_exc;
+            }
+            PyList_SET_ITEM(out, (Py_ssize_t)i, rec);
+            if ((item = PyLong_FromLongLong(offset)) == NULL) {
+                Py_XDECREF(headers);
+                goto fail_exc;
+            }
+            PyTuple_SET_ITEM(rec, 0, item);
+            if ((item = PyLong_FromLongLong(ts)) == NULL) {
+                Py_XDECREF(headers);
+                goto fail_exc;
+            }
+            PyTuple_SET_ITEM(rec, 1, item);
+            item = kn >= 0 ? PyBytes_FromStringAndSize((const char *)d + kp, (Py_ssize_t)kn) : Py_NewRef(Py_None);
+            if (item == NULL) {
+                Py_XDECREF(headers);
+                goto fail_exc;
+            }
+            PyTuple_SET_ITEM(rec, 2, item);
+            item = vn >= 0 ? PyBytes_FromStringAndSize((const char *)d + vp, (Py_ssize_t)vn) : Py_NewRef(Py_None);
+            if (item == NULL) {
+                Py_XDECREF(headers);
+                goto fail_exc;
+            }
+            PyTuple_SET_ITEM(rec, 3, item);
+            PyTuple_SET_ITEM(rec, 4, headers != NULL ? headers : Py_NewRef(empty));
+            if ((item = PyLong_FromLongLong(seq)) == NULL)
+                goto fail_exc;
+            PyTuple_SET_ITEM(rec, 5, item);
+            if ((item = PyLong_FromSsize_t(rec_end - start)) == NULL)
+                goto fail_exc;
+            PyTuple_SET_ITEM(rec, 6, item);
+            PyTuple_SET_ITEM(rec, 7, Py_NewRef(Py_None));
+            PyTuple_SET_ITEM(rec, 8, Py_NewRef(Py_None));
+        }
+    }
+    if (p != end)
+        goto fail;
+    Py_XDECREF(empty);
+    return 0;
+fail_exc:
+    PyErr_Clear();
+fail:
+    Py_XDECREF(empty);
+    return -1;
+}
+
+/* parse_records(d, p, end, count, base_offset, base_timestamp, log_append_time, base_sequence)
+ * -> list[Record] | None.  Mirrors ``default_records.parse_records``. */
+static PyObject *sp_parse_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer view;
+    int64_t p, end, count;
+    V2Args a;
+    PyObject *out;
+    (void)self;
+    if (nargs != 8) {
+        PyErr_SetString(PyExc_TypeError, "parse_records takes 8 arguments");
+        return NULL;
+    }
+    if (record_type == NULL)
+        Py_RETURN_NONE;
+    if (arg_i64(args[1], &p) || arg_i64(args[2], &end) || arg_i64(args[3], &count)
+        || arg_i64(args[4], &a.base_offset) || arg_i64(args[5], &a.base_timestamp)
+        || arg_i64(args[7], &a.base_sequence))
+        Py_RETURN_NONE;
+    a.has_lat = args[6] != Py_None;
+    a.log_append_time = 0;
+    if (a.has_lat && arg_i64(args[6], &a.log_append_time))
+        Py_RETURN_NONE;
+    if (a.base_sequence < -0x80000000LL || a.base_sequence > 0x7FFFFFFFLL)
+        Py_RETURN_NONE;
+    if (!PyBytes_CheckExact(args[0]))
+        Py_RETURN_NONE; /* slices of other buffer types are not bytes */
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    if (p < 0 || end < p || end > view.len || count < 0 || count > (end - p) / 7) {
+        PyBuffer_Release(&view);
+        Py_RETURN_NONE;
+    }
+    out = PyList_New((Py_ssize_t)count);
+    if (out == NULL) {
+        PyErr_Clear();
+        PyBuffer_Release(&view);
+        Py_RETURN_NONE;
+    }
+    if (v2_records_walk((const uint8_t *)view.buf, (Py_ssize_t)p, (Py_ssize_t)end, count, &a, out) < 0) {
+        Py_DECREF(out);
+        PyBuffer_Release(&view);
+        Py_RETURN_NONE;
+    }
+    PyBuffer_Release(&view);
+    return out;
+}
+
+/* validate_records(d, p, end, count, base_offset) -> (first_offset, last_offset, contiguous) | None
+ * The records ``parse_records`` would return exist (it would not raise) and these are their offsets;
+ * (None, None, True) for no records. None: parse_records raises, or C cannot tell. */
+static PyObject *sp_validate_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer view;
+    int64_t p, end, count;
+    V2Args a;
+    (void)self;
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "validate_records takes 5 arguments");
+        return NULL;
+    }
+    if (arg_i64(args[1], &p) || arg_i64(args[2], &end) || arg_i64(args[3], &count)
+        || arg_i64(args[4], &a.base_offset))
+        Py_RETURN_NONE;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    if (p < 0 || end < p || end > view.len || count < 0 || count > (end - p) / 7) {
+        PyBuffer_Release(&view);
+        Py_RETURN_NONE;
+    }
+    a.has_lat = 0;
+    a.base_timestamp = a.log_append_time = 0;
+    a.base_sequence = -1;
+    a.first_offset = a.last_offset = 0;
+    if (v2_records_walk((const uint8_t *)view.buf, (Py_ssize_t)p, (Py_ssize_t)end, count, &a, NULL) < 0) {
+        PyBuffer_Release(&view);
+        Py_RETURN_NONE;
+    }
+    PyBuffer_Release(&view);
+    if (count == 0)
+        return Py_BuildValue("(OOO)", Py_None, Py_None, Py_True);
+    return Py_BuildValue("(LLO)", (long long)a.first_offset, (long long)a.last_offset,
+                         a.contiguous ? Py_True : Py_False);
+}
+
+/* ------------------------------------------------------------------------------------------ down-conversion */
+
+/* reframe_v2_records(d, count, base_offset, base_timestamp, log_append_time, to_magic, attributes,
+ *                    first_offset, relative)
+ * -> (data, written, filtered, with_headers, first, last, max_ts) | None
+ * Mirrors ``down_convert.reframe_v2_records`` (its Reframed fields, record_bytes = len(d) and
+ * inner_bytes = len(data) left to the caller). */
+static PyObject *sp_reframe_v2_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer view;
+    int64_t count, base_offset, base_ts, lat = 0, to_magic, attributes, first_offset = 0;
+    int has_lat, has_first, relative, v1, per_record_ts;
+    int64_t fixed_ts, written = 0, filtered = 0, with_headers = 0, first = -1, last = -1, max_ts = -1, rel_base = 0;
+    const uint8_t *d;
+    Py_ssize_t p = 0, end, cap;
+    PyObject *outb = NULL;
+    uint8_t *o;
+    (void)self;
+    if (nargs != 9) {
+        PyErr_SetString(PyExc_TypeError, "reframe_v2_records takes 9 arguments");
+        return NULL;
+    }
+    if (arg_i64(args[1], &count) || arg_i64(args[2], &base_offset) || arg_i64(args[3], &base_ts)
+        || arg_i64(args[5], &to_magic) || arg_i64(args[6], &attributes))
+        Py_RETURN_NONE;
+    has_lat = args[4] != Py_None;
+    if (has_lat && arg_i64(args[4], &lat))
+        Py_RETURN_NONE;
+    has_first = args[7] != Py_None;
+    if (has_first && arg_i64(args[7], &first_offset))
+        Py_RETURN_NONE;
+    relative = PyObject_IsTrue(args[8]);
+    if (relative < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    if (attributes < -128 || attributes > 127) /* struct's "b" */
+        Py_RETURN_NONE;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    d = (const uint8_t *)view.buf;
+    end = view.len;
+    if (count < 0 || count > end / 7 || end > 0x7FFFFFFF) {
+        PyBuffer_Release(&view);
+        Py_RETURN_NONE;
+    }
+    v1 = to_magic == 1;
+    if (v1 && has_lat && lat < -1) {
+        PyBuffer_Release(&view);
+        Py_RETURN_NONE;
+    }
+    per_record_ts = v1 && !has_lat;
+    fixed_ts = has_lat ? lat : -1;
+    /* Each message is at most 27 bytes longer than its v2 record (34 + key + value vs 7 + key + value). */
+    cap = end + (Py_ssize_t)count * 27;
+    outb = PyBytes_FromStringAndSize(NULL, cap);
+    if (outb == NULL) {
+        PyErr_Clear();
+        PyBuffer_Release(&view);
+        Py_RETURN_NONE;
+    }
+    o = (uint8_t *)PyBytes_AS_STRING(outb);
+    for (int64_t i = 0; i < count; i++) {
+        Py_ssize_t rec_end, kp = 0, vp = 0, body;
+        int64_t length, ts_delta, od, kn, vn, offset, ts, klen;
+        uint8_t *m;
+        int headers;
+        if (read_varint(d, &p, end, 5, &length) < 0 || length < 0 || length > end - p)
+            goto defer;
+        rec_end = p + (Py_ssize_t)length;
+        p += 1; /* attributes */
+        if (read_varint(d, &p, end, 10, &ts_delta) < 0)
+            goto defer;
+        if (read_varint(d, &p, end, 5, &od) < 0)
+            goto defer;
+        if (read_varint(d, &p, end, 5, &kn) < 0)
+            goto defer;
+        if (kn >= 0) {
+            if (kn > end - p)
+                goto defer;
+            kp = p;
+            p += (Py_ssize_t)kn;
+            klen = kn;
+        } else if (kn == -1) {
+            kn = 0;
+            klen = -1;
+        } else {
+            goto defer;
+        }
+        if (read_varint(d, &p, end, 5, &vn) < 0)
+            goto defer;
+        if (vn >= 0) {
+            if (vn > end - p)
+                goto defer;
+            vp = p;
+            p += (Py_ssize_t)vn;
+        } else if (vn != -1) {
+            goto defer;
+        }
+        if (p >= end)
+            goto defer;
+        if (d[p] == 0) {
+            p += 1;
+            headers = 0;
+        } else {
+            if (headers_walk(d, &p, rec_end, NULL) < 0)
+                goto defer;
+            headers = 1;
+        }
+        if (p != rec_end)
+            goto defer;
+        if (__builtin_add_overflow(base_offset, od, &offset))
+            goto defer;
+        if (has_first && offset < first_offset) {
+            filtered++;
+            continue;
+        }
+        if (first < 0) {
+            first = offset;
+            if (relative && v1)
+                rel_base = offset;
+        }
+        if (headers)
+            with_headers++;
+        if (per_record_ts) {
+            if (__builtin_add_overflow(base_ts, ts_delta, &ts))
+                goto defer;
+            if (ts > max_ts)
+                max_ts = ts;
+            else if (ts < -1)
+                goto defer;
+        } else {
+            ts = fixed_ts;
+        }
+        /* [offset int64][size int32][crc uint32] magic attributes [timestamp] keylen key vallen value */
+        body = (v1 ? 14 : 6) + (Py_ssize_t)kn + 4 + (vn >= 0 ? (Py_ssize_t)vn : 0);
+        if ((o - (uint8_t *)PyBytes_AS_STRING(outb)) + 12 + 4 + body > cap)
+            goto defer; /* cannot happen (see cap); never write past the buffer */
+        {
+            int64_t rel;
+            if (__builtin_sub_overflow(offset, rel_base, &rel))
+                goto defer;
+            put_be64(o, (uint64_t)rel);
+        }
+        put_be32(o + 8, (uint32_t)(body + 4));
+        m = o + 16;
+        m[0] = v1 ? 1 : 0;
+        m[1] = (uint8_t)(int8_t)attributes;
+        if (v1) {
+            put_be64(m + 2, (uint64_t)ts);
+            put_be32(m + 10, (uint32_t)(int32_t)klen);
+            m += 14;
+        } else {
+            put_be32(m + 2, (uint32_t)(int32_t)klen);
+            m += 6;
+        }
+        if (kn > 0) {
+            memcpy(m, d + kp, (size_t)kn);
+            m += kn;
+        }
+        if (vn >= 0) {
+            put_be32(m, (uint32_t)vn);
+            m += 4;
+            memcpy(m, d + vp, (size_t)vn);
+            m += vn;
+        } else {
+            put_be32(m, 0xFFFFFFFFu);
+            m += 4;
+        }
+        put_be32(o + 12, crc32_any(0, o + 16, (size_t)body));
+        o = m;
+        written++;
+        last = offset;
+    }
+    if (p != end)
+        goto defer;
+    PyBuffer_Release(&view);
+    if (_PyBytes_Resize(&outb, o - (uint8_t *)PyBytes_AS_STRING(outb)) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    return Py_BuildValue("(NLLLLLL)", outb, (long long)written, (long long)filtered, (long long)with_headers,
+                         (long long)first, (long long)last, (long long)max_ts);
+defer:
+    Py_DECREF(outb);
+    PyBuffer_Release(&view);
+    Py_RETURN_NONE;
+}
+
+/* crc32(data, value=0) -> int: zlib's CRC-32 (exposed for the tests). */
+static PyObject *sp_crc32(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    unsigned int value = 0;
+    uint32_t crc;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "y*|I:crc32", &view, &value))
+        return NULL;
+    crc = crc32_any((uint32_t)value, (const uint8_t *)view.buf, (size_t)view.len);
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLong(crc);
+}
+
+/* ------------------------------------------------------------------------------------------ batch walks */
+
+/* fn(memoryview of buf[a:b]) as an unsigned 32-bit CRC; -1 on any failure (exception cleared). */
+/* After a failed call into Python: 1 with the error kept when it is no Exception (KeyboardInterrupt,
+ * SystemExit: the caller returns NULL so that Ctrl-C is never swallowed), else 0 with it cleared (the
+ * caller defers: the Python twin reruns and raises its own error). */
+static int keep_fatal_error(void)
+{
+    if (!PyErr_ExceptionMatches(PyExc_Exception))
+        return 1;
+    PyErr_Clear();
+    return 0;
+}
+
+/* The CRC ``fn`` returns for base[a:b]: -1 on an error to defer on, -2 on one to propagate. */
+static int64_t call_crc(PyObject *fn, const uint8_t *base, Py_ssize_t a, Py_ssize_t b)
+{
+    PyObject *mv, *r;
+    unsigned long v;
+    mv = PyMemoryView_FromMemory((char *)(base + a), b - a, PyBUF_READ);
+    if (mv == NULL)
+        return keep_fatal_error() ? -2 : -1;
+    r = PyObject_CallOneArg(fn, mv);
+    Py_DECREF(mv);
+    if (r == NULL)
+        return keep_fatal_error() ? -2 : -1;
+    v = PyLong_AsUnsignedLong(r);
+    Py_DECREF(r);
+    if (v == (unsigned long)-1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return -1;
+    }
+    return (int64_t)(v & 0xFFFFFFFFu);
+}
+
+/* verify_walk(buf, p, stop, end, crc32c, crc32) -> (p, batches, records, unknown, failed_at)
+ *
+ * The loop of ``file_records._verify`` from ``p``: walks whole batches while they start before
+ * ``stop`` (and the walk rules allow another), adding up what it adds up, and returns where it
+ * stopped. ``failed_at`` is the position of a batch whose check failed, where it stopped just after
+ * it (its counts are included, as the Python loop counts it too), else -1: the caller builds that
+ * batch's error and calls again. The walk's own stops (size below 14, size past the end, short
+ * tail) are left to the caller, which sees ``p`` where they are. */
+static PyObject *sp_verify_walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer view;
+    int64_t p, stop, end, batches = 0, records = 0, unknown = 0;
+    PyObject *crc32c_fn, *crc32_fn;
+    const uint8_t *buf;
+    int64_t failed_at = -1;
+    (void)self;
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "verify_walk takes 6 arguments");
+        return NULL;
+    }
+    if (arg_i64(args[1], &p) || arg_i64(args[2], &stop) || arg_i64(args[3], &end))
+        Py_RETURN_NONE;
+    crc32c_fn = args[4];
+    crc32_fn = args[5];
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    buf = (const uint8_t *)view.buf;
+    if (p < 0 || end > view.len || end < 0) {
+        PyBuffer_Release(&view);
+        Py_RETURN_NONE;
+    }
+    while (p < stop && p < end - 17) {
+        int32_t size = be_i32(buf + p + 8);
+        int64_t nxt;
+        int8_t magic;
+        int ok;
+        if (size < 14)
+            break;
+        nxt = p + 12 + (int64_t)size;
+        if (nxt > end)
+            break;
+        magic = (int8_t)buf[p + 16];
+        if (magic >= 2) {
+            if (nxt - p < 61) {
+                ok = 0;
+            } else {
+                int64_t c = call_crc(crc32c_fn, buf, (Py_ssize_t)p + 21, (Py_ssize_t)nxt);
+                if (c == -2) {
+                    PyBuffer_Release(&view);
+                    return NULL;
+                }
+                if (c < 0)
+                    break;
+                ok = be_u32(buf + p + 17) == (uint32_t)c;
+                records += be_i32(buf + p + 57);
+            }
+        } else {
+            int64_t c = call_crc(crc32_fn, buf, (Py_ssize_t)p + 16, (Py_ssize_t)nxt);
+            if (c == -2) {
+                PyBuffer_Release(&view);
+                return NULL;
+            }
+            if (c < 0)
+                break;
+            ok = be_u32(buf + p + 12) == (uint32_t)c;
+            if (buf[p + 17] & 0x07)
+                unknown++;
+            else
+                records++;
+        }
+        batches++;
+        if (!ok) {
+            failed_at = p;
+            p = nxt;
+            break;
+        }
+        p = nxt;
+    }
+    PyBuffer_Release(&view);
+    return Py_BuildValue("(LLLLL)", (long long)p, (long long)batches, (long long)records, (long long)unknown,
+                         (long long)failed_at);
+}
+
+/* headers_walk(win, lp, wl, headers) -> (lp, s) | None
+ * The size-only loop of ``recover_fast._Walk._window``: from ``lp`` while ``lp < wl``, append the first
+ * 43 bytes of each batch to the bytearray ``headers`` and step by its size; stops at a size below
+ * 14 (returned as ``s``). */
+static PyObject *sp_headers_walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer view;
+    int64_t lp, wl, s = 14, lp0;
+    Py_ssize_t n = 0, old;
+    const uint8_t *w;
+    PyObject *hdr;
+    char *dst;
+    (void)self;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "headers_walk takes 4 arguments");
+        return NULL;
+    }
+    hdr = args[3];
+    if (!PyByteArray_CheckExact(hdr) || arg_i64(args[1], &lp) || arg_i64(args[2], &wl))
+        Py_RETURN_NONE;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    w = (const uint8_t *)view.buf;
+    if (lp < 0 || wl > view.len - 43) {
+        PyBuffer_Release(&view);
+        Py_RETURN_NONE;
+    }
+    /* Count first, then copy into one resize of the bytearray. */
+    lp0 = lp;
+    while (lp < wl) {
+        s = be_i32(w + lp + 8);
+        if (s < 14)
+            break;
+        n++;
+        lp += s + 12;
+    }
+    old = PyByteArray_GET_SIZE(hdr);
+    if (PyByteArray_Resize(hdr, old + n * 43) < 0) {
+        PyErr_Clear();
+        PyBuffer_Release(&view);
+        Py_RETURN_NONE;
+    }
+    dst = PyByteArray_AS_STRING(hdr) + old;
+    lp = lp0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        memcpy(dst, w + lp, 43);
+        dst += 43;
+        lp += (int64_t)be_i32(w + lp + 8) + 12;
+    }
+    PyBuffer_Release(&view);
+    return Py_BuildValue("(LL)", (long long)lp, (long long)s);
+}
+
+/* hop_walk(fd, p, limit, max_n, headers) -> (p, n, s)
+ * The hopping loop of ``recover_fast._Walk._hops``: one 43-byte pread per batch (headers read short at
+ * the end of the file are padded with zeros) while ``p < limit`` and fewer than ``max_n`` batches were
+ * read, appending each header to the bytearray ``headers``. Stops at a size below 14 (returned as ``s``,
+ * ``p`` at that batch) and wherever a pread fails or is interrupted (``p`` at the batch: the Python loop
+ * reads it again and raises what os.pread raises). The bytes between headers are never read. */
+static PyObject *sp_hop_walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    int64_t fd, p, limit, max_n, s = 14;
+    Py_ssize_t n = 0, old;
+    PyObject *hdr;
+    uint8_t *tmp;
+    (void)self;
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "hop_walk takes 5 arguments");
+        return NULL;
+    }
+    hdr = args[4];
+    if (!PyByteArray_CheckExact(hdr) || arg_i64(args[0], &fd) || arg_i64(args[1], &p) || arg_i64(args[2], &limit)
+        || arg_i64(args[3], &max_n) || fd < 0 || fd > 0x7FFFFFFF || max_n <= 0 || max_n > (1 << 20) || p < 0)
+        Py_RETURN_NONE;
+    tmp = PyMem_Malloc((size_t)max_n * 43);
+    if (tmp == NULL) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    while (p < limit && n < max_n) {
+        uint8_t *h = tmp + n * 43;
+        ssize_t got = pread((int)fd, h, 43, (off_t)p);
+        if (got < 0)
+            break;
+        if (got < 43)
+            memset(h + got, 0, (size_t)(43 - got));
+        s = be_i32(h + 8);
+        if (s < 14)
+            break;
+        n++;
+        p += s + 12;
+    }
+    old = PyByteArray_GET_SIZE(hdr);
+    if (PyByteArray_Resize(hdr, old + n * 43) < 0) {
+        PyErr_Clear();
+        PyMem_Free(tmp);
+        Py_RETURN_NONE;
+    }
+    memcpy(PyByteArray_AS_STRING(hdr) + old, tmp, (size_t)n * 43);
+    PyMem_Free(tmp);
+    return Py_BuildValue("(LnL)", (long long)p, n, (long long)s);
+}
+
+/* dump_walk(buf, p, stop, end, last, flags, crc32c, crc32, decompress)
+ * -> (p, batches, records, unknown, nbytes, last, first_base, max_last, max_ts, codecs, magics) | None
+ *
+ * The per-batch body of ``dump.DumpEngine._walk`` for batches that need nothing from Python: no
+ * filter, no output, a valid CRC, offsets following on from ``last``, and (``flags & 1``, deep) records
+ * that decode with consecutive offsets. It walks from ``p`` while batches start before ``stop`` and
+ * stops before the first batch that needs more (a finding, a legacy batch when deep, a legacy
+ * compressed wrapper when ``flags & 2``, anything unusual), which the Python loop then handles. */
+static PyObject *sp_dump_walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer view;
+    int64_t p, stop, end, last, flags;
+    int64_t batches = 0, records = 0, unknown = 0, nbytes = 0;
+    int64_t first_base = 0, max_last = 0, max_ts = 0;
+    int have = 0, deep, stop_legacy_compressed;
+    int64_t codecs[8] = {0}, magics[3] = {0};
+    PyObject *crc32c_fn, *crc32_fn, *decompress_fn;
+    const uint8_t *buf;
+    (void)self;
+    if (nargs != 9) {
+        PyErr_SetString(PyExc_TypeError, "dump_walk takes 9 arguments");
+        return NULL;
+    }
+    if (arg_i64(args[1], &p) || arg_i64(args[2], &stop) || arg_i64(args[3], &end) || arg_i64(args[4], &last)
+        || arg_i64(args[5], &flags))
+        Py_RETURN_NONE;
+    deep = (flags & 1) != 0;
+    stop_legacy_compressed = (flags & 2) != 0;
+    crc32c_fn = args[6];
+    crc32_fn = args[7];
+    decompress_fn = args[8];
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    buf = (const uint8_t *)view.buf;
+    if (p < 0 || end > view.len || end < 0) {
+        PyBuffer_Release(&view);
+        Py_RETURN_NONE;
+    }
+    while (p < stop && p < end - 17) {
+        int32_t size = be_i32(buf + p + 8);
+        int64_t nxt, first, last_off, ts, n_rec;
+        int8_t magic;
+        int codec;
+        if (size < 14 || p > end - 12 - (int64_t)size)
+            break;
+        nxt = p + 12 + (int64_t)size;
+        magic = (int8_t)buf[p + 16];
+        if (magic == 2) {
+            int64_t base = be_i64(buf + p);
+            int32_t count;
+            int16_t attr;
+            int64_t c;
+            if (size + 12 < 61)
+                break;
+            attr = be_i16(buf + p + 21);
+            codec = attr & 7;
+            if (__builtin_add_overflow(base, (int64_t)be_i32(buf + p + 23), &last_off))
+                break;
+            ts = be_i64(buf + p + 35);
+            count = be_i32(buf + p + 57);
+            c = call_crc(crc32c_fn, buf, (Py_ssize_t)p + 21, (Py_ssize_t)nxt);
+            if (c == -2)
+                goto fatal;
+            if (c < 0 || (uint32_t)c != be_u32(buf + p + 17))
+                break;
+            first = base;
+            if (deep) {
+                V2Args a;
+                int rc;
+                if (count < 0 || codec > 4)
+                    break;
+                a.base_offset = base;
+                a.has_lat = 0;
+                a.base_timestamp = a.log_append_time = 0;
+                a.base_sequence = -1;
+                a.first_offset = a.last_offset = 0;
+                if (codec == 0) {
+                    rc = v2_records_walk(buf, (Py_ssize_t)p + 61, (Py_ssize_t)nxt, count, &a, NULL);
+                } else {
+                    PyObject *mv, *data;
+                    Py_buffer dv;
+                    mv = PyMemoryView_FromMemory((char *)(buf + p + 61), (Py_ssize_t)(nxt - p - 61), PyBUF_READ);
+                    if (mv == NULL) {
+                        if (keep_fatal_error())
+                            goto fatal;
+                        break;
+                    }
+                    data = PyObject_CallFunction(decompress_fn, "iO", codec, mv);
+                    Py_DECREF(mv);
+                    if (data == NULL) {
+                        if (keep_fatal_error())
+                            goto fatal;
+                        break;
+                    }
+                    if (PyObject_GetBuffer(data, &dv, PyBUF_SIMPLE) < 0) {
+                        Py_DECREF(data);
+                        if (keep_fatal_error())
+                            goto fatal;
+                        break;
+                    }
+                    rc = v2_records_walk((const uint8_t *)dv.buf, 0, dv.len, count, &a, NULL);
+                    PyBuffer_Release(&dv);
+                    Py_DECREF(data);
+                }
+                if (rc < 0)
+                    break;
+                if (count > 0) {
+                    if (!a.contiguous || (last != -1 && a.first_offset != last + 1))
+                        break;
+                    last = a.last_offset;
+                }
+                n_rec = count;
+            } else {
+                if (last != -1 && first != last + 1)
+                    break;
+                last = last_off;
+                n_rec = count;
+            }
+        } else if (magic == 0 || magic == 1) {
+            int8_t attributes = (int8_t)buf[p + 17];
+            int64_t c;
+            if (deep)
+                break;
+            codec = attributes & 7;
+            if (codec && stop_legacy_compressed)
+                break;
+            last_off = be_i64(buf + p);
+            ts = magic == 1 ? be_i64(buf + p + 18) : -1;
+            c = call_crc(crc32_fn, buf, (Py_ssize_t)p + 16, (Py_ssize_t)nxt);
+            if (c == -2)
+                goto fatal;
+            if (c < 0 || (uint32_t)c != be_u32(buf + p + 12))
+                break;
+            if (!codec) {
+                first = last_off;
+                if (last != -1 && first != last + 1)
+                    break;
+                n_rec = 1;
+            } else {
+                first = last_off; /* the summary's first offset when nothing else is known */
+                n_rec = 0;
+                unknown++;
+            }
+            last = last_off;
+        } else {
+            break;
+        }
+        batches++;
+        records += n_rec;
+        nbytes += nxt - p;
+        codecs[codec]++;
+        magics[magic]++;
+        if (!have) {
+            first_base = first;
+            max_last = last_off;
+            max_ts = ts;
+            have = 1;
+        } else {
+            if (last_off > max_last)
+                max_last = last_off;
+            if (ts > max_ts)
+                max_ts = ts;
+        }
+        p = nxt;
+    }
+    PyBuffer_Release(&view);
+    if (!have)
+        return Py_BuildValue("(LLLLLLOOO(LLLLLLLL)(LLL))", (long long)p, 0LL, 0LL, 0LL, 0LL, (long long)last,
+                             Py_None, Py_None, Py_None, 0LL, 0LL, 0LL, 0LL, 0LL, 0LL, 0LL, 0LL, 0LL, 0LL, 0LL);
+    return Py_BuildValue("(LLLLLLLLL(LLLLLLLL)(LLL))", (long long)p, (long long)batches, (long long)records,
+                         (long long)unknown, (long long)nbytes, (long long)last, (long long)first_base,
+                         (long long)max_last, (long long)max_ts,
+                         (long long)codecs[0], (long long)codecs[1], (long long)codecs[2], (long long)codecs[3],
+                         (long long)codecs[4], (long long)codecs[5], (long long)codecs[6], (long long)codecs[7],
+                         (long long)magics[0], (long long)magics[1], (long long)magics[2]);
+fatal:
+    PyBuffer_Release(&view);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------------------------ module */
+
+/* configure(Record, Header): the NamedTuple classes parse_records builds. */
+static PyObject *sp_configure(PyObject *self, PyObject *args)
+{
+    PyObject *rec, *hdr;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "O!O!:configure", &PyType_Type, &rec, &PyType_Type, &hdr))
+        return NULL;
+    if (!PyType_IsSubtype((PyTypeObject *)rec, &PyTuple_Type) || !PyType_IsSubtype((PyTypeObject *)hdr, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "configure needs two tuple subclasses");
+        return NULL;
+    }
+    Py_INCREF(rec);
+    Py_INCREF(hdr);
+    Py_XSETREF(record_type, (PyTypeObject *)rec);
+    Py_XSETREF(header_type, (PyTypeObject *)hdr);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"configure", sp_configure, METH_VARARGS, "configure(Record, Header): the record classes to build."},
+    {"parse_records", (PyCFunction)(void (*)(void))sp_parse_records, METH_FASTCALL,
+     "parse_records(d, p, end, count, base_offset, base_timestamp, log_append_time, base_sequence): "
+     "default_records.parse_records, or None where the Python function must run."},
+    {"validate_records", (PyCFunction)(void (*)(void))sp_validate_records, METH_FASTCALL,
+     "validate_records(d, p, end, count, base_offset): (first offset, last offset, consecutive) of the records "
+     "parse_records would return, or None where it raises."},
+    {"reframe_v2_records", (PyCFunction)(void (*)(void))sp_reframe_v2_records, METH_FASTCALL,
+     "reframe_v2_records(...): down_convert.reframe_v2_records' fields, or None."},
+    {"verify_walk", (PyCFunction)(void (*)(void))sp_verify_walk, METH_FASTCALL,
+     "verify_walk(buf, p, stop, end, crc32c, crc32): file_records._verify's loop."},
+    {"headers_walk", (PyCFunction)(void (*)(void))sp_headers_walk, METH_FASTCALL,
+     "headers_walk(win, lp, wl, headers): recover_fast's window loop."},
+    {"hop_walk", (PyCFunction)(void (*)(void))sp_hop_walk, METH_FASTCALL,
+     "hop_walk(fd, p, limit, max_n, headers): recover_fast's hopping loop."},
+    {"dump_walk", (PyCFunction)(void (*)(void))sp_dump_walk, METH_FASTCALL,
+     "dump_walk(buf, p, stop, end, last, flags, crc32c, crc32, decompress): dump's plain batches."},
+    {"crc32", sp_crc32, METH_VARARGS, "crc32(data, value=0): zlib's CRC-32."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "kafkatool._speedups",
+    "Compiled twins of kafkatool's per-record and per-batch loops (see _speedups.c).", -1, methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__speedups(void)
+{
+    PyObject *m;
+    crc32_init();
+#ifdef KT_X86_CLMUL
+    {
+        unsigned int eax, ebx, ecx, edx;
+        have_clmul = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_PCLMUL) && (ecx & bit_SSE4_1);
+    }
+#endif
+    m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+#ifdef KT_X86_CLMUL
+    if (PyModule_AddIntConstant(m, "CRC32_CLMUL", have_clmul) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+#else
+    if (PyModule_AddIntConstant(m, "CRC32_CLMUL", 0) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+#endif
+    return m;
+}

@@ -1,0 +1,550 @@
+"""The compiled twins (kafkatool/_speedups.c) against their pure-Python references.
+
+Contract (kafkatool/_accel.py): a compiled function returns exactly what its Python twin returns, or None
+wherever the Python function must run (then that one raises its own error at its own position). So for
+every input, hostile ones first: a non-None compiled result equals the Python result (values and types),
+None only where C cannot be exact, and the library entry points give identical results and identical
+errors with and without the extension. The inputs: hypothesis records areas built field by field (over-long
+and out-of-range varints, negative and lying lengths, header counts, damage), random damaged segments, the
+hostile corpus (tests/hostile/) and segments written by Kafka's own code (tests/interop run under both
+paths with KAFKATOOL_PURE=1 and without).
+
+This file runs the extension directly even under ``KAFKATOOL_PURE=1``, and fails (never skips) when it is
+not built: the normal suite must exercise it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kafkatool import _accel
+from kafkatool import default_records as v2
+from kafkatool import down_convert as dc
+from kafkatool.batch import Header, Record
+from kafkatool.errors import KafkaToolError
+from kafkatool.file_records import verify_segment
+from tests.test_fast_paths import as_file, err, segment
+
+try:
+    SP: ModuleType | None = importlib.import_module("kafkatool._speedups")
+    SP.configure(Record, Header)
+    _IMPORT_ERROR: BaseException | None = None
+except ImportError as e:  # the failure is reported by test_extension_is_built and the fixture
+    SP = None
+    _IMPORT_ERROR = e
+
+TS = 1_700_000_000_000
+HOSTILE = Path(__file__).parent / "hostile"
+SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+# Every module that dispatches to the extension through ``_C``.
+DISPATCHING = ("kafkatool.default_records", "kafkatool.down_convert", "kafkatool.file_records",
+               "kafkatool.recover_fast", "kafkatool.dump")
+
+
+@pytest.fixture
+def sp() -> ModuleType:
+    if SP is None:
+        pytest.fail(f"kafkatool._speedups is not built ({_IMPORT_ERROR}): run `pip install -e .`")
+    return SP
+
+
+def test_extension_is_built() -> None:
+    assert SP is not None, (f"kafkatool._speedups is not built ({_IMPORT_ERROR}): `pip install -e .` builds it "
+                            "(setup.py); the suite must run the compiled paths")
+    if _accel.pure_requested():
+        assert _accel.speedups is None  # KAFKATOOL_PURE=1: every library path runs in Python
+    else:
+        assert _accel.speedups is SP
+        for name in DISPATCHING:
+            assert importlib.import_module(name)._C is SP, name
+
+
+@contextmanager
+def compiled(on: bool) -> Iterator[None]:
+    """Run the library with (``on``) or without the extension, whatever KAFKATOOL_PURE says."""
+    mods = [importlib.import_module(m) for m in DISPATCHING]
+    saved = [m._C for m in mods]
+    for m in mods:
+        m._C = SP if on else None
+    try:
+        yield
+    finally:
+        for m, s in zip(mods, saved, strict=True):
+            m._C = s
+
+
+def outcome(fn: Any, *args: Any, **kw: Any) -> Any:
+    try:
+        return ("ok", fn(*args, **kw))
+    except KafkaToolError as e:
+        return ("error", err(e))
+    except Exception as e:  # struct.error and the like: the same exception either way
+        return ("exception", type(e), str(e))
+
+
+def deep_types(x: Any) -> Any:
+    """The value with the exact type of every part (a C result must not merely compare equal)."""
+    if isinstance(x, tuple | list):
+        return (type(x), [deep_types(i) for i in x])
+    return (type(x), x)
+
+
+# ---------------------------------------------------------------------------------------------- CRC-32
+
+@pytest.mark.parametrize("n", [0, 1, 7, 15, 16, 17, 63, 64, 65, 79, 127, 128, 1000, 1060, 65536 + 3])
+def test_crc32_is_zlibs(sp: ModuleType, n: int) -> None:
+    data = bytes((i * 131 + n) & 0xFF for i in range(n))
+    for start in (0, 1, 0xFFFFFFFF, 0x12345678):
+        assert sp.crc32(data, start) == zlib.crc32(data, start)
+
+
+@given(data=st.binary(max_size=600), start=st.integers(0, 0xFFFFFFFF))
+def test_crc32_random(data: bytes, start: int) -> None:
+    assert SP is not None
+    assert SP.crc32(data, start) == zlib.crc32(data, start)
+    assert SP.crc32(memoryview(data)[1:]) == zlib.crc32(data[1:])
+
+
+# ---------------------------------------------------------------------------------------------- records areas
+
+def varint_bytes(u: int, pad: int = 0) -> bytes:
+    """The unsigned ``u`` as a base-128 varint, with ``pad`` redundant groups (over-long encodings)."""
+    out = bytearray()
+    while True:
+        b = u & 0x7F
+        u >>= 7
+        if not u:
+            break
+        out.append(b | 0x80)
+    if pad:  # the last group gets a continuation bit, then groups of zero bits end with 0x00
+        out += bytes([b | 0x80]) + b"\x80" * (pad - 1) + b"\x00"
+    else:
+        out.append(b)
+    return bytes(out)
+
+
+def zz(v: int) -> int:
+    return (v << 1) ^ (v >> 127) if v < 0 else v << 1
+
+
+@st.composite
+def varint_of(draw: st.DrawFn, value: int, wide: bool = False) -> bytes:
+    """``value`` zig-zag encoded: mostly canonical, sometimes over-long or replaced by raw wide bits."""
+    choice = draw(st.integers(0, 9))
+    if choice == 0:
+        return varint_bytes(zz(value), draw(st.integers(1, 6)))  # 2..11 bytes: past the limits too
+    if choice == 1:
+        return varint_bytes(draw(st.integers(0, 2 ** (70 if wide else 36))))  # bits above 32/64: masked
+    return varint_bytes(zz(value))
+
+
+@st.composite
+def raw_record(draw: st.DrawFn) -> bytes:
+    small = st.integers(-3, 300)
+    ts = draw(st.one_of(small, st.integers(-2 ** 63, 2 ** 63 - 1)))
+    od = draw(st.one_of(st.integers(0, 300), st.integers(-2 ** 31, 2 ** 31 - 1)))
+    body = [bytes([draw(st.integers(0, 255))]), draw(varint_of(ts, wide=True)), draw(varint_of(od))]
+    for _ in range(2):  # key, value
+        data = draw(st.one_of(st.none(), st.binary(max_size=12), st.binary(min_size=60, max_size=200)))
+        n = -1 if data is None else len(data)
+        n += draw(st.sampled_from([0, 0, 0, 0, 0, 0, -1, 1, -2, -5]))
+        body.append(draw(varint_of(n)) + (data or b""))
+    headers = draw(st.lists(st.tuples(st.text(max_size=4), st.one_of(st.none(), st.binary(max_size=6))), max_size=3))
+    parts = [draw(varint_of(len(headers) + draw(st.sampled_from([0, 0, 0, 0, 1, -1, -3]))))]
+    for hk, hv in headers:
+        kb = hk.encode("utf-8") if draw(st.integers(0, 5)) else draw(st.binary(max_size=4))  # invalid UTF-8 too
+        parts.append(draw(varint_of(len(kb) + draw(st.sampled_from([0, 0, 0, 0, 1, -1, -2])))) + kb)
+        vn = -1 if hv is None else len(hv)
+        vn += draw(st.sampled_from([0, 0, 0, 0, 1, -2]))
+        parts.append(draw(varint_of(vn)) + (hv or b""))
+    body.append(b"".join(parts))
+    b = b"".join(body)
+    length = len(b) + draw(st.sampled_from([0, 0, 0, 0, 0, 0, 1, -1, 3]))
+    return draw(varint_of(length)) + b
+
+
+@st.composite
+def records_area(draw: st.DrawFn) -> tuple[bytes, int]:
+    recs = draw(st.lists(raw_record(), max_size=5))
+    data = bytearray(b"".join(recs))
+    for _ in range(draw(st.sampled_from([0, 0, 0, 1, 2]))):
+        if data:
+            data[draw(st.integers(0, len(data) - 1))] = draw(st.integers(0, 255))
+    if data and draw(st.integers(0, 4)) == 0:
+        data = data[:draw(st.integers(0, len(data)))]
+    return bytes(data), max(0, len(recs) + draw(st.sampled_from([0, 0, 0, 0, -1, 1])))
+
+
+@st.composite
+def clean_area(draw: st.DrawFn) -> tuple[bytes, int]:
+    """Records as the encoder writes them: every compiled path must take them (never defer)."""
+    recs = []
+    for i in range(draw(st.integers(0, 6))):
+        recs.append(v2.encode_record(i + draw(st.integers(0, 3)), draw(st.integers(-20000, 20000)),
+                                     draw(st.one_of(st.none(), st.binary(max_size=30))),
+                                     draw(st.one_of(st.none(), st.binary(max_size=300))),
+                                     draw(st.lists(st.tuples(st.text(max_size=5),
+                                                             st.one_of(st.none(), st.binary(max_size=8))),
+                                                   max_size=2))))
+    return b"".join(recs), len(recs)
+
+
+BASES = st.sampled_from([0, 1000, 2 ** 63 - 2, -(2 ** 63), -5])
+TSS = st.sampled_from([TS, 0, 2 ** 63 - 10, -(2 ** 63) + 5])
+LATS = st.sampled_from([None, None, TS + 9, -1, -(2 ** 63)])
+SEQS = st.sampled_from([-1, 0, 5, 0x7FFFFFFF - 1, 0x7FFFFFFF, -(2 ** 31)])
+
+
+@SETTINGS
+@given(area=records_area(), cut=st.integers(0, 3), base=BASES, base_ts=TSS, lat=LATS, seq=SEQS)
+def test_parse_records_equals_python(area: tuple[bytes, int], cut: int, base: int, base_ts: int, lat: int | None,
+                                     seq: int) -> None:
+    assert SP is not None
+    data, count = area
+    end = max(0, len(data) - cut) if cut < 3 else len(data)  # a prefix of the buffer too
+    args = (data, 0, end, count, base, base_ts, lat, seq)
+    want = outcome(v2.parse_records_py, *args)
+    got = SP.parse_records(*args)
+    if got is not None:
+        assert want[0] == "ok" and deep_types(got) == deep_types(want[1])
+        assert all(type(r) is Record and all(type(h) is Header for h in r.headers) for r in got)
+    with compiled(True):
+        assert outcome(v2.parse_records, *args) == want
+
+
+@SETTINGS
+@given(area=clean_area(), lat=st.sampled_from([None, TS + 9]), seq=SEQS, offset=st.integers(0, 40))
+def test_parse_records_takes_every_valid_area(area: tuple[bytes, int], lat: int | None, seq: int,
+                                             offset: int) -> None:
+    assert SP is not None
+    data, count = area
+    buf = b"\x07" * offset + data + b"\x09" * 3  # records anywhere inside a larger buffer
+    args = (buf, offset, offset + len(data), count, 1000, TS, lat, seq)
+    got = SP.parse_records(*args)
+    assert got is not None
+    assert deep_types(got) == deep_types(v2.parse_records_py(*args))
+    validated = SP.validate_records(buf, offset, offset + len(data), count, 1000)
+    assert validated == ((got[0].offset, got[-1].offset,
+                          [r.offset for r in got] == list(range(got[0].offset, got[0].offset + len(got))))
+                         if got else (None, None, True))
+
+
+@SETTINGS
+@given(area=records_area(), base=BASES)
+def test_validate_records_agrees_with_parse(area: tuple[bytes, int], base: int) -> None:
+    assert SP is not None
+    data, count = area
+    want = outcome(v2.parse_records_py, data, 0, len(data), count, base, TS, None, -1)
+    got = SP.validate_records(data, 0, len(data), count, base)
+    if got is not None:
+        assert want[0] == "ok"
+        offs = [r.offset for r in want[1]]
+        assert got == ((offs[0], offs[-1], offs == list(range(offs[0], offs[0] + len(offs)))) if offs
+                       else (None, None, True))
+    elif want[0] == "ok":  # C may only decline where an offset leaves int64
+        assert any(not -(2 ** 63) <= r.offset < 2 ** 63 for r in want[1])
+
+
+def test_unexpected_arguments_defer(sp: ModuleType) -> None:
+    data, count = v2.encode_record(0, 0, b"k", b"v"), 1
+    assert sp.parse_records(bytearray(data), 0, len(data), count, 0, TS, None, -1) is None  # slices: not bytes
+    assert sp.parse_records(data, 0, len(data), count, 2 ** 70, TS, None, -1) is None
+    assert sp.parse_records(data, -1, len(data), count, 0, TS, None, -1) is None
+    assert sp.parse_records(data, 0, len(data) + 1, count, 0, TS, None, -1) is None
+    assert sp.parse_records(data, 0, len(data), count, 0, TS, "x", -1) is None
+    assert sp.reframe_v2_records(data, 1, 0, TS, None, 1, 300, None, False) is None  # attributes beyond "b"
+    assert sp.parse_records(data, 0, len(data), count, 0, TS, None, -1) is not None
+
+
+# ---------------------------------------------------------------------------------------------- down-conversion
+
+@SETTINGS
+@given(area=records_area(), base=BASES, base_ts=TSS, lat=LATS, to_magic=st.sampled_from([0, 1, 1, 3]),
+       attributes=st.sampled_from([0, 8, 0x7F, -128, 200]), first=st.sampled_from([None, None, 0, 1005, 2 ** 62]),
+       relative=st.booleans())
+def test_reframe_equals_python(area: tuple[bytes, int], base: int, base_ts: int, lat: int | None, to_magic: int,
+                               attributes: int, first: int | None, relative: bool) -> None:
+    assert SP is not None
+    data, count = area
+    args = (data, count, base, base_ts, lat, to_magic, attributes, first)
+    want = outcome(dc.reframe_v2_records_py, *args, relative=relative)
+    got = SP.reframe_v2_records(*args, relative)
+    if got is not None:
+        assert want[0] == "ok"
+        r = want[1]
+        assert deep_types(got) == deep_types((r.data, r.records, r.filtered, r.with_headers, r.first_offset,
+                                              r.last_offset, r.max_timestamp))
+    with compiled(True):
+        assert outcome(dc.reframe_v2_records, *args, relative=relative) == want
+
+
+@SETTINGS
+@given(area=clean_area(), to_magic=st.sampled_from([0, 1]), lat=st.sampled_from([None, TS + 3]),
+       first=st.sampled_from([None, 0, 1002]), relative=st.booleans())
+def test_reframe_takes_every_valid_area(area: tuple[bytes, int], to_magic: int, lat: int | None, first: int | None,
+                                        relative: bool) -> None:
+    assert SP is not None
+    data, count = area
+    args = (data, count, 1000, TS, lat, to_magic, 8 if lat is not None and to_magic else 0, first)
+    got = SP.reframe_v2_records(*args, relative)
+    assert got is not None
+    r = dc.reframe_v2_records_py(*args, relative=relative)
+    assert got == (r.data, r.records, r.filtered, r.with_headers, r.first_offset, r.last_offset, r.max_timestamp)
+
+
+# ---------------------------------------------------------------------------------------------- walks
+
+def verify_fields(path: str) -> tuple[object, ...]:
+    v = verify_segment(path)
+    return (v.batches, v.records, v.unknown_counts, v.valid_bytes, [err(e) for e in v.invalid], v.stop,
+            err(v.walk_error))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=segment())
+def test_verify_segment_same_with_and_without(data: bytes) -> None:
+    with as_file(data) as path:
+        with compiled(False):
+            want = verify_fields(path)
+        with compiled(True):
+            assert verify_fields(path) == want
+
+
+def hostile_logs() -> list[Path]:
+    return sorted(p for p in HOSTILE.rglob("*") if p.is_file() and p.suffix in (".log", ".bin"))
+
+
+@pytest.mark.parametrize("path", hostile_logs(), ids=lambda p: str(p.relative_to(HOSTILE)))
+def test_hostile_corpus_same_with_and_without(path: Path) -> None:
+    from tests.test_hostile_library import first_problem
+
+    results = []
+    for on in (False, True):
+        with compiled(on):
+            results.append((first_problem(path), verify_fields(str(path)), deep_read(path)))
+    assert results[0] == results[1]
+
+
+def deep_read(path: Path) -> list[Any]:
+    """Every batch's records (or error), and every v2 batch down-converted to v1 and v0 (or the error)."""
+    from kafkatool.down_convert import down_convert
+    from kafkatool.file_records import FileRecords
+
+    out: list[Any] = []
+    with FileRecords(path) as fr:
+        try:
+            for b in fr.batches():
+                out.append(outcome(b.records))
+                for magic in (0, 1):
+                    out.append(outcome(lambda: down_convert([b], magic, 0).data))  # noqa: B023
+        except KafkaToolError as e:
+            out.append(err(e))
+    return out
+
+
+def test_pure_env_var_runs_python_only(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = ("from kafkatool import _accel, default_records, down_convert, file_records, recover_fast, dump\n"
+            "print(_accel.speedups is None, default_records._C is None, dump._C is None)")
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": str(root), "KAFKATOOL_PURE": "1"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["True", "True", "True"]
+    env["KAFKATOOL_PURE"] = "0"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False", "False"]
+
+
+# ---------------------------------------------------------------------------------------------- dump
+
+def dump_events(path: str, **opts: Any) -> list[Any]:
+    from kafkatool.dump import DumpEngine
+    from kafkatool.dump_events import DumpOptions
+
+    return list(DumpEngine(DumpOptions(emit_data=False, **opts)).run([path]))
+
+
+DUMP_OPTIONS = [{}, {"verify": True}, {"deep": True}, {"deep": True, "verify": True}, {"strict": True},
+                {"deep": True, "strict": True}, {"exact_counts": True}, {"progress_every": 100}]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=segment(), opts=st.sampled_from(DUMP_OPTIONS))
+def test_dump_summary_walk_same_with_and_without(data: bytes, opts: dict[str, Any]) -> None:
+    with as_file(data) as path:
+        with compiled(False):
+            want = dump_events(path, **opts)
+        with compiled(True):
+            assert dump_events(path, **opts) == want
+
+
+@pytest.mark.parametrize("path", hostile_logs(), ids=lambda p: str(p.relative_to(HOSTILE)))
+def test_hostile_corpus_dump_same_with_and_without(path: Path) -> None:
+    for opts in DUMP_OPTIONS[:4]:
+        with compiled(False):
+            want = dump_events(str(path), **opts)
+        with compiled(True):
+            assert dump_events(str(path), **opts) == want, opts
+
+
+def test_dump_walk_resumes_after_every_kind_of_batch(tmp_path: Path) -> None:
+    """Runs of plain batches around everything the compiled walk leaves to Python: a CRC failure, a gap, an
+    offset going back, legacy entries, a control batch, a batch whose records do not decode, a torn tail."""
+    from kafkatool import legacy_records as legacy
+    from kafkatool.codecs import Codec
+
+    def batch(base: int, n: int = 3, codec: Codec = Codec.NONE) -> bytes:
+        return v2.build_batch([(base + i, TS + i, b"k%d" % i, b"v" * 40, ()) for i in range(n)], codec=codec)
+
+    bad_crc = bytearray(batch(9))
+    bad_crc[-1] ^= 1
+    bad_records = bytearray(batch(12))
+    bad_records[61] = 0x7F  # the first record's length: CRC recomputed below, so only the records are wrong
+    import crc32c
+
+    bad_records[17:21] = crc32c.crc32c(bytes(bad_records[21:])).to_bytes(4, "big")
+    parts = [batch(0), batch(3, codec=Codec.LZ4), batch(6, codec=Codec.GZIP), bytes(bad_crc), bytes(bad_records),
+             batch(15), batch(30), batch(20),
+             legacy.build_entries([(33, TS, b"a", b"b"), (34, TS, None, b"c")], magic=1),
+             legacy.build_entries([(35, TS, b"a", b"b"), (36, TS, b"x", None)], magic=0, codec=Codec.GZIP),
+             v2.build_end_txn_marker(offset=37, timestamp=TS, producer_id=1, producer_epoch=0, commit=True,
+                                     coordinator_epoch=0),
+             batch(38), batch(41, codec=Codec.SNAPPY), batch(44, codec=Codec.ZSTD)]
+    data = b"".join(parts)
+    path = tmp_path / "00000000000000000000.log"
+    for tail in (b"", batch(47)[:30], b"\x00" * 40):
+        path.write_bytes(data + tail)
+        for opts in DUMP_OPTIONS:
+            with compiled(False):
+                want = dump_events(str(path), **opts)
+            with compiled(True):
+                assert dump_events(str(path), **opts) == want, opts
+    kinds = [getattr(e, "kind", None) for e in want]
+    assert {"crc-mismatch", "offset-gap", "offset-order"} <= set(kinds)
+
+
+@pytest.fixture(scope="module")
+def every_format_sample(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """The .log files of a generated sample with every magic and every codec it allows (zstd only in v2),
+    headers, transactions with aborts and control batches, log-append time and compaction (offset gaps)."""
+    from kafkatool.batch import TimestampType
+    from kafkatool.codecs import Codec
+    from kafkatool.sample import generate_sample
+    from kafkatool.sample_spec import IntRange, SampleSpec, TopicSpec
+
+    legacy_codecs = (Codec.NONE, Codec.GZIP, Codec.SNAPPY, Codec.LZ4)
+    root = tmp_path_factory.mktemp("every-format") / "logs"
+    generate_sample(root, SampleSpec((
+        TopicSpec("eras", records=600, magics=(0, 1, 2), codecs=legacy_codecs, batch_records=IntRange(1, 9),
+                  segment_bytes=16 * 1024),
+        TopicSpec("v2codecs", records=500, codecs=(*legacy_codecs, Codec.ZSTD), headers=2,
+                  batch_records=IntRange(1, 40), segment_bytes=24 * 1024),
+        TopicSpec("txn", records=300, transactional_producers=2, abort_fraction=0.3, segment_bytes=16 * 1024),
+        TopicSpec("lat", records=200, magics=(1, 2), codecs=(Codec.NONE, Codec.GZIP),
+                  timestamp_type=TimestampType.LOG_APPEND_TIME, segment_bytes=8 * 1024),
+        TopicSpec("compacted", records=800, magics=(1, 2), codecs=(Codec.NONE, Codec.LZ4), compacted=True,
+                  key_cardinality=40, segment_bytes=8 * 1024),
+    ), profile="custom"), fsync=False)
+    logs = sorted(root.rglob("*.log"))
+    assert logs
+    return logs
+
+
+def test_generated_sample_covers_every_magic_and_codec(every_format_sample: list[Path]) -> None:
+    from kafkatool.file_records import FileRecords
+
+    seen = set()
+    for path in every_format_sample:
+        with FileRecords(path) as fr:
+            seen |= {(b.magic, b.codec_id) for b in fr.batches()}
+    assert {(m, c) for m in (0, 1) for c in range(4)} | {(2, c) for c in range(5)} <= seen
+
+
+def test_generated_sample_dump_same_with_and_without(every_format_sample: list[Path],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    import types
+
+    from kafkatool import dump
+
+    assert SP is not None
+    taken = [0]  # batches the compiled walk took: the comparison must cover it, not just the Python loop
+
+    def counting_walk(*args: Any) -> Any:
+        r = SP.dump_walk(*args)
+        taken[0] += r[1] if r is not None else 0
+        return r
+
+    for path in every_format_sample:
+        for opts in DUMP_OPTIONS:
+            with compiled(False):
+                want = dump_events(str(path), **opts)
+            with compiled(True):
+                monkeypatch.setattr(dump, "_C", types.SimpleNamespace(dump_walk=counting_walk))
+                assert dump_events(str(path), **opts) == want, (path, opts)
+    assert taken[0] > 0
+
+
+def test_generated_sample_damaged_dump_same_with_and_without(every_format_sample: list[Path],
+                                                             tmp_path: Path) -> None:
+    """Each file with one byte flipped at spread-out positions (sizes, magics, CRCs, attributes, records,
+    compressed data) and cut at a few lengths: every finding, count and position as the Python walk has them."""
+    import random
+
+    rng = random.Random(20261124)
+    target = tmp_path / "00000000000000000000.log"
+    for path in every_format_sample:
+        data = path.read_bytes()
+        variants = []
+        for _ in range(6):
+            damaged = bytearray(data)
+            damaged[rng.randrange(len(data))] ^= rng.randrange(1, 256)
+            variants.append(bytes(damaged))
+        variants += [data[:rng.randrange(len(data))] for _ in range(2)]
+        variants.append(data + b"\x00" * 64)
+        for variant in variants:
+            target.write_bytes(variant)
+            for opts in DUMP_OPTIONS[:4] + [{"exact_counts": True}]:
+                with compiled(False):
+                    want = dump_events(str(target), **opts)
+                with compiled(True):
+                    assert dump_events(str(target), **opts) == want, (path, opts)
+
+
+def test_dump_walk_never_swallows_an_interrupt(sp: ModuleType) -> None:
+    """A KeyboardInterrupt raised in the decompressor or CRC function it calls comes out of the compiled walk
+    (other exceptions make it stop and leave the batch to Python, which raises its own error)."""
+    import crc32c
+
+    from kafkatool.codecs import Codec, decompress
+
+    data = v2.build_batch([(0, TS, b"k", b"v" * 100, ())], codec=Codec.LZ4)
+
+    def interrupt(*_: Any) -> Any:
+        raise KeyboardInterrupt
+
+    def fail(*_: Any) -> Any:
+        raise ValueError("no")
+
+    with pytest.raises(KeyboardInterrupt):
+        sp.dump_walk(data, 0, len(data), len(data), -1, 1, crc32c.crc32c, zlib.crc32, interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        sp.dump_walk(data, 0, len(data), len(data), -1, 0, interrupt, zlib.crc32, interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        sp.verify_walk(data, 0, len(data), len(data), interrupt, zlib.crc32)
+    assert sp.dump_walk(data, 0, len(data), len(data), -1, 1, crc32c.crc32c, zlib.crc32, fail)[:2] == (0, 0)
+    assert sp.dump_walk(data, 0, len(data), len(data), -1, 1, crc32c.crc32c, zlib.crc32, decompress)[:3] == (
+        len(data), 1, 1)
