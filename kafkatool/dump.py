@@ -382,6 +382,12 @@ class DumpEngine:
                     if fast_walk is not None and pos < next_progress:
                         r = fast_walk(buf, pos, min(next_progress, pos + window), stream.end, last, fast_flags,
                                       _crc32c.crc32c, _crc32, fast_decompress)
+                        if r is not None and r[0] != pos and base_offset is not None and not overflow_reported \
+                                and not (r[6] >= base_offset and r[7] - base_offset <= INT32_MAX):
+                            # an offset in the run may not fit the segment's relative offsets: the loop below
+                            # finds the batch (offset-overflow) and walks the rest of the file
+                            fast_walk = None
+                            r = None
                         if r is not None and r[0] != pos:
                             q, nb, nr, unknown, nbytes, last, first_base, max_last, max_ts_, by_codec, by_magic = r
                             walked += nbytes
