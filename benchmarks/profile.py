@@ -1,16 +1,17 @@
 """Where the commands spend their time: py-spy profiles of whole ``kafkatool`` processes, summarised.
 
     python -m benchmarks profile [--scenarios v2-lz4-1kx16,v2-none-1kx16] [--size-mb 100]
-                                 [--commands dump-deep,downconvert-v1,reindex] [--top 12] [--out prof.json]
+                                 [--commands dump-deep,downconvert-v1,lib-reindex] [--top 12] [--out prof.json]
 
-Each command runs once under ``py-spy record --nolineno --format raw`` (a sampling profiler outside the
-process: no instrumentation overhead in the measured code) on the suite's own inputs
-(``benchmarks/data.py``). The summary is the share of samples by *self* time (the function on top of
-the stack: where the CPU is) and by *inclusive* time for kafkatool's own library functions (which call
-paths cost what), both as shares of the library's work; the rest (imports, building the Typer app, output)
-is reported as one start-up share. C functions called from Python
-(crc32c, the codecs, ``struct``) are accounted to the Python function that called them. py-spy:
-``pip install py-spy`` (it ptrace-attaches to its own child).
+Each command (or library pass, ``lib-*``: ``benchmarks/passes.py`` repeated in one process) runs once under
+``py-spy record --nolineno --format raw`` (a sampling profiler outside the process: no instrumentation
+overhead in the measured code) on the suite's own inputs (``benchmarks/data.py``). The summary is the share
+of samples by *self* time (the function on top of the stack: where the CPU is) and by *inclusive* time for
+kafkatool's own library functions (which call paths cost what), both as shares of the library's work; the
+rest (imports, building the Typer app, output) is reported as one start-up share. C functions called from
+Python (crc32c, the codecs, ``struct``) are accounted to the Python function that called them. py-spy:
+``pip install py-spy`` (it ptrace-attaches to its own child). py-spy samples wall time: on a loaded
+machine a runnable process waiting for a core is sampled too, which dilutes every share alike.
 """
 
 from __future__ import annotations
@@ -30,6 +31,11 @@ from benchmarks.run import DOWN_V0, DOWN_V1, DUMP, DUMP_DEEP, FETCH_SIM, REINDEX
 
 COMMANDS: dict[str, Command] = {"dump": DUMP, "dump-deep": DUMP_DEEP, "reindex": REINDEX, "downconvert-v1": DOWN_V1,
                                 "downconvert-v0": DOWN_V0, "fetch-sim": FETCH_SIM}
+# Library passes (benchmarks/passes.py) repeated in one process: reindex-time's rebuild of a 100 MB segment
+# takes milliseconds, too few samples next to the interpreter's start-up.
+PASSES: dict[str, tuple[str, ...]] = {"lib-reindex": ("recover", "--iterations", "40"),
+                                      "lib-deep": ("deep", "--iterations", "2"),
+                                      "lib-downconvert-v1": ("downconvert", "--to-magic", "1", "--iterations", "2")}
 
 
 def _py_spy() -> str:
@@ -74,11 +80,19 @@ def summarise(raw: str, top: int) -> dict[str, Any]:
             "self": share(self_), "inclusive": share(incl)}
 
 
-def profile(cmd: Command, layout: Any, rate: int, top: int, scratch: Path) -> dict[str, Any]:
-    out = Path(tempfile.mkdtemp(dir=scratch)) / "out" if cmd.writes else None
+def _target(name: str, layout: Any, out: Path | None) -> list[str]:
+    if name in PASSES:
+        pass_name, *extra = PASSES[name]
+        return [sys.executable, "-m", "benchmarks.passes", pass_name, str(layout.log), "--warmup", "0", *extra]
+    return COMMANDS[name].fill(layout, out)
+
+
+def profile(name: str, layout: Any, rate: int, top: int, scratch: Path) -> dict[str, Any]:
+    writes = name in COMMANDS and COMMANDS[name].writes
+    out = Path(tempfile.mkdtemp(dir=scratch)) / "out" if writes else None
     raw = scratch / "profile.txt"
-    argv = [_py_spy(), "record", "--nolineno", "--format", "raw", "--rate", str(rate), "-o", str(raw), "--",
-            *cmd.fill(layout, out)]
+    target = _target(name, layout, out)
+    argv = [_py_spy(), "record", "--nolineno", "--format", "raw", "--rate", str(rate), "-o", str(raw), "--", *target]
     try:
         p = subprocess.run(argv, capture_output=True, text=True, env=py_env(), cwd=ROOT, check=False)
         if p.returncode not in (0, 1) or not raw.is_file():
@@ -88,13 +102,13 @@ def profile(cmd: Command, layout: Any, rate: int, top: int, scratch: Path) -> di
         if out is not None:
             shutil.rmtree(out.parent, ignore_errors=True)
         raw.unlink(missing_ok=True)
-    summary["argv"] = ["kafkatool", *cmd.fill(layout, out)[3:]]
+    summary["argv"] = ["python", *target[1:]]
     return summary
 
 
 def markdown(name: str, scenario: str, mb: float, s: dict[str, Any]) -> str:
-    lines = [f"`{name}` on {scenario} ({mb:.0f} MB): {s['samples']} samples, {s['startup_share']:.0%} start-up and "
-             "CLI (imports, Typer, output); shares below are of the library's work", "",
+    lines = [f"`{name}` on {scenario} ({mb:.0f} MB): {s['samples']} samples, {s['startup_share']:.0%} outside the "
+             "library (start-up: imports, Typer; output); shares below are of the library's work", "",
              "| self | function (C calls count to their Python caller) | | inclusive | kafkatool library function |",
              "|---:|---|---|---:|---|"]
     def cells(entries: list[dict[str, Any]], i: int) -> str:
@@ -111,14 +125,15 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks profile", description=__doc__.split("\n\n")[0])
     ap.add_argument("--scenarios", default="v2-lz4-1kx16,v2-none-1kx16")
     ap.add_argument("--size-mb", type=float, default=100.0)
-    ap.add_argument("--commands", default="dump-deep,downconvert-v1,reindex", help=f"of {', '.join(COMMANDS)}")
+    ap.add_argument("--commands", default="dump-deep,downconvert-v1,lib-reindex",
+                    help=f"of {', '.join([*COMMANDS, *PASSES])}")
     ap.add_argument("--top", type=int, default=12)
     ap.add_argument("--rate", type=int, default=250, help="samples per second")
     ap.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
     ap.add_argument("--out", type=Path, help="write every summary as JSON")
     a = ap.parse_args(argv)
     names = [c.strip() for c in a.commands.split(",") if c.strip()]
-    unknown = set(names) - set(COMMANDS)
+    unknown = set(names) - set(COMMANDS) - set(PASSES)
     if unknown:
         ap.error(f"unknown commands: {', '.join(sorted(unknown))}")
     scratch = a.data_dir.resolve() / "scratch"
@@ -127,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     for sname in [x.strip() for x in a.scenarios.split(",") if x.strip()]:
         layout = ensure_layout(scenario_by_name(sname), a.size_mb, a.data_dir.resolve())
         for name in names:
-            s = profile(COMMANDS[name], layout, a.rate, a.top, scratch)
+            s = profile(name, layout, a.rate, a.top, scratch)
             results.append({"scenario": sname, "command": name, "file_bytes": layout.size, **s})
             print(markdown(name, sname, layout.size / 1e6, s) + "\n", flush=True)
     if a.out:
