@@ -16,7 +16,11 @@ How process start-up is accounted for:
   process tree from ``wait4``). The same command is also run ``--iterations`` times on a 4-batch file of
   the same shape (the *fixed cost*: interpreter start-up, imports, opening and writing files). The
   primary ratio (``ratio_cpu``) uses the median minus the fixed cost, i.e. start-up excluded on both
-  sides; ``ratio_cpu_process`` uses the whole process, start-up included (conservative for kafkatool).
+  sides; ``ratio_cpu_process`` uses the fixed cost plus one segment's work, i.e. the whole process over
+  one segment, start-up included (conservative for kafkatool). A fast command reads its segment several
+  times per run (``Command.min_bytes``: hard-linked partitions of the same files, the same cached pages, as
+  Kafka's bench reads its file once per pass), so that its work stands well above the start-up's noise;
+  a result whose work is within twice the spread of its timings is flagged ``resolved: false``.
 * **kafka-python** and the **library passes** (``--lib``) are timed inside one process after ``--warmup``
   passes (``benchmarks/passes.py``): start-up excluded.
 
@@ -33,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import shlex
@@ -56,6 +61,7 @@ from benchmarks.data import (
     ROOT,
     Layout,
     Scenario,
+    ensure_copies,
     ensure_layout,
     ensure_tiny,
     java_env,
@@ -65,6 +71,7 @@ from benchmarks.data import (
 )
 
 SCHEMA = 2
+MAX_COPIES = 200
 INT32_MAX = "2147483647"  # the largest fetch size a Fetch request can carry: the whole segment in one fetch
 
 # ---------------------------------------------------------------------------------------------- measurements
@@ -73,18 +80,22 @@ INT32_MAX = "2147483647"  # the largest fetch size a Fetch request can carry: th
 @dataclass
 class Measurement:
     """One side of a row. ``cpu_ms``/``wall_ms``: medians of what was timed (a whole process for commands, a
-    pass for in-process timings); ``net_*``: the same with a command's fixed cost subtracted (= ``cpu_ms`` for
-    in-process timings)."""
+    pass for in-process timings); ``net_*``: per copy of the file with a command's fixed cost subtracted
+    (= ``cpu_ms`` for in-process timings); ``one_*``: a command's process over one copy, start-up included."""
 
     key: str
     kind: str  # "command" | "pass" | "kafka"
     argv: list[str]
     cpu_ms: float = float("nan")
     wall_ms: float = float("nan")
-    net_cpu_ms: float = float("nan")
+    net_cpu_ms: float = float("nan")  # per copy of the file, start-up excluded
     net_wall_ms: float = float("nan")
+    one_cpu_ms: float = float("nan")  # a process over one copy: fixed cost + net (= cpu_ms with one copy)
+    one_wall_ms: float = float("nan")
+    copies: int = 1
     fixed_cpu_ms: float | None = None
     fixed_wall_ms: float | None = None
+    resolved: bool = True  # the work stands out of the run-to-run noise of the timings (see measure_command)
     peak_rss_mb: float = float("nan")
     counts: dict[str, int] = field(default_factory=dict)
     runs: list[dict[str, Any]] = field(default_factory=list)
@@ -166,11 +177,18 @@ class Command:
     tree: bool = False  # a process tree the root does not reap (Spark): sample /proc too
     iterations: int | None = None  # overrides --iterations / --warmup (Spark: its fixed cost is ~20 CPU-s)
     warmup: int | None = None
+    # Read at least this many bytes per run: the segment is given ``ceil(min_bytes / size)`` times (hard-linked
+    # partitions), so that a fast command's work stands out of the start-up's noise. Needs {log}, {part} or
+    # {logdir}, which take every copy.
+    min_bytes: float = 0
+
+    def copies(self, size: int) -> int:
+        return max(1, min(MAX_COPIES, math.ceil(self.min_bytes / size))) if self.min_bytes else 1
 
     def fill(self, layout: Layout, out: Path | None) -> list[str]:
-        subst = {"{log}": str(layout.log), "{part}": str(layout.partition), "{logdir}": str(layout.logdir),
-                 "{out}": str(out)}
-        return [sys.executable, "-m", "kafkatool", *[subst.get(a, a) for a in self.argv]]
+        subst = {"{log}": [str(x) for x in layout.logs], "{part}": [str(x) for x in layout.partitions],
+                 "{logdir}": [str(layout.logdir)], "{out}": [str(out)]}
+        return [sys.executable, "-m", "kafkatool", *[x for a in self.argv for x in subst.get(a, [a])]]
 
     @property
     def writes(self) -> bool:
@@ -191,7 +209,8 @@ def _run_command(cmd: Command, layout: Layout, scratch: Path) -> procs.Proc:
 def measure_command(key: str, cmd: Command, big: Layout, tiny: Layout, a: argparse.Namespace) -> Measurement:
     iterations = cmd.iterations if cmd.iterations is not None else a.iterations
     warmup = cmd.warmup if cmd.warmup is not None else a.warmup
-    m = Measurement(key, "command", cmd.fill(big, Path("{out}")), peak_rss_mb=0.0)
+    big = ensure_copies(big, cmd.copies(big.size))
+    m = Measurement(key, "command", cmd.fill(big, Path("{out}")), peak_rss_mb=0.0, copies=big.copies)
     scratch = a.data_dir / "scratch"
     scratch.mkdir(parents=True, exist_ok=True)
     cpu: list[float] = []
@@ -221,7 +240,13 @@ def measure_command(key: str, cmd: Command, big: Layout, tiny: Layout, a: argpar
         fwall.append(p.wall_s * 1e3)
     m.cpu_ms, m.wall_ms = _median(cpu), _median(wall)
     m.fixed_cpu_ms, m.fixed_wall_ms = _median(fcpu), _median(fwall)
-    m.net_cpu_ms, m.net_wall_ms = m.cpu_ms - m.fixed_cpu_ms, m.wall_ms - m.fixed_wall_ms
+    m.net_cpu_ms = (m.cpu_ms - m.fixed_cpu_ms) / m.copies
+    m.net_wall_ms = (m.wall_ms - m.fixed_wall_ms) / m.copies
+    m.one_cpu_ms, m.one_wall_ms = m.fixed_cpu_ms + m.net_cpu_ms, m.fixed_wall_ms + m.net_wall_ms
+    # The subtraction means something only when the work is well above the spread of the CPU timings (start-up
+    # varies by tens of ms between identical processes on a shared machine): flagged otherwise.
+    spread = max(max(cpu) - min(cpu), max(fcpu) - min(fcpu)) if iterations > 1 else 0.0
+    m.resolved = m.cpu_ms - m.fixed_cpu_ms > 2 * spread
     return m
 
 
@@ -239,8 +264,8 @@ def measure_pass(key: str, name: str, extra: list[str], layout: Layout, a: argpa
         return m
     d = _json_lines(p.stdout)[-1]
     m.runs = [{"cpu_ms": c, "wall_ms": w} for c, w in zip(d["cpu_ms"], d["wall_ms"], strict=True)]
-    m.cpu_ms = m.net_cpu_ms = _median(d["cpu_ms"])
-    m.wall_ms = m.net_wall_ms = _median(d["wall_ms"])
+    m.cpu_ms = m.net_cpu_ms = m.one_cpu_ms = _median(d["cpu_ms"])
+    m.wall_ms = m.net_wall_ms = m.one_wall_ms = _median(d["wall_ms"])
     m.counts = {k: v for k, v in d["result"].items() if isinstance(v, int)}
     return m
 
@@ -258,8 +283,8 @@ def measure_kafka(key: str, kind: str, extra: list[str], layout: Layout, a: argp
         m.error = f"exit {p.rc}: " + (err[-1].get("message", "") if err else (p.stderr or p.stdout).strip()[-500:])
         return m
     d = lines[-1]
-    m.cpu_ms = m.net_cpu_ms = float(d["thread_cpu_median_ms"])
-    m.wall_ms = m.net_wall_ms = float(d["median_ms"])
+    m.cpu_ms = m.net_cpu_ms = m.one_cpu_ms = float(d["thread_cpu_median_ms"])
+    m.wall_ms = m.net_wall_ms = m.one_wall_ms = float(d["median_ms"])
     m.runs = [{"cpu_ms": c, "wall_ms": w, "process_cpu_ms": pc}
               for c, w, pc in zip(d["thread_cpu_ms"], d["times_ms"], d["process_cpu_ms"], strict=True)]
     m.detail["process_cpu_median_ms"] = d.get("process_cpu_median_ms")
@@ -336,16 +361,19 @@ def _spark_shape(s: Scenario) -> bool:
     return s.magic == 2 and s.value_bytes == 1024 and s.batch_records == 16 and not s.headers
 
 
-DUMP = Command(("dump", "--summary-only", "-f", "json", "{log}"), _dump_counts)
-DUMP_DEEP = Command(("dump", "--deep", "--verify", "--summary-only", "-f", "json", "{log}"), _dump_deep_counts)
-REINDEX = Command(("reindex-time", "-f", "json", "{part}"), _reindex_counts)
-DOWN_V1 = Command(("downconvert", "--to-magic", "1", "-f", "json", "{part}", "{out}"), _down_counts)
-DOWN_V0 = Command(("downconvert", "--to-magic", "0", "-f", "json", "{part}", "{out}"), _down_counts)
+# Bytes read per run (see Command.min_bytes): at 200 MB, dump reads its segment 10 times and reindex-time 40 times
+# (both take well under a second per GB); downconvert and the deep readers a 40 MB segment 5 times.
+DUMP = Command(("dump", "--summary-only", "-f", "json", "{log}"), _dump_counts, min_bytes=2e9)
+DUMP_DEEP = Command(("dump", "--deep", "--verify", "--summary-only", "-f", "json", "{log}"), _dump_deep_counts,
+                   min_bytes=2e8)
+REINDEX = Command(("reindex-time", "-f", "json", "{part}"), _reindex_counts, min_bytes=8e9)
+DOWN_V1 = Command(("downconvert", "--to-magic", "1", "-f", "json", "{logdir}", "{out}"), _down_counts, min_bytes=2e8)
+DOWN_V0 = Command(("downconvert", "--to-magic", "0", "-f", "json", "{logdir}", "{out}"), _down_counts, min_bytes=2e8)
 FETCH_SIM = Command(("fetch-sim", "{part}", "--to-magic", "1", "--partition-max-bytes", INT32_MAX,
                      "--fetch-max-bytes", INT32_MAX, "--broker-fetch-max-bytes", INT32_MAX, "-f", "json"),
-                    _fetch_counts)
+                    _fetch_counts)  # one partition: one fetch of the whole segment (copies would share the response)
 SCAN_LOCAL = Command(("spark-scan", "{logdir}", "--engine", "local-processes", "-j", "1", "-f", "json"),
-                     _scan_counts)  # -j 1 scans in the process itself (no pool)
+                     _scan_counts, min_bytes=2e8)  # -j 1 scans in the process itself (no pool)
 SCAN_SPARK = Command(("spark-scan", "{logdir}", "--master", "local[2]", "-f", "json"), _scan_counts, tree=True,
                      iterations=1, warmup=0)
 
@@ -417,9 +445,10 @@ def ratio(peer: float, ours: float) -> float | None:
     return peer / ours
 
 
-def check_counts(ours: dict[str, int], peer: dict[str, int]) -> str:
-    """Both sides must have seen the same data, or the ratio means nothing."""
-    return "; ".join(f"{k} {ours[k]} != {peer[k]}" for k in sorted(ours.keys() & peer.keys()) if ours[k] != peer[k])
+def check_counts(ours: dict[str, int], peer: dict[str, int], copies: int = 1) -> str:
+    """Both sides must have seen the same data (ours ``copies`` times), or the ratio means nothing."""
+    return "; ".join(f"{k} {ours[k]} != {copies} x {peer[k]}" if copies > 1 else f"{k} {ours[k]} != {peer[k]}"
+                     for k in sorted(ours.keys() & peer.keys()) if ours[k] != peer[k] * copies)
 
 
 def row_result(s: Scenario, layout: Layout, row: Row, ours: Measurement, peer: Measurement) -> dict[str, Any]:
@@ -430,9 +459,11 @@ def row_result(s: Scenario, layout: Layout, row: Row, ours: Measurement, peer: M
             "ours_command": row.ours.shown, "peer_command": row.peer.shown, "library": row.name.startswith("lib-"),
             "file_mb":
             round(layout.size / 1e6, 1), "ratio_cpu": rc, "ratio_wall": ratio(peer.net_wall_ms, ours.net_wall_ms),
-            "ratio_cpu_process": ratio(peer.net_cpu_ms, ours.cpu_ms),
-            "ratio_wall_process": ratio(peer.net_wall_ms, ours.wall_ms), "target": target, "ok": ok,
-            "ours": ours.key, "peer_key": peer.key, "mismatch": check_counts(ours.counts, peer.counts) or None,
+            "ratio_cpu_process": ratio(peer.net_cpu_ms, ours.one_cpu_ms),
+            "ratio_wall_process": ratio(peer.net_wall_ms, ours.one_wall_ms), "target": target, "ok": ok,
+            "copies": ours.copies, "resolved": ours.resolved and peer.resolved,
+            "ours": ours.key, "peer_key": peer.key,
+            "mismatch": check_counts(ours.counts, peer.counts, ours.copies) or None,
             "error": ours.error or peer.error}
 
 
