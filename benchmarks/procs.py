@@ -39,8 +39,8 @@ class Proc:
     def record(self) -> dict[str, Any]:
         """What the results JSON keeps of a run (outputs cut to their tails)."""
         d = asdict(self)
-        d["stdout"] = self.stdout[-2000:]
-        d["stderr"] = self.stderr[-2000:]
+        d["stdout"] = self.stdout[-400:]
+        d["stderr"] = self.stderr[-400:]
         return d
 
 

@@ -432,7 +432,9 @@ def select_rows(spec: str | None, lib: bool) -> list[Row]:
     unknown = [w for w in wanted if not any(k == w or k.startswith(w) for k in known)]
     if unknown:
         raise SystemExit(f"unknown rows {', '.join(unknown)}; known: {', '.join(r.name for r in ROWS + LIB_ROWS)}")
-    return [r for r in rows if any(r.name == w or r.name.startswith(w) for w in wanted)]
+    names = {r.name for r in rows}
+    # An exact name selects that row alone ("dump" is not "dump-deep"); anything else is a prefix.
+    return [r for r in rows if any(r.name == w if w in names else r.name.startswith(w) for w in wanted)]
 
 
 # ---------------------------------------------------------------------------------------------- ratios
