@@ -16,7 +16,7 @@ import pytest
 
 from benchmarks import report
 from benchmarks.data import DEFAULT_SCENARIOS, FULL_SCENARIOS, QUICK_SCENARIOS, ROOT, Scenario, scenario_by_name
-from benchmarks.run import DOWN_V1, DUMP, FETCH_SIM, REINDEX, ROWS, check_counts, ratio, select_rows
+from benchmarks.run import DOWN_V1, DUMP, FETCH_SIM, REINDEX, ROWS, check_counts, parse_args, ratio, select_rows
 from tests.kafkaref import KafkaRef
 
 
@@ -67,6 +67,15 @@ def test_fast_commands_read_their_segment_several_times() -> None:
     assert REINDEX.copies(1000) == 200  # capped
 
 
+def test_quick_runs_every_row_and_every_peak_rss_command_small() -> None:
+    a = parse_args(["--quick"])
+    assert a.size_mb < 200 and a.rss_size != "1GiB" and a.set_list == ["ratios", "rss"] and a.rss_commands is None
+    for row in select_rows(a.rows, a.lib):
+        assert any(row.applies(s) for s in a.scenario_list), row.name
+    full = parse_args([])
+    assert full.size_mb == 200 and full.rss_size == "1GiB" and set(a.scenario_list) < set(full.scenario_list)
+
+
 def test_rows_select_by_name_or_prefix_and_reject_unknown_ones() -> None:
     assert [r.name for r in select_rows("downconvert", lib=False)] == ["downconvert-v1", "downconvert-v0"]
     assert [r.name for r in select_rows("dump,spark", lib=False)] == ["dump", "spark-scan-local", "spark-scan-spark"]
@@ -103,7 +112,9 @@ def test_a_tiny_run_end_to_end_counts_the_same_data_as_kafka(kafka_ref: KafkaRef
     p = subprocess.run([sys.executable, "-m", "benchmarks", "--scenarios", "v2-lz4-1kx16-h2", "--size-mb", "0.3",
                         "--iterations", "1", "--warmup", "0", "--java-iterations", "1", "--java-warmup", "0",
                         # not the kafka-python rows: kafka-python is the [bench] extra, not a test dependency
-                        "--rows", "dump,dump-deep,reindex,downconvert,fetch-sim,lib-deep", "--sets", "ratios",
+                        "--rows", "dump,dump-deep,reindex,downconvert,fetch-sim,lib-deep", "--sets", "ratios,rss",
+                        "--rss-size", "1MiB", "--rss-codecs", "lz4",
+                        "--rss-commands", "sample,dump-deep,downconvert-v0,upconvert,canary-verify",
                         "--data-dir", str(tmp_path / "data"), "--out", str(out)],
                        capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
@@ -127,5 +138,13 @@ def test_a_tiny_run_end_to_end_counts_the_same_data_as_kafka(kafka_ref: KafkaRef
     assert len(down["runs"]) == 1 and len(down["fixed_runs"]) == 1  # the fixed cost: the same command, 4 batches
     assert down["fixed_cpu_ms"] > 0
     assert down["net_cpu_ms"] == pytest.approx((down["cpu_ms"] - down["fixed_cpu_ms"]) / down["copies"])
+    # the peak-RSS set: each command once over the log dir that ``kafkatool sample`` (its own row) wrote
+    rss = {(r["command"], r["input"]): r for r in d["rss"]}
+    assert set(rss) == {("sample", "v2-lz4"), ("dump-deep", "v2-lz4"), ("downconvert-v0", "v2-lz4"),
+                        ("sample", "v1"), ("upconvert", "v1"), ("canary-verify", "v1")}
+    for r in rss.values():
+        assert r["error"] is None and r["rc"] == 0, r
+        assert r["peak_rss_mb"] > 0 and 0 < r["largest_segment_bytes"] <= 2**20, r
     section = report.render(d, "test")
     assert "### test" in section and "| v2-lz4-1kx16-h2 |" in section and d["command"] in section
+    assert "| canary-verify | `kafkatool canary verify" in section
