@@ -134,7 +134,9 @@ def render(d: dict[str, Any], title: str | None = None, wall: bool = False) -> s
         lines += ["", f"Settings: {st['size_mb']:g} MB segments; kafkatool commands {st['iterations']} timed runs "
                   f"after {st['warmup']} warm-up, plus {st['iterations']} runs on a 4-batch file of the same shape "
                   f"(the fixed cost); Kafka {st['java_iterations']} timed passes after {st['java_warmup']} warm-up "
-                  "passes in one JVM.", "",
+                  "passes in one JVM"
+                  + (f"; fast commands read {st['read_scale']:g} x the release run's bytes (--read-scale)"
+                     if st.get("read_scale", 1.0) != 1.0 else "") + ".", "",
                   "Throughput ratio = kafkatool / peer, by CPU time, medians. Each cell: start-up excluded on both "
                   "sides (our command minus its fixed cost, against Kafka's warm thread CPU), then in brackets the "
                   "whole kafkatool process over one segment (start-up included). ✓/✗: issue 10's target holds / "

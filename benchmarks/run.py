@@ -182,8 +182,9 @@ class Command:
     # {logdir}, which take every copy.
     min_bytes: float = 0
 
-    def copies(self, size: int) -> int:
-        return max(1, min(MAX_COPIES, math.ceil(self.min_bytes / size))) if self.min_bytes else 1
+    def copies(self, size: int, scale: float = 1.0) -> int:
+        """Copies of a ``size``-byte segment to read ``scale * min_bytes`` (``--read-scale``: --quick reads less)."""
+        return max(1, min(MAX_COPIES, math.ceil(scale * self.min_bytes / size))) if self.min_bytes else 1
 
     def fill(self, layout: Layout, out: Path | None) -> list[str]:
         subst = {"{log}": [str(x) for x in layout.logs], "{part}": [str(x) for x in layout.partitions],
@@ -209,7 +210,7 @@ def _run_command(cmd: Command, layout: Layout, scratch: Path) -> procs.Proc:
 def measure_command(key: str, cmd: Command, big: Layout, tiny: Layout, a: argparse.Namespace) -> Measurement:
     iterations = cmd.iterations if cmd.iterations is not None else a.iterations
     warmup = cmd.warmup if cmd.warmup is not None else a.warmup
-    big = ensure_copies(big, cmd.copies(big.size))
+    big = ensure_copies(big, cmd.copies(big.size, a.read_scale))
     m = Measurement(key, "command", cmd.fill(big, Path("{out}")), peak_rss_mb=0.0, copies=big.copies)
     scratch = a.data_dir / "scratch"
     scratch.mkdir(parents=True, exist_ok=True)
@@ -512,10 +513,10 @@ def machine_info() -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------------------------- main
 
-PRESETS = {  # scenarios, --size-mb, --rss-size
-    "quick": (QUICK_SCENARIOS, 50.0, "64MiB"),
-    "default": (DEFAULT_SCENARIOS, 200.0, "1GiB"),
-    "full": (FULL_SCENARIOS, 200.0, "1GiB"),
+PRESETS = {  # scenarios, --size-mb, --rss-size, --read-scale
+    "quick": (QUICK_SCENARIOS, 50.0, "64MiB", 0.25),
+    "default": (DEFAULT_SCENARIOS, 200.0, "1GiB", 1.0),
+    "full": (FULL_SCENARIOS, 200.0, "1GiB", 1.0),
 }
 
 
@@ -523,13 +524,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     g = ap.add_mutually_exclusive_group()
-    g.add_argument("--quick", action="store_true", help="7 scenarios, 50 MB files, RSS set on 64 MiB (minutes)")
+    g.add_argument("--quick", action="store_true",
+                   help="7 scenarios, 50 MB files, a quarter of the reads, RSS set on 64 MiB: a smoke run")
     g.add_argument("--full", action="store_true", help="every magic x codec x value size x batch size, + headers")
     ap.add_argument("--scenarios", help="comma-separated scenario names (e.g. v2-lz4-1kx16,v2-none-100bx256-h2)")
     ap.add_argument("--rows", help="comma-separated row names or prefixes (default: every command row; see --list)")
     ap.add_argument("--lib", action="store_true", help="add the library-pass rows (lib-*)")
     ap.add_argument("--sets", default="ratios,rss", help="ratios, rss or both (default both)")
     ap.add_argument("--size-mb", type=float, help="segment size per scenario (default 200, --quick 50)")
+    ap.add_argument("--read-scale", type=float,
+                    help="fast commands read scale x the release run's bytes per run (default 1, --quick 0.25)")
     ap.add_argument("--rss-size", help="segment size of the peak-RSS set (default 1GiB, --quick 64MiB)")
     ap.add_argument("--rss-commands", help="comma-separated peak-RSS rows (default: all; see --list)")
     ap.add_argument("--rss-codecs", default="lz4,none", help="codecs of the v2 inputs of the RSS set")
@@ -546,11 +550,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--list", action="store_true", help="list scenarios and rows, then exit")
     a = ap.parse_args(argv)
     preset = "quick" if a.quick else "full" if a.full else "default"
-    scen, size, rss_size = PRESETS[preset]
+    scen, size, rss_size, read_scale = PRESETS[preset]
     a.preset = preset
     a.scenario_list = [scenario_by_name(n.strip()) for n in a.scenarios.split(",")] if a.scenarios else list(scen)
     a.size_mb = a.size_mb if a.size_mb is not None else size
     a.rss_size = a.rss_size or rss_size
+    a.read_scale = a.read_scale if a.read_scale is not None else read_scale
+    if not a.read_scale > 0:
+        ap.error("--read-scale must be > 0")
     a.set_list = [x.strip() for x in a.sets.split(",") if x.strip()]
     if not set(a.set_list) <= {"ratios", "rss"} or not a.set_list:
         ap.error("--sets takes ratios, rss or ratios,rss")
@@ -636,9 +643,10 @@ def main(argv: list[str] | None = None) -> int:
           f"Python {info['python']}", flush=True)
     results: dict[str, Any] = {
         "schema": SCHEMA, "command": command, "argv": raw, "started": started, "git": git, "machine": info,
-        "preset": a.preset, "settings": {"size_mb": a.size_mb, "rss_size": a.rss_size, "iterations": a.iterations,
-                                         "warmup": a.warmup, "java_iterations": a.java_iterations,
-                                         "java_warmup": a.java_warmup, "sets": a.set_list,
+        "preset": a.preset, "settings": {"size_mb": a.size_mb, "read_scale": a.read_scale, "rss_size": a.rss_size,
+                                         "iterations": a.iterations, "warmup": a.warmup,
+                                         "java_iterations": a.java_iterations, "java_warmup": a.java_warmup,
+                                         "sets": a.set_list,
                                          "java_opts": java_env()["KAFKA_REF_JAVA_OPTS"]},
         "rows": [], "measurements": {}, "scenarios": [], "rss": []}
     out = a.out or a.data_dir / f"results-{started[:19].replace(':', '')}.json"

@@ -65,15 +65,18 @@ def test_fast_commands_read_their_segment_several_times() -> None:
     assert DOWN_V1.copies(200_000_000) == 1 and DOWN_V1.copies(40_000_000) == 5
     assert FETCH_SIM.copies(1000) == 1  # one fetch: copies would share the response limit
     assert REINDEX.copies(1000) == 200  # capped
+    assert DUMP.copies(50_000_000, scale=0.25) == 10 and DOWN_V1.copies(200_000_000, scale=0.25) == 1  # --quick
 
 
 def test_quick_runs_every_row_and_every_peak_rss_command_small() -> None:
     a = parse_args(["--quick"])
     assert a.size_mb < 200 and a.rss_size != "1GiB" and a.set_list == ["ratios", "rss"] and a.rss_commands is None
+    assert 0 < a.read_scale < 1 and parse_args(["--quick", "--read-scale", "1"]).read_scale == 1
     for row in select_rows(a.rows, a.lib):
         assert any(row.applies(s) for s in a.scenario_list), row.name
     full = parse_args([])
-    assert full.size_mb == 200 and full.rss_size == "1GiB" and set(a.scenario_list) < set(full.scenario_list)
+    assert full.size_mb == 200 and full.rss_size == "1GiB" and full.read_scale == 1
+    assert set(a.scenario_list) < set(full.scenario_list)
 
 
 def test_rows_select_by_name_or_prefix_and_reject_unknown_ones() -> None:
