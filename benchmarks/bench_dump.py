@@ -50,7 +50,10 @@ def main() -> None:
     env.setdefault("KAFKA_REF_JAVA_OPTS", "-Xmx1g")
     size = seg.stat().st_size
     print(f"segment {seg} ({size / 1e6:.1f} MB)")
-    ref = os.environ.get("KAFKA_REF", "/tmp/kafka-ref-build/kafka-ref")
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.data import kafka_ref
+
+    ref = kafka_ref()  # located or built by tests/kafkaref.py
     ref_deep = None
     if Path(ref).is_file():
         ref_deep = best([ref, "dump", "--in", str(seg), "--deep", "--payload", "b64"], a.runs, env)

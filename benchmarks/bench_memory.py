@@ -12,7 +12,7 @@ Data (``--generate``, or when missing): ``kafkatool sample DIR --profile bench -
 values, half compressible) in 512 MiB segments with their indexes, as a broker would have left them.
 Delete it afterwards with ``--clean`` (it is never in git).
 
-    python -m benchmarks memory --data /work/bench-data/budget --size 2GiB --budgets 128MiB,256MiB,512MiB
+    python -m benchmarks memory --data bench-data/budget --size 2GiB --budgets 128MiB,256MiB,512MiB
     python benchmarks/bench_memory.py ...   (the same, standalone)
 """
 
@@ -32,6 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.data import DEFAULT_DATA_DIR  # noqa: E402
 from kafkatool import budget  # noqa: E402
 from kafkatool.reindex import working_set  # noqa: E402
 from kafkatool.units import format_size, parse_size  # noqa: E402
@@ -177,7 +178,7 @@ def table(results: list[Result]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks memory", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", type=Path, default=Path("/work/bench-data/budget"))
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR / "budget")
     ap.add_argument("--size", default="2GiB", help="partition size to generate (default 2GiB)")
     ap.add_argument("--budgets", default="128MiB,256MiB,512MiB")
     ap.add_argument("--rows", default=",".join(ROWS), help=f"comma list of {', '.join(ROWS)}")

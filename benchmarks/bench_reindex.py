@@ -16,7 +16,7 @@ small uncompressed batches of one 1000-byte record, lz4 batches of ~16 KiB, zstd
 segments of ``--segment-mib``. Wall and CPU seconds are both reported: this machine is shared and
 virtualised, so wall times carry steal time; ratios are of medians from the same run.
 
-    python benchmarks/bench_reindex.py --data /work/bench-data/reindex/logdir --generate --iterations 3
+    python benchmarks/bench_reindex.py --data bench-data/reindex/logdir --generate --iterations 3
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.data import DEFAULT_DATA_DIR, kafka_ref  # noqa: E402
 from kafkatool.recover import recover_segment  # noqa: E402
 
 SCENARIOS = {
@@ -43,7 +44,6 @@ SCENARIOS = {
     "large-64k-zstd": (["--magic", "2", "--codec", "zstd", "--batch-records", "128", "--value-bytes", "1000",
                         "--compressible", "0.5"], 520),
 }
-KAFKA_REF = os.environ.get("KAFKA_REF", "/tmp/kafka-ref-build/kafka-ref")
 
 
 def generate(data: Path, segment_mib: int, segments: int) -> None:
@@ -57,7 +57,7 @@ def generate(data: Path, segment_mib: int, segments: int) -> None:
         for s in range(segments):
             records = segment_mib * 1024 * 1024 // per_record
             out = part / f"{base:020d}.log"
-            p = subprocess.run([KAFKA_REF, "gen", "--out", str(out), "--records", str(records), "--seed", str(s + 1),
+            p = subprocess.run([kafka_ref(), "gen", "--out", str(out), "--records", str(records), "--seed", str(s + 1),
                                 "--base-offset", str(base), *args], capture_output=True, text=True, env=env, check=True)
             info = json.loads(p.stdout.splitlines()[-1])
             base = info["next_offset"]
@@ -73,7 +73,7 @@ def java_pass(files: list[Path], iterations: int) -> tuple[float, float]:
     env = dict(os.environ, KAFKA_REF_JAVA_OPTS=os.environ.get("KAFKA_REF_JAVA_OPTS", "-Xmx1g"))
     wall = cpu = 0.0
     for f in files:
-        p = subprocess.run([KAFKA_REF, "bench", "--in", str(f), "--iterations", str(iterations), "--warmup", "1"],
+        p = subprocess.run([kafka_ref(), "bench", "--in", str(f), "--iterations", str(iterations), "--warmup", "1"],
                            capture_output=True, text=True, env=env, check=True)
         d = json.loads(p.stdout.splitlines()[-1])
         wall += d["median_ms"] / 1e3
@@ -108,7 +108,7 @@ def cli_pass(data: Path, out: Path, jobs: int, iterations: int) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", type=Path, default=Path("/work/bench-data/reindex/logdir"))
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR / "reindex" / "logdir")
     ap.add_argument("--generate", action="store_true")
     ap.add_argument("--segment-mib", type=int, default=512)
     ap.add_argument("--segments", type=int, default=2)

@@ -4,14 +4,15 @@
 #
 #   benchmarks/canary_bench.sh [RECORDS]     (default 300000: a ~59 MiB v0/v1/v2 partition, every codec)
 #
-# Data under /work/bench-data/canary (not in git). Needs kafka-ref: $KAFKA_REF or /tmp/kafka-ref-build/kafka-ref.
+# Data under bench-data/canary (not in git; $BENCH_DATA). kafka-ref: located or built by tests/kafkaref.py.
+# Python: $PYTHON, else python3 (kafkatool's dependencies installed).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-PY="${PYTHON:-/work/venv/bin/python}"
-DATA="${BENCH_DATA:-/work/bench-data/canary}"
+PY="${PYTHON:-python3}"
+DATA="${BENCH_DATA:-$ROOT/bench-data/canary}"
 RECORDS="${1:-300000}"
-REF="${KAFKA_REF:-/tmp/kafka-ref-build/kafka-ref}"
 export PYTHONPATH="$ROOT" NO_COLOR=1
+REF="$(cd "$ROOT" && "$PY" -m benchmarks.data kafka-ref)"
 K=("$PY" -m kafkatool)
 
 rm -rf "$DATA/logs" "$DATA/w"

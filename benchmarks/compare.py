@@ -16,8 +16,8 @@ import statistics
 import sys
 from pathlib import Path
 
+from benchmarks import procs
 from benchmarks.data import ROOT
-from benchmarks.run import _run
 
 
 def _time(tree: Path, name: str, path: str, iterations: int) -> tuple[float, dict[str, object]]:
@@ -29,11 +29,11 @@ def _time(tree: Path, name: str, path: str, iterations: int) -> tuple[float, dic
         name = "verify-batches"
     code = ("import sys; sys.path.insert(0, sys.argv.pop(1)); from benchmarks.passes import main; "
             "sys.exit(main(sys.argv[1:]))")
-    rc, out, err, *_ = _run([sys.executable, "-c", code, str(tree), name, path, "--iterations", str(iterations),
-                             "--warmup", "1", *extra], env)
-    if rc != 0:
-        raise SystemExit(f"{name} {path} under {tree} failed: {err.strip()[-400:]}")
-    d = json.loads(out.strip().splitlines()[-1])
+    p = procs.run([sys.executable, "-c", code, str(tree), name, path, "--iterations", str(iterations),
+                   "--warmup", "1", *extra], env=env)
+    if p.rc != 0:
+        raise SystemExit(f"{name} {path} under {tree} failed: {p.stderr.strip()[-400:]}")
+    d = json.loads(p.stdout.strip().splitlines()[-1])
     return statistics.median(d["cpu_ms"]), d["result"]
 
 
@@ -48,7 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'file':<28} {'pass':<12} {'old cpu ms':>10} {'new cpu ms':>10} {'speed-up':>8}")
     for f in a.files:
         for name in a.passes.split(","):
-            if name == "downconvert" and ("-zstd-" in f or not Path(f).name.startswith("v2-")):
+            # The suite's inputs live in DATA/<scenario>-<size>/bench-0/: the scenario names the format.
+            scenario = next((part for part in Path(f).parts if part[:3] in ("v0-", "v1-", "v2-")), "")
+            if name == "downconvert" and ("-zstd-" in scenario or not scenario.startswith("v2-")):
                 continue
             old: list[float] = []
             new: list[float] = []
@@ -61,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
                     if k in ro and k in rn and ro[k] != rn[k] and not (k == "out_bytes" and "-gzip-" in f):
                         raise SystemExit(f"{name} {f}: {k} differs: old {ro[k]} new {rn[k]}")
             o, n = min(old), min(new)
-            print(f"{Path(f).name:<28} {name:<12} {o:>10.1f} {n:>10.1f} {o / n:>7.2f}x", flush=True)
+            print(f"{scenario or Path(f).name:<28} {name:<12} {o:>10.1f} {n:>10.1f} {o / n:>7.2f}x", flush=True)
     return 0
 
 

@@ -34,10 +34,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.data import DEFAULT_DATA_DIR  # noqa: E402
+from benchmarks.data import kafka_ref as kafka_ref_launcher  # noqa: E402
 from kafkatool.down_convert import down_convert, iter_chunks  # noqa: E402
 from kafkatool.file_records import FileRecords  # noqa: E402
 
-KAFKA_REF = os.environ.get("KAFKA_REF", "/tmp/kafka-ref-build/kafka-ref")
 CODECS = ("none", "gzip", "snappy", "lz4")
 GEN = ["--magic", "2", "--records", "64000", "--batch-records", "16", "--value-bytes", "1024",
        "--compressible", "0.5", "--seed", "42"]
@@ -46,7 +47,7 @@ GEN = ["--magic", "2", "--records", "64000", "--batch-records", "16", "--value-b
 def kafka_ref(*args: str) -> dict:
     env = dict(os.environ)
     env.setdefault("KAFKA_REF_JAVA_OPTS", "-Xmx2g")
-    p = subprocess.run([KAFKA_REF, *args], capture_output=True, text=True, env=env, check=True)
+    p = subprocess.run([kafka_ref_launcher(), *args], capture_output=True, text=True, env=env, check=True)
     return json.loads(p.stdout.splitlines()[-1])
 
 
@@ -138,7 +139,7 @@ def rss(args: argparse.Namespace) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("mode", choices=["throughput", "rss"])
-    ap.add_argument("--data", type=Path, default=Path("/work/bench-data/convert"))
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR / "convert")
     ap.add_argument("--iterations", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--to-magic", type=int, default=1)

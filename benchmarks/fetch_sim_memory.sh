@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Peak RSS and wall time of one partition's fetch-sim, small vs large slice of the same log, against kafka-ref
 # lazysend (kafka-clients 3.9.1) on the same input in the same run.
-# usage: benchmarks/fetch_sim_memory.sh [DATA_DIR]   (default /work/bench-data/fetchsim)
+# usage: benchmarks/fetch_sim_memory.sh [DATA_DIR]   (default bench-data/fetchsim; Python: $PYTHON, else python3)
 set -euo pipefail
-DATA=${1:-/work/bench-data/fetchsim}
-PY=${PYTHON:-/work/venv/bin/python}
-KREF=${KAFKA_REF:-/tmp/kafka-ref-build/kafka-ref}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+DATA=${1:-$ROOT/bench-data/fetchsim}
+PY=${PYTHON:-python3}
+KREF=$(cd "$ROOT" && PYTHONPATH="$ROOT" "$PY" -m benchmarks.data kafka-ref)  # located or built by tests/kafkaref.py
 mkdir -p "$DATA"
 LOG=$DATA/large.log
 if [ ! -f "$LOG" ]; then  # ~100 MB: 1000 v2 batches of 100 records x 1000 B

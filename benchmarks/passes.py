@@ -11,7 +11,7 @@ Each pass mirrors one ``kafka-ref`` bench pass:
   headers and timestamp.
 * ``recover``: the header-only index rebuild (``recover_segment``, no CRC), for ``reindex-time``.
 * ``downconvert``: ``LazyDownConversionRecords.iterator(128 KiB)``: batches grouped up to 128 KiB
-  and each group converted with ``down_convert``.
+  and each group converted with ``down_convert`` (``--to-magic 1`` or ``0``).
 * ``kp-deep`` / ``kp-verify``: kafka-python 3.0's ``MemoryRecords`` reader over the same file.
 """
 
@@ -95,8 +95,8 @@ def recover(path: str, args: argparse.Namespace) -> dict[str, Any]:
     r = recover_segment(path, 0)
     if r.error is not None:
         raise SystemExit(f"recover failed: {r.error}")
-    # The entry arrays, as reindex-time uses them (offset_entries would build one object per entry, which
-    # the command never does).
+    # The entry counts come from the arrays: ``offset_entries``/``time_entries`` would build one object per
+    # entry, which ``reindex-time`` never does (it encodes the arrays).
     return {"batches": r.batches, "bytes": r.valid_bytes, "index_entries": len(r.index_offsets),
             "time_entries": len(r.time_offsets)}
 

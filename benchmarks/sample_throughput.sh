@@ -3,13 +3,14 @@
 # MemoryRecordsBuilder + FileRecords.append) for the same shape, in the same run: MB of .log per second of
 # wall time (process start, fsync and, for kafkatool, index/snapshot/checkpoint files included) and per CPU
 # second (user + sys).
-# usage: benchmarks/sample_throughput.sh [DATA_DIR] [MIB]   (defaults /work/bench-data/sample, 50 MiB per case)
+# usage: benchmarks/sample_throughput.sh [DATA_DIR] [MIB]   (defaults bench-data/sample, 50 MiB per case)
+# Python: $PYTHON, else python3 (kafkatool's dependencies installed).
 set -euo pipefail
-DATA=${1:-/work/bench-data/sample}
-MIB=${2:-50}
-PY=${PYTHON:-/work/venv/bin/python}
-KREF=${KAFKA_REF:-/tmp/kafka-ref-build/kafka-ref}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+DATA=${1:-$ROOT/bench-data/sample}
+MIB=${2:-50}
+PY=${PYTHON:-python3}
+KREF=$(cd "$ROOT" && PYTHONPATH="$ROOT" "$PY" -m benchmarks.data kafka-ref)  # located or built by tests/kafkaref.py
 mkdir -p "$DATA"
 run() {  # label, output size file, command...
   local label=$1 out=$2; shift 2

@@ -34,17 +34,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.data import kafka_ref  # noqa: E402
 from kafkatool.index import encode_offset_index, encode_time_index  # noqa: E402
 from kafkatool.recover import recover_segment  # noqa: E402
 
-KAFKA_REF = os.environ.get("KAFKA_REF", "/tmp/kafka-ref-build/kafka-ref")
 COMMON = ["--value-bytes", "1000", "--compressible", "0.5", "--batch-records", "100",
           "--key-cardinality", "50000", "--null-key-fraction", "0.02"]
 
 
 def gen(out: Path, *args: str) -> dict[str, object]:
     env = dict(os.environ, KAFKA_REF_JAVA_OPTS="-Xmx2g -XX:+UseParallelGC")
-    p = subprocess.run([KAFKA_REF, "gen", "--out", str(out), *COMMON, *args], check=True, capture_output=True,
+    p = subprocess.run([kafka_ref(), "gen", "--out", str(out), *COMMON, *args], check=True, capture_output=True,
                        text=True, env=env)
     return dict(json.loads(p.stdout.strip().splitlines()[-1]))
 
@@ -220,16 +220,15 @@ def run(root: Path) -> dict[str, object]:
     out["cli"] = {"wall_s": round(cli, 2), "cpu_s": cli_cpu, "mb_s": round(total / 1e6 / cli, 1)}
 
     seg = root / "bench-0" / f"{0:020d}.log"
-    if os.path.exists(KAFKA_REF):
-        p = subprocess.run([KAFKA_REF, "bench", "--in", str(seg), "--iterations", "1", "--warmup", "0", "--deep"],
-                           capture_output=True, text=True, env=dict(os.environ, KAFKA_REF_JAVA_OPTS="-Xmx2g"))
-        kr = json.loads(p.stdout.strip().splitlines()[-1])
-        seg_only = make_plan([s for s in found.segments if s.path == str(seg)], parallelism=1)
-        c = TreeCpu()
-        run_local(seg_only, jobs=1)
-        ours = c.stop()
-        out["kafka_ref"] = {"segment_bytes": seg.stat().st_size, "java_wall_mb_s": kr["mb_per_s_median"],
-                            "single_mb_per_cpu_s": round(seg.stat().st_size / 1e6 / ours, 1)}
+    p = subprocess.run([kafka_ref(), "bench", "--in", str(seg), "--iterations", "1", "--warmup", "0", "--deep"],
+                       capture_output=True, text=True, env=dict(os.environ, KAFKA_REF_JAVA_OPTS="-Xmx2g"))
+    kr = json.loads(p.stdout.strip().splitlines()[-1])
+    seg_only = make_plan([s for s in found.segments if s.path == str(seg)], parallelism=1)
+    c = TreeCpu()
+    run_local(seg_only, jobs=1)
+    ours = c.stop()
+    out["kafka_ref"] = {"segment_bytes": seg.stat().st_size, "java_wall_mb_s": kr["mb_per_s_median"],
+                        "single_mb_per_cpu_s": round(seg.stat().st_size / 1e6 / ours, 1)}
     out["load_after"] = os.getloadavg()
     return out
 
