@@ -439,7 +439,63 @@ SIGINT_CASES: dict[str, Callable[[Path, Path], tuple[list[str | os.PathLike[str]
 
 @pytest.mark.parametrize("command", sorted(SIGINT_CASES))
 def test_sigint_exits_130_without_a_traceback(command, big, tmp_path):
-    args, started = SIGINT_CASES[command](big, tmp_path)
+    _interrupt(*SIGINT_CASES[command](big, tmp_path))
+
+
+@dataclass
+class CanaryTemplates:
+    live: Path  # where `canary run` ran (the manifest names this log dir): templates are restored here
+    verified: Path  # logs + work after run and verify
+    applied: Path  # ... and after apply
+
+
+@pytest.fixture(scope="module")
+def canary_big(tmp_path_factory: pytest.TempPathFactory) -> CanaryTemplates:
+    """A v1 partition of 32 MiB in 128 segments: verify reads every record, apply and rollback swap segment by
+    segment with an fsync per step, so each is still at work when SIGINT arrives."""
+    base = tmp_path_factory.mktemp("canary-big")
+    live = base / "live"
+    generate_sample(live / "logs", SampleSpec((
+        TopicSpec("canv1", partition_bytes=32 * MiB, magics=(1,), value_bytes=IntRange(1024, 1024),
+                  segment_bytes=256 * 1024),), profile="custom"), fsync=False)
+    for step in (["run", live / "logs", "-p", "canv1-0", "-w", live / "work"], ["verify", live / "work"]):
+        r = run_cli("canary", *step, "-q")
+        assert r.returncode == 0, r.stderr
+    shutil.copytree(live, base / "verified", copy_function=shutil.copy2)
+    r = run_cli("canary", "apply", live / "work", "-q")
+    assert r.returncode == 0, r.stderr
+    shutil.copytree(live, base / "applied", copy_function=shutil.copy2)
+    return CanaryTemplates(live, base / "verified", base / "applied")
+
+
+def _restore(t: CanaryTemplates, template: Path) -> Path:
+    shutil.rmtree(t.live)
+    shutil.copytree(template, t.live, copy_function=shutil.copy2)
+    return t.live
+
+
+@pytest.mark.parametrize("op", ["verify", "apply", "rollback"])
+def test_sigint_in_canary_verify_apply_and_rollback(op, canary_big):
+    live = _restore(canary_big, canary_big.applied if op == "rollback" else canary_big.verified)
+    work, logs = live / "work", live / "logs"
+    if op == "verify":  # reading the canary and the originals
+        started: Callable[[int], bool] = lambda pid: _maps(pid, work)  # noqa: E731
+    else:  # holding the log dir's .lock (the sample's log dir has none: the run creates it): swapping
+        started = lambda pid: (logs / ".lock").exists()  # noqa: E731
+    _interrupt(["canary", op, work], started)
+    if op != "verify":  # an interrupted swap is completed by the next run, as after a crash
+        r = run_cli("canary", op, work, "--format", "json")
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout.splitlines()[-1])["type"] == "summary"
+        r = run_cli("canary", "verify", work, "--format", "json")
+        assert r.returncode == 0, r.stderr
+        states = {o["partition"]: o["state"] for o in map(json.loads, r.stdout.splitlines())
+                  if o["type"] == "log-dir-partition"}
+        assert states == {"canv1-0": "canary" if op == "apply" else "original"}, states
+
+
+def _interrupt(args: list[str | os.PathLike[str]], started: Callable[[int], bool]) -> None:
+    """Start the CLI, wait until ``started(pid)`` says it is inside its work, SIGINT it: 130, no traceback."""
     env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1")
     p = subprocess.Popen([sys.executable, "-m", "kafkatool", *map(str, args)], stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE, text=True, env=env)
