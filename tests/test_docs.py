@@ -3,6 +3,7 @@ the README documents every command and option."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -83,6 +84,39 @@ def test_zsh_and_fish_completions_name_every_option(rel):
         for opt in cmd.options:
             long = [n for n in opt.names if n.startswith("--")]
             assert any((n in text) if "zsh" in rel else (f"-l {n[2:]}" in text) for n in long), (rel, long)
+
+
+def _help_command_rows(*group: str) -> dict[str, list[str]]:
+    """The Commands panel of `kafkatool [GROUP] --help` at 120 columns: command -> its description's lines."""
+    p = subprocess.run([sys.executable, "-m", "kafkatool", *group, "--help"], capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "120", "NO_COLOR": "1",
+                            "TERM": "dumb"}, check=True)
+    lines = p.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if "Commands" in line and line.lstrip().startswith("╭"))
+    rows: dict[str, list[str]] = {}
+    for line in lines[start + 1:]:
+        if line.lstrip().startswith("╰"):
+            break
+        inner = line.strip().strip("│").rstrip()
+        if inner[1:2].strip():  # "│ name  description": a new row
+            name, _, text = inner.strip().partition(" ")
+            rows[name] = [text.strip()]
+        else:
+            rows[list(rows)[-1]].append(inner.strip())
+    return rows
+
+
+@pytest.mark.parametrize("group", [TREE, *[c for c in TREE.subcommands if c.subcommands]], ids=lambda c: c.name)
+def test_kafkatool_help_lists_each_command_in_one_line(group):
+    """`kafkatool --help` (and `kafkatool canary --help`) is a table of contents: one short line per command,
+    the same line the man pages and completions use."""
+    rows = _help_command_rows(*group.path[1:])
+    assert set(rows) == {s.path[-1] for s in group.subcommands}
+    for sub in group.subcommands:
+        name = sub.path[-1]
+        assert len(rows[name]) == 1, f"{sub.name}: its description in --help wraps: {rows[name]}"
+        assert rows[name][0] == sub.short, (rows[name], sub.short)
+        assert len(sub.short) <= 90 and sub.short.endswith(".") and sub.short.count(". ") == 0, sub.short
 
 
 def test_readme_documents_every_command_and_option():

@@ -15,28 +15,24 @@ from rich.progress import (
 )
 
 from kafkatool.codecs import Codec
-from kafkatool.commands._common import Output, OutputFormat
+from kafkatool.commands._common import Output, OutputFormat, size_opt
 from kafkatool.convert import ConvertObserver, PartitionSource, PartitionStats
 from kafkatool.errors import UsageError
-from kafkatool.units import format_size, parse_size
+from kafkatool.units import format_size
 
-ChunkSizeOpt = Annotated[str, typer.Option(
+ChunkSizeOpt = Annotated[int, size_opt(
     "--chunk-size", help="Source bytes converted per step (Kafka's LazyDownConversionRecords reads 128 KiB): "
     "memory depends on this and the largest batch, not on the file size. Part of --memory: a chunk that does "
-    "not fit is refused with the minimum.")]
-SegmentBytesOpt = Annotated[str, typer.Option(
-    "--segment-bytes", help="Roll output segments at this size (the topic's segment.bytes).")]
-MaxMessageBytesOpt = Annotated[str, typer.Option(
+    "not fit is refused with the minimum.", show_default="128KiB")]
+SegmentBytesOpt = Annotated[int, size_opt(
+    "--segment-bytes", help="Roll output segments at this size (the topic's segment.bytes).", show_default="1GiB")]
+MaxMessageBytesOpt = Annotated[int, size_opt(
     "--max-message-bytes", help="No output batch may be larger (the topic's max.message.bytes, 1 MiB + 12). "
     "A larger one is split (KIP-126); a single record that does not fit is an error naming its offset.")]
+DEFAULT_CHUNK_SIZE = 128 * 1024  # Kafka's LazyDownConversionRecordsSend.MAX_READ_SIZE
+DEFAULT_SEGMENT_BYTES = 1 << 30  # segment.bytes
+DEFAULT_MAX_MESSAGE_BYTES = 1048588  # max.message.bytes: 1 MiB + 12 (the record batch overhead)
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Convert and report, but write nothing.")]
-
-
-def size(value: str, name: str) -> int:
-    try:
-        return parse_size(value)
-    except UsageError as e:
-        raise UsageError(f"{name}: {e.message}") from None
 
 
 def codec_or_keep(value: str, name: str) -> Codec | None:

@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from kafkatool import __version__
+from kafkatool.commands._common import memory_opt, set_root_memory
 from kafkatool.errors import ExitCode, KafkaToolError
 
 
@@ -51,13 +52,11 @@ def _version(value: bool) -> None:
 def root(
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                           help="Print the version and exit.")] = False,
-    memory: Annotated[str | None, typer.Option(
+    memory: Annotated[str | None, memory_opt(
         "--memory", help="Memory budget of the whole run, for every command (e.g. 256MiB, 1GiB; env "
-        "KAFKATOOL_MEMORY). A command's own --memory wins. [default: 256MiB]", show_default=False)] = None,
+        "KAFKATOOL_MEMORY). A command's own --memory wins. [default: 256MiB]")] = None,
 ) -> None:
     """Offline operator toolkit for Apache Kafka log directories."""
-    from kafkatool.commands._common import set_root_memory
-
     set_root_memory(memory)
 
 

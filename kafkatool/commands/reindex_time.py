@@ -11,9 +11,9 @@ from typing import Annotated
 
 import typer
 
-from kafkatool.commands._common import FormatOpt, JobsOpt, MemoryOpt, QuietOpt, TracebackOpt
+from kafkatool.commands._common import FormatOpt, JobsOpt, MemoryOpt, QuietOpt, TracebackOpt, size_opt
 
-DEFAULT_INDEX_INTERVAL_BYTES = "4096"  # index.interval.bytes (ServerLogConfigs), as recover.py uses it
+DEFAULT_INDEX_INTERVAL_BYTES = 4096  # index.interval.bytes (ServerLogConfigs), as recover.py uses it
 
 HELP = """Check or rebuild segment time indexes (and offset indexes) offline, by Kafka 3.9's LogSegment.recover rules.
 
@@ -30,7 +30,12 @@ never written). --recovery-report says what the broker's own startup recovery wo
 
 
 def register(app: typer.Typer) -> None:
-    app.command("reindex-time", help=HELP, no_args_is_help=True)(reindex_time)
+    app.command(
+        "reindex-time",
+        help=HELP,
+        short_help="Check or rebuild .timeindex and .index files offline, as recovery would.",
+        no_args_is_help=True,
+    )(reindex_time)
 
 
 def reindex_time(
@@ -50,9 +55,8 @@ def reindex_time(
                                                   "recovery would do to these partitions (read-only).")] = False,
     no_offset_index: Annotated[bool, typer.Option("--no-offset-index", help="Only the .timeindex: leave .index "
                                                   "files alone.")] = False,
-    index_interval_bytes: Annotated[str, typer.Option("--index-interval-bytes", help="The topic's "
-                                                      "index.interval.bytes (units allowed: 4KiB).")]
-    = DEFAULT_INDEX_INTERVAL_BYTES,
+    index_interval_bytes: Annotated[int, size_opt("--index-interval-bytes", help="The topic's "
+                                                  "index.interval.bytes.")] = DEFAULT_INDEX_INTERVAL_BYTES,
     verify: Annotated[bool, typer.Option("--verify", help="Check every batch's CRC, as the broker's recovery "
                                          "does (reads every byte).")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also list the files that are fine.")] = False,

@@ -33,11 +33,11 @@ from kafkatool.reindex import (
     run,
     working_set,
 )
-from kafkatool.units import format_size, parse_size
+from kafkatool.units import format_size
 
 
 def reindex_time_run(paths: list[Path], *, check: bool, output: Path | None, in_place: bool, no_backup: bool,
-                     keep_valid: bool, recovery_report: bool, no_offset_index: bool, index_interval_bytes: str,
+                     keep_valid: bool, recovery_report: bool, no_offset_index: bool, index_interval_bytes: int,
                      verify: bool, verbose: bool, jobs: int, memory: str | None, fmt: OutputFormat | None,
                      quiet: bool) -> int:
     out = Output(quiet=quiet)
@@ -45,7 +45,7 @@ def reindex_time_run(paths: list[Path], *, check: bool, output: Path | None, in_
     modes = sum([check, output is not None, in_place, recovery_report])
     require(modes <= 1, "--check, --output, --in-place and --recovery-report are alternatives: give one")
     require(not (no_backup or keep_valid) or in_place, "--no-backup and --keep-valid go with --in-place")
-    interval = parse_size(index_interval_bytes)
+    interval = index_interval_bytes
     require(0 <= interval <= 0x7FFFFFFF, "--index-interval-bytes must be between 0 and 2147483647")
     inputs = resolve_inputs(paths)
     if recovery_report:

@@ -17,8 +17,11 @@ from kafkatool.commands._common import (
     QuietOpt,
     TracebackOpt,
     env_memory_default,
+    memory_opt,
     memory_option,
-    positive_size,
+    require,
+    size_opt,
+    time_opt,
 )
 from kafkatool.commands._scan_render import (
     render_export,
@@ -27,7 +30,7 @@ from kafkatool.commands._scan_render import (
     render_stats,
 )
 from kafkatool.errors import ExitCode, UsageError
-from kafkatool.units import format_size, parse_size, parse_time_ms
+from kafkatool.units import format_size, parse_size
 
 DEFAULT_MEMORY = "2GiB"
 
@@ -107,33 +110,32 @@ def spark_scan(
     export_records: Annotated[str | None, typer.Option("--export-records", help="Write every record as Parquet "
                                                        "into this new directory, partitioned by topic and "
                                                        "partition.")] = None,
-    from_time: Annotated[str | None, typer.Option("--from-time", help="Export records with timestamp >= this "
-                                                  "(epoch ms or ISO-8601).")] = None,
-    to_time: Annotated[str | None, typer.Option("--to-time", help="Export records with timestamp < this.")] = None,
+    from_time: Annotated[int | None, time_opt("--from-time", help="Export records with timestamp >= this "
+                                              "(epoch ms or ISO-8601).")] = None,
+    to_time: Annotated[int | None, time_opt("--to-time", help="Export records with timestamp < this.")] = None,
     topic: Annotated[list[str] | None, typer.Option("--topic", "-t", help="Only topics matching this glob "
                                                     "(repeatable).")] = None,
     verify_index: Annotated[bool, typer.Option("--verify-index", help="Check every segment's .index and "
                                                ".timeindex against a rebuild from its .log.")] = False,
-    index_interval_bytes_opt: Annotated[str, typer.Option("--index-interval-bytes",
-                                                          help="index.interval.bytes of the topics (for "
-                                                          "--verify-index).")] = "4096",
+    index_interval_bytes: Annotated[int, size_opt("--index-interval-bytes", help="index.interval.bytes of the "
+                                                  "topics (for --verify-index).")] = 4096,
     key_sharing: Annotated[int | None, typer.Option("--key-sharing", min=1, help="How records would spread "
                                                     "over N consumers sharing partitions by key-hash "
                                                     "ranges.")] = None,
     partitions: Annotated[list[str] | None, typer.Option("--partitions", help="TOPIC=N partition count for "
                                                          "--key-sharing (default: highest found + 1).")] = None,
     hot_keys: Annotated[int, typer.Option("--hot-keys", min=0, help="Hot keys shown per partition.")] = 5,
-    memory: Annotated[str | None, typer.Option("--memory", help="The run's memory budget (local: the whole "
+    memory: Annotated[str | None, memory_opt("--memory", help="The run's memory budget (local: the whole "
                                                "run; cluster: one executor). Wins over 'kafkatool --memory' and "
                                                "KAFKATOOL_MEMORY; default 2GiB with Spark, 256MiB for "
                                                "local-processes.")] = None,
-    split_size: Annotated[str, typer.Option("--split-size", help="Cut segments into byte ranges of about this "
-                                            "size.")] = "128MiB",
-    task_size: Annotated[str | None, typer.Option("--task-size", help="Pack ranges into tasks of about this "
-                                                  "many bytes (default: the split size; at least 3 tasks per "
-                                                  "core).")] = None,
-    max_message_bytes_opt: Annotated[str, typer.Option("--max-message-bytes", help="max.message.bytes to "
-                                                       "compare batch sizes with.")] = "1048588",
+    split_size: Annotated[int, size_opt("--split-size", help="Cut segments into byte ranges of about this "
+                                        "size.", show_default="128MiB")] = 128 << 20,
+    task_size: Annotated[int | None, size_opt("--task-size", help="Pack ranges into tasks of about this "
+                                              "many bytes (default: the split size; at least 3 tasks per "
+                                              "core).")] = None,
+    max_message_bytes: Annotated[int, size_opt("--max-message-bytes", help="max.message.bytes to "
+                                               "compare batch sizes with.")] = 1048588,
     engine_opt: Annotated[Engine, typer.Option("--engine", help="spark, or local-processes (a process pool, no "
                                                "JVM).")] = Engine.SPARK,
     jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Processes for --engine "
@@ -158,18 +160,17 @@ def spark_scan(
     engine = engine_opt.value
     if engine == "spark" and master.startswith("sc://"):
         raise UsageError("Spark Connect (sc://) is not supported yet: give a spark://, yarn, k8s:// or local master")
-    flt_from = parse_time_ms(from_time) if from_time is not None else None
-    flt_to = parse_time_ms(to_time) if to_time is not None else None
+    flt_from, flt_to = from_time, to_time
     if (flt_from is not None or flt_to is not None) and export_records is None:
         raise UsageError("--from-time/--to-time filter --export-records")
     part_counts = {k: _positive(v, k) for k, v in _pairs(partitions, "--partitions")}
     conf_pairs = _pairs(conf, "--conf")
     given = memory_option(memory) or env_memory_default()  # spark-scan's --memory, kafkatool --memory, env
     budget = parse_size(given or DEFAULT_MEMORY)
-    index_interval_bytes = positive_size(index_interval_bytes_opt, "--index-interval-bytes")
-    max_message_bytes = positive_size(max_message_bytes_opt, "--max-message-bytes")
-    split = parse_size(split_size)
-    task_bytes = parse_size(task_size) if task_size else split
+    require(index_interval_bytes >= 1, "--index-interval-bytes must be at least 1 byte")
+    require(max_message_bytes >= 1, "--max-message-bytes must be at least 1 byte")
+    split = split_size
+    task_bytes = task_size if task_size else split
     if split < 1 or task_bytes < 1:
         raise UsageError("--split-size and --task-size must be positive")
     want_stats = stats or not (export_records or verify_index or key_sharing)
@@ -324,4 +325,8 @@ def _export(spark: Any, plan: Any, directory: str, opts: Any, lo: int | None, hi
 
 
 def register(app: typer.Typer) -> None:
-    app.command("spark-scan", no_args_is_help=True)(spark_scan)
+    app.command(
+        "spark-scan",
+        short_help="Scan log dirs with Spark: stats, record export, index check, key sharing.",
+        no_args_is_help=True,
+    )(spark_scan)
