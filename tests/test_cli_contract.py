@@ -259,6 +259,83 @@ def torn(dirs: Dirs) -> Path:
     return p
 
 
+def _tear(log: Path, n: int = 7) -> None:
+    with open(log, "r+b") as f:
+        f.truncate(log.stat().st_size - n)
+
+
+def _flip(path: Path, at: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[at] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+@pytest.fixture(scope="module")
+def damaged(dirs: Dirs) -> Path:
+    """Damaged inputs for every command: torn segments (old-0's first, lat-0's and v0-0's last), a batch with a
+    bad CRC, a canary changed after its run, a canary whose saved original was changed."""
+    base = dirs.base / "damaged"
+    shutil.copytree(dirs.small, base / "logs")
+    _tear(sorted((base / "logs" / "old-0").glob("*.log"))[0])
+    for p in ("lat-0", "v0-0"):
+        _tear(sorted((base / "logs" / p).glob("*.log"))[-1])
+    shutil.copytree(dirs.small / "old-0", base / "crc" / "old-0")
+    _flip(sorted((base / "crc" / "old-0").glob("*.log"))[0], 40)
+    for name in ("bad-canary", "bad-original"):
+        live = base / name
+        shutil.copytree(dirs.small, live / "logs")
+        for step in (["run", live / "logs", "-p", "v0-0", "-w", live / "work"], ["verify", live / "work"],
+                     *([["apply", live / "work"]] if name == "bad-original" else [])):
+            r = run_cli("canary", *step, "-q")
+            assert r.returncode == 0, r.stderr
+        side = "canary" if name == "bad-canary" else "originals"
+        _flip(sorted((live / "work" / side / "v0-0").glob("*.log"))[0], 100)
+    return base
+
+
+# command -> (arguments, exit code, text of its findings: on stderr only)
+DAMAGED: dict[str, Callable[[Path, Path], tuple[list[str | os.PathLike[str]], int, str]]] = {
+    "dump": lambda d, t: (["dump", d / "logs" / "old-0"], 1, "torn-tail"),
+    "reindex-time": lambda d, t: (["reindex-time", d / "logs" / "old-0"], 1, "log-truncation (warning)"),
+    "downconvert": lambda d, t: (["downconvert", "--to-magic", "0", d / "logs" / "lat-0", t / "out"], 0,
+                                 "warning: "),
+    "upconvert": lambda d, t: (["upconvert", d / "logs" / "v0-0", t / "out"], 0, "warning: "),
+    "fetch-sim": lambda d, t: (["fetch-sim", d / "crc" / "old-0"], 1, "fetch-sim: old-0: the consumer fails"),
+    # (the plan itself lists a damaged partition among its risks: that is the plan, data)
+    "canary plan": lambda d, t: (["canary", "plan", d / "logs"], 1, "canary plan: old-0: "),
+    "canary run": lambda d, t: (["canary", "run", d / "logs", "-p", "old-0", "-w", t / "work"], 1,
+                                "not a complete batch"),
+    "canary verify": lambda d, t: (["canary", "verify", d / "bad-canary" / "work"], 1, "DIFFERENCE"),
+    "canary apply": lambda d, t: (["canary", "apply", d / "bad-canary" / "work"], 1, "failed"),
+    "canary rollback": lambda d, t: (["canary", "rollback", d / "bad-original" / "work"], 1,
+                                     "does not match the manifest"),
+    "spark-scan": lambda d, t: (["spark-scan", "--engine", "local-processes", "--jobs", "1", d / "logs" / "old-0"],
+                                1, "size-past-end"),
+    "sample": lambda d, t: (["sample", d / "logs"], 2, "is not empty"),  # a log dir that holds data
+}
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_findings_of_damaged_input_go_to_stderr_and_data_to_stdout(command, damaged, tmp_path):
+    """The split holds on bad input too, where findings appear: in text the findings are on stderr and never on
+    stdout; in JSON stdout is JSON lines only (findings there are data objects) and stderr has none."""
+    args, rc, finding = DAMAGED[command](damaged, _fresh(tmp_path))
+    text = run_cli(*args, "--format", "text")
+    assert text.returncode == rc, text.stderr
+    assert finding in text.stderr, text.stderr
+    assert finding not in text.stdout, text.stdout
+    assert "Traceback" not in text.stderr
+    q = run_cli(*DAMAGED[command](damaged, _fresh(tmp_path))[0], "--format", "text", "--quiet")
+    assert q.returncode == rc and finding in q.stderr, q.stderr  # findings survive --quiet
+    js = run_cli(*DAMAGED[command](damaged, _fresh(tmp_path))[0], "--format", "json")
+    assert js.returncode == rc, js.stderr
+    for line in js.stdout.splitlines():
+        obj = json.loads(line)
+        assert obj["schema"] == 1 and isinstance(obj["type"], str), line
+    for line in js.stderr.splitlines():
+        assert not line.lstrip().startswith("{"), line
+
+
 def test_colour_only_on_a_terminal_and_never_with_no_color(torn):
     rc, shown = _run_on_pty(["dump", torn], {})
     assert rc == 1

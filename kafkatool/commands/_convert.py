@@ -81,8 +81,8 @@ class CliObserver(ConvertObserver):
 
 
 def render_partition(output: Output, form: OutputFormat, s: PartitionStats, command: str) -> None:
-    for w in s.warnings:
-        output.note(f"kafkatool {command}: {s.partition}: {w}")
+    for w in s.warnings:  # findings about the input (skipped torn tails, files not carried): always shown
+        output.finding(f"kafkatool {command}: {s.partition}: warning: {w}")
     if form == OutputFormat.json:
         output.json({"type": "partition", "command": command, **s.as_dict()})
         return

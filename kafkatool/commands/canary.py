@@ -206,13 +206,15 @@ def verify_cmd(
     traceback: TracebackOpt = False,
 ) -> int:
     from kafkatool.canary.verify import verify_workdir
-    from kafkatool.commands.canary_render import console, render_verify
+    from kafkatool.commands.canary_render import console, render_verify, verify_findings
 
     output = Output(quiet=quiet)
     use_budget(memory)
     r = verify_workdir(workdir, max_details=max_differences, progress=output.note)
     if _human(fmt, output):
         render_verify(r, console(output.out))
+        for line in verify_findings(r):  # in JSON they are the partitions' "differences" and "warnings"
+            output.finding(line)
     else:
         for v in r.partitions:
             output.json(v.as_dict())

@@ -26,6 +26,10 @@ Exit 1 if an index would make the broker misbehave, 0 otherwise.
 --output DIR writes the rebuilt files into DIR/<partition dir>/; --in-place replaces the files that differ,
 atomically, keeping <name>.bak (refused while a broker holds the log dir's .lock, exit 3; .log files are
 never written). --recovery-report says what the broker's own startup recovery would do, read-only.
+
+Findings go to stderr, one line per file, as every command reports them; stdout gets the files written or
+replaced (and with --verbose the files that are fine), or with --format json every segment and index as
+JSON lines.
 """
 
 

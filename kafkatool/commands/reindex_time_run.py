@@ -185,16 +185,18 @@ def _errors_remain(res: SegmentResult, options: ReindexOptions) -> bool:
 
 
 def _text(out: Output, res: SegmentResult, verbose: bool) -> None:
+    """Findings (what is wrong with a file) on stderr, as every command reports them; on stdout the data: the
+    files written or replaced and, with --verbose, the files that are fine."""
     t = res.task
     for f in res.log_findings:
-        out.line(f"{t.partition}/{t.log.name}: {f.kind} ({f.severity.value}): {f.message}")
+        out.finding(f"{t.partition}/{t.log.name}: {f.kind} ({f.severity.value}): {f.message}")
     for c in res.checks:
         name = f"{t.partition}/{c.path.name}"
         if c.status == OK:
             if verbose:
                 out.line(f"{name}: ok ({c.on_disk_entries} entries)")
         for f in c.findings:
-            out.line(f"{name}: {f.kind} ({f.severity.value}): {f.message}")
+            out.finding(f"{name}: {f.kind} ({f.severity.value}): {f.message}")
         for a in res.actions:
             if a.path.name == c.path.name and (a.action != "skipped" or verbose):
                 extra = f" (backup {a.backup.name})" if a.backup else f" ({a.reason})" if a.reason else ""

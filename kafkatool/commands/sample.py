@@ -197,14 +197,17 @@ def sample(
 
     from kafkatool.sample import generate_sample
 
+    header = [fmt == SampleFormat.text]  # printed with the first partition: a refused run prints no data
+
     def progress(p: PartitionSummary) -> None:
         if fmt == SampleFormat.json:
             out.json(_partition_json(p))
         else:
+            if header[0]:
+                out.line(_HEADER)
+                header[0] = False
             out.line(_partition_line(p))
 
-    if fmt == SampleFormat.text:
-        out.line(_HEADER)
     result = generate_sample(directory, spec, progress=progress)
     if fmt == SampleFormat.json:
         out.json(_summary_json(result))
