@@ -386,6 +386,29 @@ def test_memory_too_small_says_the_minimum(command, dirs, tmp_path):
     assert not (tmp_path / "out").exists() and not (tmp_path / "work").exists()  # refused before any work
 
 
+def test_memory_help_is_one_story():
+    """Every command's --memory says the same (the shared text); spark-scan's adds how Spark splits it and the
+    minimum; the root's says a command's own wins."""
+    from kafkatool.commands._common import MEMORY_HELP
+    from kafkatool.commands.spark_scan import SPARK_MEMORY_HELP
+
+    seen = set()
+    for path, _, p in every_option():
+        if "--memory" not in p.opts:
+            continue
+        seen.add(path)
+        if path == ():
+            assert "A command's own --memory wins" in p.help and "KAFKATOOL_MEMORY" in p.help, p.help
+            assert "[default: 256MiB; spark-scan with Spark: 2GiB]" in p.help, p.help
+        elif path == ("spark-scan",):
+            assert p.help == SPARK_MEMORY_HELP
+        else:
+            assert p.help == MEMORY_HELP, path
+    assert seen == {(), *(tuple(c.split()) for c in COMMANDS)}
+    for text in (MEMORY_HELP, SPARK_MEMORY_HELP):
+        assert "Wins over 'kafkatool --memory' and KAFKATOOL_MEMORY." in text and "[default: " in text
+
+
 def test_command_memory_wins_over_root_and_env(dirs):
     r = run_cli("--memory", "1MiB", "spark-scan", "--engine", "local-processes", "--jobs", "1",
                 dirs.small / "old-0", "--memory", "300MiB", env={"KAFKATOOL_MEMORY": "2MiB"})

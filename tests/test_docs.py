@@ -119,6 +119,19 @@ def test_kafkatool_help_lists_each_command_in_one_line(group):
         assert len(sub.short) <= 90 and sub.short.endswith(".") and sub.short.count(". ") == 0, sub.short
 
 
+@pytest.mark.parametrize("cmd,text", [
+    (["canary", "plan"], "'librdkafka 0.9.5 [api.version.request=true]'"),
+    (["dump"], "[default: 256MiB]"),
+    (["fetch-sim"], "[default: 128KiB]"),
+    ([], "[default: 256MiB; spark-scan with Spark: 2GiB]"),
+])
+def test_help_shows_bracketed_text(cmd, text):
+    """Help texts are plain text: --help (rich) must not take brackets for markup and drop them."""
+    p = subprocess.run([sys.executable, "-m", "kafkatool", *cmd, "--help"], capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "400", "NO_COLOR": "1"}, check=True)
+    assert text in " ".join(p.stdout.replace("│", " ").split()), p.stdout
+
+
 def test_readme_documents_every_command_and_option():
     readme = (ROOT / "README.md").read_text()
     missing = []

@@ -113,8 +113,11 @@ OPTION_KINDS: dict[str, Callable[[Any], Any]] = {
 }
 
 
-def size_opt(*names: str, help: str, **kw: Any) -> Any:
-    """A size option: ``Annotated[int, size_opt("--chunk-size", help=...)]``."""
+def size_opt(*names: str, help: str, default: str | None = None, **kw: Any) -> Any:
+    """A size option: ``Annotated[int, size_opt("--chunk-size", help=..., default="128KiB")] = 131072`` (``default``:
+    the default as the help shows it, in units)."""
+    if default is not None:
+        help, kw["show_default"] = f"{help} [default: {default}]", False
     return typer.Option(*names, help=help, metavar=SIZE, parser=parse_size_value, **kw)
 
 

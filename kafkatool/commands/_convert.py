@@ -23,9 +23,9 @@ from kafkatool.units import format_size
 ChunkSizeOpt = Annotated[int, size_opt(
     "--chunk-size", help="Source bytes converted per step (Kafka's LazyDownConversionRecords reads 128 KiB): "
     "memory depends on this and the largest batch, not on the file size. Part of --memory: a chunk that does "
-    "not fit is refused with the minimum.", show_default="128KiB")]
+    "not fit is refused with the minimum.", default="128KiB")]
 SegmentBytesOpt = Annotated[int, size_opt(
-    "--segment-bytes", help="Roll output segments at this size (the topic's segment.bytes).", show_default="1GiB")]
+    "--segment-bytes", help="Roll output segments at this size (the topic's segment.bytes).", default="1GiB")]
 MaxMessageBytesOpt = Annotated[int, size_opt(
     "--max-message-bytes", help="No output batch may be larger (the topic's max.message.bytes, 1 MiB + 12). "
     "A larger one is split (KIP-126); a single record that does not fit is an error naming its offset.")]

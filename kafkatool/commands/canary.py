@@ -87,7 +87,7 @@ def plan_cmd(
         "comma-separate). [default: 1048588]")] = None,
     partition_max_bytes: Annotated[int, size_opt(
         "--partition-max-bytes", help="The simulated consumers' max.partition.fetch.bytes.",
-        show_default="1MiB")] = 1 << 20,
+        default="1MiB")] = 1 << 20,
     fetch_sim: Annotated[bool, typer.Option("--fetch-sim/--no-fetch-sim",
                                             help="Simulate a fetch per partition for each old Fetch version.")] = True,
     memory: MemoryOpt = None,

@@ -144,7 +144,7 @@ def dump(
         rich_help_panel=_FILTERS, show_default=False)] = None,
     resync_limit: Annotated[int, size_opt("--resync-limit", help="After corruption, how far to scan for the "
                                           "next valid batch (a distance: the scan holds one mapped-page "
-                                          "window of --memory at a time).", show_default="64MiB")]
+                                          "window of --memory at a time).", default="64MiB")]
     = DEFAULT_RESYNC_LIMIT,
     memory: MemoryOpt = None,
     quiet: QuietOpt = False,

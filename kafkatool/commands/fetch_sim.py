@@ -77,13 +77,13 @@ def fetch_sim(
         "PATH order (repeat or comma-separate), or TOPIC-N=OFFSET. Default: the log start offset.")] = None,
     partition_max_bytes: Annotated[int, size_opt(
         "--partition-max-bytes", help="Per-partition max bytes (consumer max.partition.fetch.bytes).",
-        show_default=format_size(DEFAULT_PARTITION_MAX_BYTES))] = DEFAULT_PARTITION_MAX_BYTES,
+        default=format_size(DEFAULT_PARTITION_MAX_BYTES))] = DEFAULT_PARTITION_MAX_BYTES,
     fetch_max_bytes: Annotated[int, size_opt(
         "--fetch-max-bytes", help="Response max bytes in the request (consumer fetch.max.bytes; Fetch v3 "
-        "carries it, v0-2 do not).", show_default=format_size(DEFAULT_FETCH_MAX_BYTES))] = DEFAULT_FETCH_MAX_BYTES,
+        "carries it, v0-2 do not).", default=format_size(DEFAULT_FETCH_MAX_BYTES))] = DEFAULT_FETCH_MAX_BYTES,
     broker_fetch_max_bytes: Annotated[int, size_opt(
         "--broker-fetch-max-bytes", help="The broker's fetch.max.bytes cap.",
-        show_default=format_size(DEFAULT_BROKER_FETCH_MAX_BYTES))] = DEFAULT_BROKER_FETCH_MAX_BYTES,
+        default=format_size(DEFAULT_BROKER_FETCH_MAX_BYTES))] = DEFAULT_BROKER_FETCH_MAX_BYTES,
     min_one_message: Annotated[bool | None, typer.Option(
         "--min-one-message/--no-min-one-message", help="Let the first non-empty partition exceed the limits "
         "to return one whole batch. Default: as the broker derives it (Fetch v3 yes, v0-2 no).",
@@ -91,7 +91,7 @@ def fetch_sim(
     chunk_size: Annotated[int, size_opt(
         "--chunk-size", help="Lazy conversion chunk (Kafka's MAX_READ_SIZE, also the overflow buffer size); part "
         "of --memory: a chunk that does not fit is refused with the minimum.",
-        show_default=format_size(MAX_READ_SIZE))] = MAX_READ_SIZE,
+        default=format_size(MAX_READ_SIZE))] = MAX_READ_SIZE,
     position: Annotated[int | None, size_opt(
         "--position", help="Start the slice at this byte position of the segment holding the fetch offset "
         "instead of searching for the offset (one partition); the bytes there are sliced as they are.")] = None,

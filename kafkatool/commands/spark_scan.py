@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from kafkatool.budget import activate
+from kafkatool.budget import DEFAULT_TOTAL, activate, default_total
 from kafkatool.commands._common import (
     FormatOpt,
     Output,
@@ -30,9 +30,32 @@ from kafkatool.commands._scan_render import (
     render_stats,
 )
 from kafkatool.errors import ExitCode, UsageError
+from kafkatool.spark.memory import (
+    DEFAULT_BUDGET,
+    HEAP_SHARE,
+    JVM_OFF_HEAP,
+    MAX_HEAP,
+    MIN_HEAP,
+    MIN_WORKER,
+    minimum_budget,
+)
 from kafkatool.units import format_size, parse_size
 
-DEFAULT_MEMORY = "2GiB"
+SPARK_MEMORY_HELP = (
+    "The run's one memory budget (e.g. 2GiB), split top-down. With Spark and local[N] it is the whole run on "
+    f"this machine: {HEAP_SHARE:.0%} JVM heap ({format_size(MIN_HEAP)} to {format_size(MAX_HEAP)}; driver and "
+    f"executor are one JVM), {format_size(JVM_OFF_HEAP)} JVM overhead (off-heap, metaspace, Arrow buffers), the "
+    "rest shared by N Python workers. On a cluster it is one executor's container: the same heap share "
+    "(spark.executor.memory), the rest its memoryOverhead (JVM overhead plus one Python worker per "
+    "--executor-cores); the driver, on this machine, takes a quarter (512MiB to 2GiB). Each Python worker "
+    f"needs {format_size(MIN_WORKER)} (divided as every command's budget: interpreter, chunk buffers, "
+    f"decompression limit), so the minimum is {format_size(MIN_HEAP)} + {format_size(JVM_OFF_HEAP)} + "
+    f"{format_size(MIN_WORKER)} per task slot while the heap share is below {format_size(MIN_HEAP)} (local[2]: "
+    f"{format_size(minimum_budget(2))}, local[4]: {format_size(minimum_budget(4))}, local[8]: "
+    f"{format_size(minimum_budget(8))}). --engine local-processes has no JVM: the budget is the process pool's, "
+    "divided as every command's. Wins over 'kafkatool --memory' and KAFKATOOL_MEMORY. [default: "
+    f"{format_size(DEFAULT_BUDGET)} with Spark, or the minimum for its task slots when more; "
+    f"{format_size(DEFAULT_TOTAL)} with local-processes]")
 
 
 class Level(str, enum.Enum):
@@ -125,12 +148,9 @@ def spark_scan(
     partitions: Annotated[list[str] | None, typer.Option("--partitions", help="TOPIC=N partition count for "
                                                          "--key-sharing (default: highest found + 1).")] = None,
     hot_keys: Annotated[int, typer.Option("--hot-keys", min=0, help="Hot keys shown per partition.")] = 5,
-    memory: Annotated[str | None, memory_opt("--memory", help="The run's memory budget (local: the whole "
-                                               "run; cluster: one executor). Wins over 'kafkatool --memory' and "
-                                               "KAFKATOOL_MEMORY; default 2GiB with Spark, 256MiB for "
-                                               "local-processes.")] = None,
+    memory: Annotated[str | None, memory_opt("--memory", help=SPARK_MEMORY_HELP)] = None,
     split_size: Annotated[int, size_opt("--split-size", help="Cut segments into byte ranges of about this "
-                                        "size.", show_default="128MiB")] = 128 << 20,
+                                        "size.", default="128MiB")] = 128 << 20,
     task_size: Annotated[int | None, size_opt("--task-size", help="Pack ranges into tasks of about this "
                                               "many bytes (default: the split size; at least 3 tasks per "
                                               "core).")] = None,
@@ -154,6 +174,11 @@ def spark_scan(
 
     The parsing is kafkatool's own library, run on the executors. Segments are cut into byte ranges
     at batch boundaries and tasks balanced by bytes, so one big segment spreads over many tasks.
+
+    Memory: --memory is the whole run with local[N] (JVM heap, JVM overhead, then N Python workers) and one
+    executor's container on a cluster (heap, then its memoryOverhead: JVM overhead and one Python worker per
+    --executor-cores). The default is 2GiB, raised to the minimum when local[*] has many cores; a budget
+    below the minimum is refused with it (see --memory).
     """
     out = Output(quiet=quiet)
     form = out.resolve_format(fmt)
@@ -165,8 +190,9 @@ def spark_scan(
         raise UsageError("--from-time/--to-time filter --export-records")
     part_counts = {k: _positive(v, k) for k, v in _pairs(partitions, "--partitions")}
     conf_pairs = _pairs(conf, "--conf")
-    given = memory_option(memory) or env_memory_default()  # spark-scan's --memory, kafkatool --memory, env
-    budget = parse_size(given or DEFAULT_MEMORY)
+    # spark-scan's --memory, else kafkatool --memory, else KAFKATOOL_MEMORY, else the engine's default (below).
+    given = memory_option(memory)
+    total = parse_size(given) if given else default_total() if env_memory_default() else None
     require(index_interval_bytes >= 1, "--index-interval-bytes must be at least 1 byte")
     require(max_message_bytes >= 1, "--max-message-bytes must be at least 1 byte")
     split = split_size
@@ -183,7 +209,7 @@ def spark_scan(
 
     from kafkatool.scan import ScanOptions
     from kafkatool.scan_report import keyshare_setup
-    from kafkatool.spark.memory import is_local_master, local_cores, plan_memory, plan_processes
+    from kafkatool.spark.memory import default_budget, is_local_master, local_cores, plan_memory, plan_processes
     from kafkatool.spark.plan import discover, make_plan
 
     found = discover(paths, topic or ())
@@ -199,13 +225,15 @@ def spark_scan(
         cores = jobs or os.cpu_count() or 1
     else:
         cores = local_cores(master, os.cpu_count() or 1) if local else executor_cores
+    budget = total if total is not None else default_budget(cores) if engine == "spark" else None
     if engine == "spark":
+        assert budget is not None
         mem = plan_memory(budget, cores, local=local)
         opts = ScanOptions(decompress_limit=mem.decompress_limit, chunk_bytes=mem.chunk_bytes,
                            max_batch_bytes=mem.max_batch_bytes, max_message_bytes=max_message_bytes,
                            budget=mem.python)
     else:
-        pool = plan_processes(parse_size(given) if given else None, cores)
+        pool = plan_processes(budget, cores)
         opts = ScanOptions(decompress_limit=pool.worker.decompress_limit, chunk_bytes=pool.worker.chunk_bytes,
                            max_batch_bytes=max(pool.worker.decompress_limit, pool.worker.chunk_bytes),
                            max_message_bytes=max_message_bytes, budget=pool)
@@ -220,8 +248,8 @@ def spark_scan(
         settings = SessionSettings(master=master, conf=conf_pairs, memory=mem, driver_host=driver_host,
                                    python_archive=python_archive, ui=spark_ui,
                                    fast_jvm=os.environ.get("KAFKATOOL_SPARK_FAST_JVM") == "1")
-        out.note(f"starting Spark ({master}, --memory {format_size(budget)}: driver {format_size(mem.driver_memory)}"
-                 f", {cores} x Python worker {format_size(mem.python_worker_memory)})")
+        out.note(f"starting Spark ({master}, --memory {format_size(mem.budget)}: driver "
+                 f"{format_size(mem.driver_memory)}, {cores} x Python worker {format_size(mem.python_worker_memory)})")
         spark = build_session(settings, warn=lambda s: out.finding(f"warning: {s}"))
         if not local:
             from kafkatool.spark.job import preflight

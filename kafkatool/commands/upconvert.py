@@ -65,7 +65,7 @@ def upconvert(
     batch_bytes: Annotated[int, size_opt(
         "--batch-bytes", help="Group consecutive uncompressed legacy messages into v2 batches up to this size "
         "(Kafka's compression-ratio estimate for compressed output); 0: one batch per message.",
-        show_default="16KiB")] = 16 * 1024,
+        default="16KiB")] = 16 * 1024,
     chunk_size: ChunkSizeOpt = DEFAULT_CHUNK_SIZE,
     segment_bytes: SegmentBytesOpt = DEFAULT_SEGMENT_BYTES,
     max_message_bytes: MaxMessageBytesOpt = DEFAULT_MAX_MESSAGE_BYTES,
