@@ -63,7 +63,10 @@ class Dirs:
 
 @pytest.fixture(scope="module")
 def dirs(tmp_path_factory: pytest.TempPathFactory) -> Dirs:
-    base = tmp_path_factory.mktemp("contract")
+    return _make_dirs(tmp_path_factory.mktemp("contract"))
+
+
+def _make_dirs(base: Path) -> Dirs:
     small = small_dir(base / "small")
     live = base / "canary"
     shutil.copytree(small, live / "logs")
@@ -272,9 +275,12 @@ def _flip(path: Path, at: int) -> None:
 
 @pytest.fixture(scope="module")
 def damaged(dirs: Dirs) -> Path:
+    return _damage(dirs, dirs.base / "damaged")
+
+
+def _damage(dirs: Dirs, base: Path) -> Path:
     """Damaged inputs for every command: torn segments (old-0's first, lat-0's and v0-0's last), a batch with a
     bad CRC, a canary changed after its run, a canary whose saved original was changed."""
-    base = dirs.base / "damaged"
     shutil.copytree(dirs.small, base / "logs")
     _tear(sorted((base / "logs" / "old-0").glob("*.log"))[0])
     for p in ("lat-0", "v0-0"):
@@ -313,6 +319,47 @@ DAMAGED: dict[str, Callable[[Path, Path], tuple[list[str | os.PathLike[str]], in
                                 1, "size-past-end"),
     "sample": lambda d, t: (["sample", d / "logs"], 2, "is not empty"),  # a log dir that holds data
 }
+
+
+# A parent directory whose name rich would read as markup: "[/x]" made every rich-rendered line that names a
+# path an internal error (MarkupError), "[bold]" silently vanished.
+BRACKETS = "[/x] [bold]k[/]"
+
+
+@pytest.fixture(scope="module")
+def bracketed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Dirs, Path]:
+    """The contract's clean and damaged inputs under BRACKETS, with a partition l[bold]at-0 beside lat-0."""
+    d = _make_dirs(tmp_path_factory.mktemp("markup") / BRACKETS)
+    shutil.copytree(d.small / "lat-0", d.small / "l[bold]at-0")
+    return d, _damage(d, d.base / "damaged")
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_paths_and_names_with_brackets_print_as_they_are(command, bracketed, tmp_path):
+    """File and directory names are the user's, printed as they are (never read as rich markup): every command,
+    in every format, piped and on a terminal, on clean and on damaged input."""
+    d, damaged = bracketed
+    tmp = tmp_path / BRACKETS  # three directories: "[", "x] [bold]k[", "]"
+    tmp.mkdir(parents=True)
+    bad_rc = DAMAGED[command](damaged, tmp)[1]
+    for make, rc, formats in ((lambda: argv(command, d, _fresh(tmp)), 0, sorted(format_choices(command))),
+                              (lambda: DAMAGED[command](damaged, _fresh(tmp))[0], bad_rc, ["text"])):
+        for fmt in formats:
+            r = run_cli(*make(), "--format", fmt)
+            assert r.returncode == rc and "internal error" not in r.stderr, (fmt, r.stderr[-600:])
+        code, shown = _run_on_pty(make(), {})
+        assert code == rc and "internal error" not in shown, shown[-600:]
+    if command == "dump":
+        r = run_cli("dump", d.small / "l[bold]at-0", "--format", "table")
+        assert r.returncode == 0 and f"{d.small}/l[bold]at-0/00000000000000000000.log · log" in r.stdout, r.stdout
+        r = run_cli("dump", damaged / "logs" / "old-0", "--format", "table")
+        assert r.returncode == 1 and f"torn-tail: {damaged}/logs/old-0/" in r.stderr, r.stderr
+        r = run_cli("dump", d.small / "nothing[/x]here")
+        assert (r.returncode, r.stderr) == (2, f"kafkatool: error: {d.small}/nothing[/x]here: no such file or "
+                                                "directory\n")
+    if command == "canary plan":
+        r = run_cli("canary", "plan", d.small, "--format", "text")
+        assert f"canary plan: {d.small} (" in r.stdout and "\nl[bold]at-0 " in r.stdout, r.stdout
 
 
 @pytest.mark.parametrize("command", COMMANDS)

@@ -58,7 +58,7 @@ class CliObserver(ConvertObserver):
     def start(self, sources: list[PartitionSource], total_bytes: int) -> None:
         if self.output.quiet or not self.output.err.is_terminal:
             return
-        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
+        self.progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(), DownloadColumn(),
                                  TransferSpeedColumn(), TimeRemainingColumn(), console=self.output.err,
                                  transient=True)
         self.progress.start()

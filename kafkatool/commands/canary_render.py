@@ -23,7 +23,8 @@ def console(out: IO[str] | None = None) -> Console:
     tty = hasattr(f, "isatty") and f.isatty()
     # Piped: wide enough that no table squeezes a number; long text lines are soft-wrapped (not cut).
     width = None if tty else max(240, int(os.environ.get("COLUMNS", "0") or 0))
-    return Console(file=f, width=width, highlight=False, soft_wrap=True, no_color=not tty or None)
+    return Console(file=f, width=width, highlight=False, soft_wrap=True, no_color=not tty or None,
+                   markup=False)  # paths and names print as they are, brackets included
 
 
 def _table(*cols: str, title: str | None = None) -> Table:

@@ -296,7 +296,7 @@ class _ProgressView:
         if isinstance(ev, FileStart):
             if ev.kind.is_records and ev.size >= self.MIN_SIZE:
                 if self.bar is None:
-                    self.bar = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
+                    self.bar = Progress(TextColumn("{task.description}", markup=False), BarColumn(), DownloadColumn(),
                                         TimeRemainingColumn(), console=Console(stderr=True), transient=True)
                     self.bar.start()
                 self.task = self.bar.add_task(Path(ev.path).name, total=ev.size)
