@@ -476,6 +476,11 @@ class DumpEngine:
                 break
             at = st.position
             rest = end - at
+            if end < fr.file_size and st.kind in ("short-tail", "size-past-end"):
+                # A batch that runs past --max-bytes is where the user cut the file, not a torn write (Kafka's
+                # DumpLogSegments reports trailing bytes only when --max-bytes is unset).
+                stopped = "max-bytes"
+                break
             if _all_zero(buf, at, end):
                 yield self.finding("trailing-zeros", self.padding_severity(), display,
                                    f"{rest} zero bytes after the last batch (preallocated segment or a torn write "
@@ -514,7 +519,7 @@ class DumpEngine:
             t.records += n_records
         else:
             t.records_known = False
-        invalid = 0 if stopped == "to-offset" else max(0, end - start - walked)
+        invalid = 0 if stopped in ("to-offset", "max-bytes") else max(0, end - start - walked)
         yield FileEnd(display, kind, fr.file_size, n_batches, n_records if records_known else None, 0, walked,
                       invalid, stopped)
 
