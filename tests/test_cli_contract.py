@@ -517,12 +517,19 @@ def test_refused_while_a_broker_holds_the_lock_exits_3(dirs, tmp_path):
         _one_line_error(r.stderr)
         r = run_cli("downconvert", "--to-magic", "1", dirs.small / "lat-0", logs / "converted")
         assert r.returncode == 3, r.stderr
+        r = run_cli("upconvert", dirs.small / "v0-0", logs / "converted")
+        assert r.returncode == 3, r.stderr
+        assert "lock" in _one_line_error(r.stderr), r.stderr
+        assert not (logs / "converted").exists()
         live = _restore_canary(dirs)
         fd2 = _hold_lock(live / "logs")
         try:
             r = run_cli("canary", "apply", live / "work")
             assert r.returncode == 3, r.stderr
             _one_line_error(r.stderr)
+            r = run_cli("canary", "rollback", live / "work")
+            assert r.returncode == 3, r.stderr
+            assert "lock" in _one_line_error(r.stderr), r.stderr
         finally:
             os.close(fd2)
     finally:
