@@ -15,8 +15,36 @@ def test_parts_never_exceed_the_total(total, workers):
     b = budget.plan(total, workers=workers)
     w = b.worker
     assert b.reserved + workers * w.total <= total
-    used = w.chunk_bytes + w.output_bytes + w.cache_bytes + w.decompress_limit * (1 + budget.RECORD_EXPANSION)
-    assert used <= w.total
+    assert w.parts() <= w.total  # every part: working set, chunk, output, window, cache, decompression
+
+
+def test_parts_sums_every_field_of_the_worker_budget():
+    """parts() is what the other tests trust: it must count every size the worker may hold (a field added
+    to WorkerBudget and left out of parts() fails here)."""
+    import dataclasses
+
+    base = budget.WorkerBudget(total=0, chunk_bytes=0, decompress_limit=0, output_bytes=0, cache_bytes=0,
+                               window_bytes=0, working_bytes=0)
+    assert base.parts() == 0
+    for f in dataclasses.fields(budget.WorkerBudget):
+        if f.name == "total":
+            continue
+        one = dataclasses.replace(base, **{f.name: 1})
+        weight = 1 + budget.RECORD_EXPANSION if f.name == "decompress_limit" else 1
+        assert one.parts() == weight, f.name
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3, 4, 8])
+@pytest.mark.parametrize("chunk", [budget.DEFAULT_CHUNK, 1 * MiB, 16 * MiB])
+@pytest.mark.parametrize("working", [0, 5 * MiB, 40 * MiB])
+def test_plan_never_hands_out_more_than_the_total(workers, chunk, working):
+    need = budget.minimum_total(workers, chunk, working_bytes=working)
+    for total in (need, need + 1, need + 7 * MiB, 2 * need, 256 * MiB, 1024 * MiB, 8192 * MiB):
+        if total < need:
+            continue
+        b = budget.plan(total, workers=workers, chunk_bytes=chunk, working_bytes=working)
+        assert b.reserved + workers * b.worker.total <= total
+        assert b.worker.parts() <= b.worker.total, (total, b.worker)
 
 
 def test_more_workers_means_less_each():

@@ -139,6 +139,30 @@ def test_max_bytes_cut_is_not_reported_as_damage(tmp_path, fmt):
     log.write_bytes(log.read_bytes()[:-50])
     r = run_cli("dump", part, "--max-bytes", str(size * 2), "--format", fmt)
     assert r.returncode == 1 and "torn-tail" in (r.stdout if fmt == "json" else r.stderr)
+def test_max_bytes_cut_is_not_a_finding(tmp_path):
+    """--max-bytes cuts each .log where the user asked: the batch across the cut ends the walk (stopped
+    "max-bytes"), with no torn-tail finding and exit 0, as Kafka's DumpLogSegments says nothing then. A torn tail
+    inside the cut, or with a --max-bytes past the file's end, is still found."""
+    batches = v2_batches(5)
+    p = tmp_path / "00000000000000000000.log"
+    p.write_bytes(b"".join(batches))
+    cut = len(batches[0]) + len(batches[1]) // 2  # in the middle of the second batch
+    for size in (str(cut), f"{len(batches[0]) + 3}B"):  # the cut mid-batch, or mid-header
+        r = run_cli("dump", p, "--max-bytes", size, "--format", "json")
+        assert r.returncode == 0 and "torn-tail" not in r.stderr, r.stderr
+        objs = jsonl(r.stdout)
+        assert [o["base_offset"] for o in objs if o["type"] == "batch"] == [batches_offset(batches, 0)]
+        (end,) = [o for o in objs if o["type"] == "file_end"]
+        assert (end["stopped"], end["invalid_bytes"], end["valid_bytes"]) == ("max-bytes", 0, len(batches[0]))
+        assert not [o for o in objs if o["type"] == "finding"]
+    p.write_bytes(b"".join(batches)[:-7])  # torn for real
+    for extra in ([], ["--max-bytes", "1GiB"]):
+        r = run_cli("dump", p, *extra)
+        assert r.returncode == 1 and f"warning: torn-tail: {p} at byte" in r.stderr, r.stderr
+
+
+def batches_offset(batches: list[bytes], i: int) -> int:
+    return int.from_bytes(batches[i][:8], "big")
 
 
 def test_usage_and_io_errors(tmp_path):

@@ -49,7 +49,8 @@ def test_check_exit_codes_and_text(tmp_path):
     before = digest(root)
     r = run_cli("reindex-time", root)
     assert r.returncode == 1, r.stderr
-    lines = r.stdout.splitlines()
+    assert r.stdout == ""  # findings are not data: they go to stderr, as in every command
+    lines = r.stderr.splitlines()
     assert "orders-0/00000000000000000000.index: stale (error): 1 of 4 entries: points past the end of the log" \
         in lines[0]
     assert any(line.startswith("orders-1/00000000000000000000.timeindex: missing (error)") for line in lines)
@@ -94,6 +95,7 @@ def test_in_place_fixes_keeps_backups_and_never_touches_logs(tmp_path):
     r = run_cli("reindex-time", root, "--in-place")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "replaced" in r.stdout and "4 files written" in r.stderr
+    assert "(error)" not in r.stdout and "stale (error)" in r.stderr  # what was wrong: stderr; what was done: stdout
     assert (root / "orders-0" / "00000000000000000000.index.bak").read_bytes() == old_index
     assert not (root / "orders-0" / "00000000000000000000.timeindex.bak").exists()  # it was missing
     assert {k: v for k, v in digest(root).items() if k.endswith(".log")} == logs

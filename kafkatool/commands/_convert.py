@@ -15,28 +15,24 @@ from rich.progress import (
 )
 
 from kafkatool.codecs import Codec
-from kafkatool.commands._common import Output, OutputFormat
+from kafkatool.commands._common import Output, OutputFormat, size_opt
 from kafkatool.convert import ConvertObserver, PartitionSource, PartitionStats
 from kafkatool.errors import UsageError
-from kafkatool.units import format_size, parse_size
+from kafkatool.units import format_size
 
-ChunkSizeOpt = Annotated[str, typer.Option(
+ChunkSizeOpt = Annotated[int, size_opt(
     "--chunk-size", help="Source bytes converted per step (Kafka's LazyDownConversionRecords reads 128 KiB): "
     "memory depends on this and the largest batch, not on the file size. Part of --memory: a chunk that does "
-    "not fit is refused with the minimum.")]
-SegmentBytesOpt = Annotated[str, typer.Option(
-    "--segment-bytes", help="Roll output segments at this size (the topic's segment.bytes).")]
-MaxMessageBytesOpt = Annotated[str, typer.Option(
+    "not fit is refused with the minimum.", default="128KiB")]
+SegmentBytesOpt = Annotated[int, size_opt(
+    "--segment-bytes", help="Roll output segments at this size (the topic's segment.bytes).", default="1GiB")]
+MaxMessageBytesOpt = Annotated[int, size_opt(
     "--max-message-bytes", help="No output batch may be larger (the topic's max.message.bytes, 1 MiB + 12). "
     "A larger one is split (KIP-126); a single record that does not fit is an error naming its offset.")]
+DEFAULT_CHUNK_SIZE = 128 * 1024  # Kafka's LazyDownConversionRecordsSend.MAX_READ_SIZE
+DEFAULT_SEGMENT_BYTES = 1 << 30  # segment.bytes
+DEFAULT_MAX_MESSAGE_BYTES = 1048588  # max.message.bytes: 1 MiB + 12 (the record batch overhead)
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Convert and report, but write nothing.")]
-
-
-def size(value: str, name: str) -> int:
-    try:
-        return parse_size(value)
-    except UsageError as e:
-        raise UsageError(f"{name}: {e.message}") from None
 
 
 def codec_or_keep(value: str, name: str) -> Codec | None:
@@ -62,7 +58,7 @@ class CliObserver(ConvertObserver):
     def start(self, sources: list[PartitionSource], total_bytes: int) -> None:
         if self.output.quiet or not self.output.err.is_terminal:
             return
-        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
+        self.progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(), DownloadColumn(),
                                  TransferSpeedColumn(), TimeRemainingColumn(), console=self.output.err,
                                  transient=True)
         self.progress.start()
@@ -85,8 +81,8 @@ class CliObserver(ConvertObserver):
 
 
 def render_partition(output: Output, form: OutputFormat, s: PartitionStats, command: str) -> None:
-    for w in s.warnings:
-        output.note(f"kafkatool {command}: {s.partition}: {w}")
+    for w in s.warnings:  # findings about the input (skipped torn tails, files not carried): always shown
+        output.finding(f"kafkatool {command}: {s.partition}: warning: {w}")
     if form == OutputFormat.json:
         output.json({"type": "partition", "command": command, **s.as_dict()})
         return

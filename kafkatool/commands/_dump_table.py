@@ -10,6 +10,7 @@ from dataclasses import asdict
 
 from rich.color import ColorSystem
 from rich.console import Console
+from rich.markup import escape
 from rich.style import Style
 
 from kafkatool.default_records import DefaultRecordBatch
@@ -79,7 +80,8 @@ class TableWriter:
         elif isinstance(ev, FileStart):
             self.columns = []
             extra = "" if ev.base_offset is None else f" · base offset {ev.base_offset}"
-            self.console.rule(f"[bold]{ev.path}[/] · {ev.kind.value} · {format_size(ev.size)}{extra}", align="left")
+            path = escape(str(ev.path))  # the user's file name, printed as it is (brackets are not markup)
+            self.console.rule(f"[bold]{path}[/] · {ev.kind.value} · {format_size(ev.size)}{extra}", align="left")
         elif isinstance(ev, FileEnd):
             if ev.kind.is_records:
                 recs = "?" if ev.records is None else str(ev.records)

@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 import kafkatool
+from kafkatool.commands._common import memory_opt, set_root_memory
 from kafkatool.errors import ExitCode, KafkaToolError
 
 
@@ -51,13 +52,11 @@ def _version(value: bool) -> None:
 def root(
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                           help="Print the version and exit.")] = False,
-    memory: Annotated[str | None, typer.Option(
+    memory: Annotated[str | None, memory_opt(
         "--memory", help="Memory budget of the whole run, for every command (e.g. 256MiB, 1GiB; env "
-        "KAFKATOOL_MEMORY). A command's own --memory wins. [default: 256MiB]", show_default=False)] = None,
+        "KAFKATOOL_MEMORY). A command's own --memory wins. [default: 256MiB; spark-scan with Spark: 2GiB]")] = None,
 ) -> None:
     """Offline operator toolkit for Apache Kafka log directories."""
-    from kafkatool.commands._common import set_root_memory
-
     set_root_memory(memory)
 
 
@@ -120,6 +119,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         _register(_command_module(args))
         command = typer.main.get_command(app)
+        _plain_help(command)
         # make_context + invoke rather than command.main(): click's main() turns EPIPE into exit 1, and a
         # closed pipe (``| head``) is not a failure.
         with command.make_context("kafkatool", args) as ctx:
@@ -166,6 +166,21 @@ def main(argv: list[str] | None = None) -> None:
         _err(f"kafkatool: internal error: {type(e).__name__}: {e} (rerun with --traceback and report it)")
         rc = ExitCode.USAGE
     _exit(rc)
+
+
+def _plain_help(cmd: object) -> None:
+    """Help texts are plain text (the man pages and the README print them as they are), but typer's rich help
+    reads them as rich markup and drops anything in brackets: "[default: 256MiB]", "[api.version.request=true]".
+    Escape them for --help."""
+    from rich.markup import escape
+
+    for obj in (cmd, *getattr(cmd, "params", [])):
+        for attr in ("help", "short_help"):
+            text = getattr(obj, attr, None)
+            if isinstance(text, str):
+                setattr(obj, attr, escape(text))
+    for sub in (getattr(cmd, "commands", None) or {}).values():
+        _plain_help(sub)
 
 
 def _usage_line(e: BaseException) -> str:

@@ -15,10 +15,12 @@ from kafkatool.commands._common import (
     Output,
     OutputFormat,
     QuietOpt,
+    TopicSizes,
     TracebackOpt,
     check_live,
-    positive_size,
-    size_option,
+    require,
+    size_opt,
+    topic_sizes_opt,
     use_budget,
 )
 from kafkatool.errors import ExitCode
@@ -31,7 +33,8 @@ partitions into a work dir (the log dir is never touched). verify: prove them re
 originals. apply: swap them in on a stopped broker, crash-safe. rollback: put the originals back, byte for byte.
 """
 
-canary_app = typer.Typer(help=HELP, no_args_is_help=True, context_settings={"help_option_names": ["-h", "--help"]})
+canary_app = typer.Typer(help=HELP, short_help="Plan a message-format upgrade and rehearse it on a few partitions.",
+                         no_args_is_help=True, context_settings={"help_option_names": ["-h", "--help"]})
 
 
 def register(app: typer.Typer) -> None:
@@ -43,21 +46,15 @@ def _human(fmt: OutputFormat | None, output: Output) -> bool:
         != OutputFormat.json
 
 
-def _sizes(values: list[str] | None) -> tuple[int | None, dict[str, int]]:
+def _sizes(values: list[TopicSizes] | None) -> tuple[int | None, dict[str, int]]:
     default: int | None = None
     per_topic: dict[str, int] = {}
     for v in values or []:
-        for item in v.split(","):
-            item = item.strip()
-            if not item:
-                continue
-            if "=" in item:
-                topic, size = item.rsplit("=", 1)
-                parsed = size_option(size)
-                assert parsed is not None
-                per_topic[topic.strip()] = parsed
+        for topic, size in v.items:
+            if topic is None:
+                default = size
             else:
-                default = size_option(item)
+                per_topic[topic] = size
     return default, per_topic
 
 
@@ -74,7 +71,12 @@ Example: kafkatool canary plan /var/lib/kafka/data --clients clients.txt
 """
 
 
-@canary_app.command("plan", help=PLAN_HELP, no_args_is_help=True)
+@canary_app.command(
+    "plan",
+    help=PLAN_HELP,
+    short_help="Inventory a log dir, what breaks for which consumers, the upgrade phases.",
+    no_args_is_help=True,
+)
 def plan_cmd(
     log_dir: Annotated[Path, typer.Argument(help="A broker log dir (or one partition dir).", show_default=False)],
     target_format: Annotated[int, typer.Option("--target-format", min=1, max=2,
@@ -84,11 +86,12 @@ def plan_cmd(
         "[api.version.request=true]', 'fetch-version 3'; '# label'.")] = None,
     compacted: Annotated[list[str] | None, typer.Option(
         "--compacted", help="Declare a topic compacted (repeat or comma-separate).")] = None,
-    max_message_bytes: Annotated[list[str] | None, typer.Option(
-        "--max-message-bytes", help="max.message.bytes: SIZE for every topic, TOPIC=SIZE for one (repeat). "
-        "[default: 1048588]")] = None,
-    partition_max_bytes: Annotated[str, typer.Option(
-        "--partition-max-bytes", help="The simulated consumers' max.partition.fetch.bytes.")] = "1MiB",
+    max_message_bytes: Annotated[list[TopicSizes] | None, topic_sizes_opt(
+        "--max-message-bytes", help="max.message.bytes: SIZE for every topic, TOPIC=SIZE for one (repeat or "
+        "comma-separate). [default: 1048588]")] = None,
+    partition_max_bytes: Annotated[int, size_opt(
+        "--partition-max-bytes", help="The simulated consumers' max.partition.fetch.bytes.",
+        default="1MiB")] = 1 << 20,
     fetch_sim: Annotated[bool, typer.Option("--fetch-sim/--no-fetch-sim",
                                             help="Simulate a fetch per partition for each old Fetch version.")] = True,
     live: LiveOpt = False,
@@ -109,10 +112,8 @@ def plan_cmd(
     default, per_topic = _sizes(max_message_bytes)
     topics = frozenset(t.strip() for v in compacted or [] for t in v.split(",") if t.strip())
     caps = read_clients(clients) if clients is not None else []
-    pmb = size_option(partition_max_bytes)
-    assert pmb is not None
     inv = inventory_log_dir(log_dir, InventoryOptions(default or DEFAULT_MAX_MESSAGE_BYTES, per_topic, topics))
-    plan = make_plan(inv, caps, PlanOptions(target_format, pmb, fetch_sim))
+    plan = make_plan(inv, caps, PlanOptions(target_format, partition_max_bytes, fetch_sim))
     if _human(fmt, output):
         render_plan(plan, console(output.out))
     else:
@@ -138,7 +139,12 @@ Example: kafkatool canary run /var/lib/kafka/data --partitions 'sensors-*,legacy
 """
 
 
-@canary_app.command("run", help=RUN_HELP, no_args_is_help=True)
+@canary_app.command(
+    "run",
+    help=RUN_HELP,
+    short_help="Convert chosen partitions to v2 in a work dir (the log dir is not touched).",
+    no_args_is_help=True,
+)
 def run_cmd(
     log_dir: Annotated[Path, typer.Argument(help="The broker log dir.", show_default=False)],
     partitions: Annotated[list[str], typer.Option(
@@ -147,15 +153,15 @@ def run_cmd(
     workdir: Annotated[Path, typer.Option("--workdir", "-w", help="A new or empty dir outside the log dir.",
                                           show_default=False)],
     target_format: Annotated[int, typer.Option("--target-format", min=2, max=2, help="Only 2.")] = 2,
-    batch_bytes: Annotated[str, typer.Option(
+    batch_bytes: Annotated[int, size_opt(
         "--batch-bytes", help="Group uncompressed legacy messages into v2 batches up to this size (0: one batch "
-        "per message, as Kafka 4's cleaner does).")] = "0",
+        "per message, as Kafka 4's cleaner does).")] = 0,
     codec: Annotated[str | None, typer.Option("--codec", help="Recompress rebuilt batches with this codec "
                                                               "(default: keep each batch's).")] = None,
-    max_message_bytes: Annotated[str, typer.Option("--max-message-bytes", help="The topics' max.message.bytes.")]
-    = "1048588",
-    index_interval_bytes: Annotated[str, typer.Option("--index-interval-bytes",
-                                                      help="The topics' index.interval.bytes.")] = "4096",
+    max_message_bytes: Annotated[int, size_opt("--max-message-bytes", help="The topics' max.message.bytes.")]
+    = 1048588,
+    index_interval_bytes: Annotated[int, size_opt("--index-interval-bytes",
+                                                  help="The topics' index.interval.bytes.")] = 4096,
     memory: MemoryOpt = None,
     fmt: FormatOpt = None,
     quiet: QuietOpt = False,
@@ -166,9 +172,8 @@ def run_cmd(
 
     output = Output(quiet=quiet)
     use_budget(memory)
-    bb, mmb = size_option(batch_bytes), size_option(max_message_bytes)
-    assert bb is not None and mmb is not None
-    opts = RunOptions(target_format, bb, codec, mmb, positive_size(index_interval_bytes, "--index-interval-bytes"))
+    require(index_interval_bytes >= 1, "--index-interval-bytes must be at least 1 byte")
+    opts = RunOptions(target_format, batch_bytes, codec, max_message_bytes, index_interval_bytes)
     m = run_canary(log_dir, partitions, workdir, opts, progress=output.note)
     if _human(fmt, output):
         render_run(m, str(workdir), console(output.out))
@@ -195,7 +200,12 @@ Example: kafkatool canary verify /var/tmp/c1
 """
 
 
-@canary_app.command("verify", help=VERIFY_HELP, no_args_is_help=True)
+@canary_app.command(
+    "verify",
+    help=VERIFY_HELP,
+    short_help="Prove every canary partition equal to its original, record by record.",
+    no_args_is_help=True,
+)
 def verify_cmd(
     workdir: Annotated[Path, typer.Argument(help="The canary work dir.", show_default=False)],
     max_differences: Annotated[int, typer.Option("--max-differences", min=1,
@@ -209,7 +219,7 @@ def verify_cmd(
     traceback: TracebackOpt = False,
 ) -> int:
     from kafkatool.canary.verify import verify_workdir
-    from kafkatool.commands.canary_render import console, render_verify
+    from kafkatool.commands.canary_render import console, render_verify, verify_findings
 
     output = Output(quiet=quiet)
     use_budget(memory)
@@ -222,6 +232,8 @@ def verify_cmd(
                         "(--live reports it anyway)")
     if _human(fmt, output):
         render_verify(r, console(output.out))
+        for line in verify_findings(r):  # in JSON they are the partitions' "differences" and "warnings"
+            output.finding(line)
     else:
         for v in r.partitions:
             output.json(v.as_dict())
@@ -280,7 +292,12 @@ PartitionsOpt = Annotated[list[str] | None, typer.Option(
     "--partitions", "-p", help="Only these partitions of the canary (globs).")]
 
 
-@canary_app.command("apply", help=SWAP_HELP["apply"], no_args_is_help=True)
+@canary_app.command(
+    "apply",
+    help=SWAP_HELP["apply"],
+    short_help="Swap the verified canaries into the log dir (broker stopped), crash-safe.",
+    no_args_is_help=True,
+)
 def apply_cmd(
     workdir: Annotated[Path, typer.Argument(help="The canary work dir.", show_default=False)],
     partitions: PartitionsOpt = None,
@@ -292,7 +309,12 @@ def apply_cmd(
     return _swap("apply", workdir, partitions, memory, fmt, quiet)
 
 
-@canary_app.command("rollback", help=SWAP_HELP["rollback"], no_args_is_help=True)
+@canary_app.command(
+    "rollback",
+    help=SWAP_HELP["rollback"],
+    short_help="Put the original partitions back, byte for byte.",
+    no_args_is_help=True,
+)
 def rollback_cmd(
     workdir: Annotated[Path, typer.Argument(help="The canary work dir.", show_default=False)],
     partitions: PartitionsOpt = None,

@@ -23,7 +23,8 @@ def console(out: IO[str] | None = None) -> Console:
     tty = hasattr(f, "isatty") and f.isatty()
     # Piped: wide enough that no table squeezes a number; long text lines are soft-wrapped (not cut).
     width = None if tty else max(240, int(os.environ.get("COLUMNS", "0") or 0))
-    return Console(file=f, width=width, highlight=False, soft_wrap=True, no_color=not tty or None)
+    return Console(file=f, width=width, highlight=False, soft_wrap=True, no_color=not tty or None,
+                   markup=False)  # paths and names print as they are, brackets included
 
 
 def _table(*cols: str, title: str | None = None) -> Table:
@@ -177,15 +178,9 @@ def render_verify(r: VerifyResult, c: Console) -> None:
                   f"{d['batches']['original']} -> {d['batches']['canary']}", ", ".join(comp) or "-")
     c.print(t)
     c.print("(COMPRESSION: key+value bytes per stored byte, original -> canary)")
-    for v in r.partitions:
+    for v in r.partitions:  # the differences and warnings are findings: verify_findings, on stderr
         for k, n in v.expected.items():
             c.print(f"  {v.name}: expected: {k}: {n}", markup=False)
-        for w in v.warnings:
-            c.print(f"  {v.name}: warning: {w}", markup=False)
-        for diff in v.differences:
-            c.print(f"  {v.name}: DIFFERENCE: {diff}", markup=False)
-        if v.difference_count > len(v.differences):
-            c.print(f"  {v.name}: ... and {v.difference_count - len(v.differences)} more difference(s)")
     if r.log_dir_state:
         t = _table("PARTITION", "IN THE LOG DIR", "DETAIL", title=f"log dir {r.log_dir}")
         for s in r.log_dir_state:
@@ -195,6 +190,18 @@ def render_verify(r: VerifyResult, c: Console) -> None:
         c.print(f"  {name}: a broker starting now would: " + "; ".join(acts), markup=False)
     if r.journal:
         c.print(f"last swap: {r.journal.get('op')} {r.journal.get('state')} at {r.journal.get('at')}")
+
+
+def verify_findings(r: VerifyResult) -> list[str]:
+    """What verify found wrong, one line each (stderr, like every command's findings)."""
+    out = []
+    for v in r.partitions:
+        out += [f"canary verify: {v.name}: warning: {w}" for w in v.warnings]
+        out += [f"canary verify: {v.name}: DIFFERENCE: {diff}" for diff in v.differences]
+        if v.difference_count > len(v.differences):
+            out.append(f"canary verify: {v.name}: ... and {v.difference_count - len(v.differences)} more "
+                       "difference(s)")
+    return out
 
 
 # ---------------------------------------------------------------------------------------------- apply / rollback

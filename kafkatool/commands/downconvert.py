@@ -16,9 +16,13 @@ from kafkatool.commands._common import (
     QuietOpt,
     TracebackOpt,
     check_live,
+    size_opt,
     use_budget,
 )
 from kafkatool.commands._convert import (
+    DEFAULT_CHUNK_SIZE,
+    DEFAULT_MAX_MESSAGE_BYTES,
+    DEFAULT_SEGMENT_BYTES,
     ChunkSizeOpt,
     CliObserver,
     DryRunOpt,
@@ -26,7 +30,6 @@ from kafkatool.commands._convert import (
     SegmentBytesOpt,
     codec_or_keep,
     render_total,
-    size,
 )
 from kafkatool.convert import ConvertOptions, convert_log
 from kafkatool.errors import ExitCode, UsageError
@@ -52,7 +55,12 @@ HELP = "\n\n".join([
 
 
 def register(app: typer.Typer) -> None:
-    app.command("downconvert", help=HELP, no_args_is_help=True)(downconvert)
+    app.command(
+        "downconvert",
+        help=HELP,
+        short_help="Rewrite a segment, partition or log dir as message format v1 or v0.",
+        no_args_is_help=True,
+    )(downconvert)
 
 
 def downconvert(
@@ -67,13 +75,13 @@ def downconvert(
     zstd_to: Annotated[str | None, typer.Option(
         "--zstd-to", help="Recompress zstd batches with gzip, lz4, snappy or none (Kafka refuses them).",
         show_default=False)] = None,
-    batch_bytes: Annotated[str, typer.Option(
+    batch_bytes: Annotated[int, size_opt(
         "--batch-bytes", help="With --codec: group consecutive uncompressed legacy messages (already at or below "
         "--to-magic) into compressed wrappers up to this size (Kafka's compression-ratio estimate); 0: one "
-        "wrapper per message.")] = "16KiB",
-    chunk_size: ChunkSizeOpt = "128KiB",
-    segment_bytes: SegmentBytesOpt = "1GiB",
-    max_message_bytes: MaxMessageBytesOpt = "1048588",
+        "wrapper per message.", default="16KiB")] = 16384,
+    chunk_size: ChunkSizeOpt = DEFAULT_CHUNK_SIZE,
+    segment_bytes: SegmentBytesOpt = DEFAULT_SEGMENT_BYTES,
+    max_message_bytes: MaxMessageBytesOpt = DEFAULT_MAX_MESSAGE_BYTES,
     dry_run: DryRunOpt = False,
     live: LiveOpt = False,
     memory: MemoryOpt = None,
@@ -83,16 +91,15 @@ def downconvert(
 ) -> int:
     output = Output(quiet=quiet)
     form = output.resolve_format(fmt, tty_default=OutputFormat.text)
-    chunk = size(chunk_size, "--chunk-size")
+    chunk = chunk_size
     mem = use_budget(memory, chunk_bytes=chunk)  # a chunk that does not fit: exit 2 with the minimum
     zstd = codec_or_keep(zstd_to, "--zstd-to") if zstd_to is not None else None
     if zstd_to is not None and zstd is None:
         raise UsageError("--zstd-to must be gzip, lz4, snappy or none")
     opts = ConvertOptions(to_magic=to_magic, codec=codec_or_keep(codec, "--codec"), zstd_to=zstd,
-                          batch_bytes=size(batch_bytes, "--batch-bytes"), chunk_size=chunk,
-                          decompress_limit=mem.worker.decompress_limit,
-                          segment_bytes=size(segment_bytes, "--segment-bytes"),
-                          max_message_bytes=size(max_message_bytes, "--max-message-bytes"), dry_run=dry_run)
+                          batch_bytes=batch_bytes, chunk_size=chunk, decompress_limit=mem.worker.decompress_limit,
+                          segment_bytes=segment_bytes,
+                          max_message_bytes=max_message_bytes, dry_run=dry_run)
     refuse_if_live(dst)  # a write into a live log dir is refused first: --live never allows that
     check_live([src], live, output.finding, "downconvert")
     observer = CliObserver(output, form, "downconvert")

@@ -33,9 +33,8 @@ from kafkatool.dump_filter import RecordFilter
 from kafkatool.dump_render import JsonWriter, TextWriter, summary_text
 from kafkatool.dumplog_format import DumpLogWriter, make_decoder
 from kafkatool.errors import ExitCode, InputError, UsageError
-from kafkatool.units import parse_size, parse_time_ms
 
-from ._common import LiveOpt, MemoryOpt, QuietOpt, TracebackOpt, check_live, use_budget
+from ._common import LiveOpt, MemoryOpt, QuietOpt, TracebackOpt, check_live, size_opt, time_opt, use_budget
 from ._dump_table import TableWriter
 
 
@@ -90,13 +89,13 @@ def dump(
                                                     "offset (starts from the .index when it can).")] = None,
     to_offset: Annotated[int | None, typer.Option("--to-offset", help="Only up to this offset (inclusive); the "
                                                   "walk stops past it.")] = None,
-    from_time: Annotated[str | None, typer.Option("--from-time", help="Only records with a timestamp at or after "
-                                                  "this (epoch ms or ISO-8601); shallow: batches whose max timestamp "
-                                                  "is.")] = None,
-    to_time: Annotated[str | None, typer.Option("--to-time", help="Only records with a timestamp at or before this; "
-                                                "shallow: batches whose first timestamp is.")] = None,
-    max_bytes: Annotated[str | None, typer.Option("--max-bytes", help="Only the first N bytes of each .log "
-                                                  "(e.g. 64MiB; Kafka's --max-bytes).")] = None,
+    from_time: Annotated[int | None, time_opt("--from-time", help="Only records with a timestamp at or after "
+                                              "this (epoch ms or ISO-8601); shallow: batches whose max timestamp "
+                                              "is.")] = None,
+    to_time: Annotated[int | None, time_opt("--to-time", help="Only records with a timestamp at or before this; "
+                                            "shallow: batches whose first timestamp is.")] = None,
+    max_bytes: Annotated[int | None, size_opt("--max-bytes", help="Only the first N bytes of each .log "
+                                              "(e.g. 64MiB; Kafka's --max-bytes).")] = None,
     verify: Annotated[bool, typer.Option("--verify", help="Decode every record of every batch (CRCs of batches are "
                                          "always checked; legacy inner messages have their own CRC).")] = False,
     verify_index: Annotated[bool, typer.Option("--verify-index", help="Check .index and .timeindex entries "
@@ -143,9 +142,10 @@ def dump(
     key_regex: Annotated[str | None, typer.Option(
         "--key-regex", help="Only records whose key, as the key decoder prints it, contains a match (Python re).",
         rich_help_panel=_FILTERS, show_default=False)] = None,
-    resync_limit: Annotated[str, typer.Option("--resync-limit", help="After corruption, how far to scan for the "
-                                              "next valid batch (a distance: the scan holds one mapped-page "
-                                              "window of --memory at a time).")] = "64MiB",
+    resync_limit: Annotated[int, size_opt("--resync-limit", help="After corruption, how far to scan for the "
+                                          "next valid batch (a distance: the scan holds one mapped-page "
+                                          "window of --memory at a time).", default="64MiB")]
+    = DEFAULT_RESYNC_LIMIT,
     live: LiveOpt = False,
     memory: MemoryOpt = None,
     quiet: QuietOpt = False,
@@ -176,8 +176,6 @@ def dump(
         producer_id=producer_id, producer_epoch=producer_epoch, transactional=transactional,
         control_types=[c.value for c in control_type] if control_type else None, key=key, key_regex=key_regex)
     deep = deep or print_data
-    from_ms = parse_time_ms(from_time) if from_time is not None else None
-    to_ms = parse_time_ms(to_time) if to_time is not None else None
     limit = use_budget(memory).worker.decompress_limit
     out = sys.stdout
     stdout_tty = out.isatty()
@@ -186,8 +184,8 @@ def dump(
     opts = DumpOptions(
         deep=deep, verify=verify, verify_index=verify_index, verify_index_only=verify_index_only,
         index_sanity_check=index_sanity_check, strict=strict, from_offset=from_offset, to_offset=to_offset,
-        from_time=from_ms, to_time=to_ms, max_bytes=parse_size(max_bytes) if max_bytes else None,
-        decompress_limit=limit, resync_limit=parse_size(resync_limit) if resync_limit else DEFAULT_RESYNC_LIMIT,
+        from_time=from_time, to_time=to_time, max_bytes=max_bytes,
+        decompress_limit=limit, resync_limit=resync_limit,
         emit_data=not quiet_output, exact_counts=count, kafka_compat=form == DumpFormat.dump_log,
         record_filter=record_filter, parser=parser)
     engine = DumpEngine(opts)
@@ -301,7 +299,7 @@ class _ProgressView:
         if isinstance(ev, FileStart):
             if ev.kind.is_records and ev.size >= self.MIN_SIZE:
                 if self.bar is None:
-                    self.bar = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
+                    self.bar = Progress(TextColumn("{task.description}", markup=False), BarColumn(), DownloadColumn(),
                                         TimeRemainingColumn(), console=Console(stderr=True), transient=True)
                     self.bar.start()
                 self.task = self.bar.add_task(Path(ev.path).name, total=ev.size)
@@ -318,4 +316,8 @@ class _ProgressView:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("dump", no_args_is_help=True)(dump)
+    app.command(
+        "dump",
+        short_help="Dump segments, indexes, snapshots and checkpoints; report corruption.",
+        no_args_is_help=True,
+    )(dump)

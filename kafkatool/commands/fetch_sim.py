@@ -17,9 +17,11 @@ from kafkatool.commands._common import (
     Output,
     OutputFormat,
     QuietOpt,
+    Sizes,
     TracebackOpt,
     check_live,
-    size_option,
+    size_list_opt,
+    size_opt,
     use_budget,
 )
 from kafkatool.errors import ExitCode, UsageError
@@ -42,7 +44,7 @@ from kafkatool.lazy_down_convert import MAX_READ_SIZE
 from kafkatool.lock import hold_for_write, refuse_if_live
 from kafkatool.logdir import TopicPartition
 from kafkatool.png_chart import Series, bar_chart
-from kafkatool.units import format_size, parse_size
+from kafkatool.units import format_size
 
 HELP = """Simulate a fetch by a consumer that only understands an older message format (Fetch v0-3).
 
@@ -59,12 +61,12 @@ active segments may be mid-write), or of one that --out or --plot would write in
 
 
 def register(app: typer.Typer) -> None:
-    app.command("fetch-sim", help=HELP, no_args_is_help=True)(fetch_sim)
-
-
-def _size(value: str | None, default: int) -> int:
-    parsed = size_option(value)
-    return default if parsed is None else parsed
+    app.command(
+        "fetch-sim",
+        help=HELP,
+        short_help="What a broker sends a consumer of an older message format (Fetch v0-3).",
+        no_args_is_help=True,
+    )(fetch_sim)
 
 
 def fetch_sim(
@@ -79,24 +81,26 @@ def fetch_sim(
     fetch_offset: Annotated[list[str] | None, typer.Option(
         "--fetch-offset", "-o", help="Offset to fetch from: one for all partitions, one per partition in "
         "PATH order (repeat or comma-separate), or TOPIC-N=OFFSET. Default: the log start offset.")] = None,
-    partition_max_bytes: Annotated[str | None, typer.Option(
-        "--partition-max-bytes", help="Per-partition max bytes (consumer max.partition.fetch.bytes). "
-        "[default: 1MiB]")] = None,
-    fetch_max_bytes: Annotated[str | None, typer.Option(
+    partition_max_bytes: Annotated[int, size_opt(
+        "--partition-max-bytes", help="Per-partition max bytes (consumer max.partition.fetch.bytes).",
+        default=format_size(DEFAULT_PARTITION_MAX_BYTES))] = DEFAULT_PARTITION_MAX_BYTES,
+    fetch_max_bytes: Annotated[int, size_opt(
         "--fetch-max-bytes", help="Response max bytes in the request (consumer fetch.max.bytes; Fetch v3 "
-        "carries it, v0-2 do not). [default: 50MiB]")] = None,
-    broker_fetch_max_bytes: Annotated[str | None, typer.Option(
-        "--broker-fetch-max-bytes", help="The broker's fetch.max.bytes cap. [default: 55MiB]")] = None,
+        "carries it, v0-2 do not).", default=format_size(DEFAULT_FETCH_MAX_BYTES))] = DEFAULT_FETCH_MAX_BYTES,
+    broker_fetch_max_bytes: Annotated[int, size_opt(
+        "--broker-fetch-max-bytes", help="The broker's fetch.max.bytes cap.",
+        default=format_size(DEFAULT_BROKER_FETCH_MAX_BYTES))] = DEFAULT_BROKER_FETCH_MAX_BYTES,
     min_one_message: Annotated[bool | None, typer.Option(
         "--min-one-message/--no-min-one-message", help="Let the first non-empty partition exceed the limits "
         "to return one whole batch. Default: as the broker derives it (Fetch v3 yes, v0-2 no).",
         show_default=False)] = None,
-    chunk_size: Annotated[str | None, typer.Option(
+    chunk_size: Annotated[int, size_opt(
         "--chunk-size", help="Lazy conversion chunk (Kafka's MAX_READ_SIZE, also the overflow buffer size); part "
-        "of --memory: a chunk that does not fit is refused with the minimum. [default: 128KiB]")] = None,
-    position: Annotated[int | None, typer.Option(
-        "--position", min=0, help="Start the slice at this byte position instead of searching for the "
-        "fetch offset (one partition).")] = None,
+        "of --memory: a chunk that does not fit is refused with the minimum.",
+        default=format_size(MAX_READ_SIZE))] = MAX_READ_SIZE,
+    position: Annotated[int | None, size_opt(
+        "--position", help="Start the slice at this byte position of the segment holding the fetch offset "
+        "instead of searching for the offset (one partition); the bytes there are sliced as they are.")] = None,
     high_watermark: Annotated[int | None, typer.Option(
         "--high-watermark", help="High watermark (default: the log end offset).")] = None,
     topic: Annotated[str | None, typer.Option(
@@ -109,7 +113,7 @@ def fetch_sim(
     throttle_time_ms: Annotated[int, typer.Option("--throttle-time-ms", help="Throttle time (v1+).")] = 0,
     consumer_view: Annotated[bool, typer.Option(
         "--consumer-view", help="Print the records an old consumer returns from the response.")] = False,
-    sweep_chunk_sizes: Annotated[str | None, typer.Option(
+    sweep_chunk_sizes: Annotated[Sizes | None, size_list_opt(
         "--sweep-chunk-sizes", help="Comma-separated chunk sizes (e.g. 16K,32K,64K,128K,256K,512K,1M): read "
         "the log from the fetch offset to its end with each, and print throughput and peak memory per size, "
         "plus the whole-slice conversion of brokers before KIP-283.")] = None,
@@ -140,11 +144,11 @@ def fetch_sim(
     check_live(paths, live, output.finding, "fetch-sim")
     options = FetchOptions(
         fetch_version=fetch_version,
-        partition_max_bytes=_size(partition_max_bytes, DEFAULT_PARTITION_MAX_BYTES),
-        fetch_max_bytes=_size(fetch_max_bytes, DEFAULT_FETCH_MAX_BYTES),
-        broker_fetch_max_bytes=_size(broker_fetch_max_bytes, DEFAULT_BROKER_FETCH_MAX_BYTES),
+        partition_max_bytes=partition_max_bytes,
+        fetch_max_bytes=fetch_max_bytes,
+        broker_fetch_max_bytes=broker_fetch_max_bytes,
         min_one_message=min_one_message,
-        chunk_size=_size(chunk_size, MAX_READ_SIZE),
+        chunk_size=chunk_size,
         correlation_id=correlation_id,
         throttle_time_ms=throttle_time_ms,
         trace_memory=trace_memory,
@@ -257,15 +261,14 @@ def _text_report(r: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _sweep_sizes(spec: str) -> list[int]:
-    sizes = [parse_size(s.strip()) for s in spec.split(",") if s.strip()]
+def _sweep_sizes(sizes: Sizes) -> list[int]:
     if not sizes or min(sizes) < 1:
         raise UsageError("--sweep-chunk-sizes needs sizes of at least 1 byte")
-    return sizes
+    return list(sizes)
 
 
 def _sweep(output: Output, form: OutputFormat, options: FetchOptions, requests: list[PartitionRequest],
-           spec: str, plot: Path | None) -> int:
+           spec: Sizes, plot: Path | None) -> int:
     sizes = _sweep_sizes(spec)
     rows = sweep(options, requests, sizes, progress=output.note)
     if form == OutputFormat.json:

@@ -11,9 +11,9 @@ from typing import Annotated
 
 import typer
 
-from kafkatool.commands._common import FormatOpt, JobsOpt, LiveOpt, MemoryOpt, QuietOpt, TracebackOpt
+from kafkatool.commands._common import FormatOpt, JobsOpt, LiveOpt, MemoryOpt, QuietOpt, TracebackOpt, size_opt
 
-DEFAULT_INDEX_INTERVAL_BYTES = "4096"  # index.interval.bytes (ServerLogConfigs), as recover.py uses it
+DEFAULT_INDEX_INTERVAL_BYTES = 4096  # index.interval.bytes (ServerLogConfigs), as recover.py uses it
 
 HELP = """Check or rebuild segment time indexes (and offset indexes) offline, by Kafka 3.9's LogSegment.recover rules.
 
@@ -32,11 +32,20 @@ would do, read-only.
 Exit 3 (nothing written): a live broker holds the .lock of a log dir that --in-place or --output would write
 into, or of one PATH is in (reading it: --live reads anyway, with a warning that active segments may be
 mid-write). A stopped broker's log dir is locked while --in-place or --output writes into it.
+
+Findings go to stderr, one line per file, as every command reports them; stdout gets the files written or
+replaced (and with --verbose the files that are fine), or with --format json every segment and index as
+JSON lines.
 """
 
 
 def register(app: typer.Typer) -> None:
-    app.command("reindex-time", help=HELP, no_args_is_help=True)(reindex_time)
+    app.command(
+        "reindex-time",
+        help=HELP,
+        short_help="Check or rebuild .timeindex and .index files offline, as recovery would.",
+        no_args_is_help=True,
+    )(reindex_time)
 
 
 def reindex_time(
@@ -58,9 +67,8 @@ def reindex_time(
                                                   "transaction markers checked).")] = False,
     no_offset_index: Annotated[bool, typer.Option("--no-offset-index", help="Only the .timeindex: leave .index "
                                                   "files alone.")] = False,
-    index_interval_bytes: Annotated[str, typer.Option("--index-interval-bytes", help="The topic's "
-                                                      "index.interval.bytes (units allowed: 4KiB).")]
-    = DEFAULT_INDEX_INTERVAL_BYTES,
+    index_interval_bytes: Annotated[int, size_opt("--index-interval-bytes", help="The topic's "
+                                                  "index.interval.bytes.")] = DEFAULT_INDEX_INTERVAL_BYTES,
     verify: Annotated[bool, typer.Option("--verify", help="Check every batch's CRC and every transaction marker, "
                                          "as the broker's recovery does (reads every byte).")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also list the files that are fine.")] = False,

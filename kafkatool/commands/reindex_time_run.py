@@ -34,11 +34,11 @@ from kafkatool.reindex import (
     run,
     working_set,
 )
-from kafkatool.units import format_size, parse_size
+from kafkatool.units import format_size
 
 
 def reindex_time_run(paths: list[Path], *, check: bool, output: Path | None, in_place: bool, no_backup: bool,
-                     keep_valid: bool, recovery_report: bool, no_offset_index: bool, index_interval_bytes: str,
+                     keep_valid: bool, recovery_report: bool, no_offset_index: bool, index_interval_bytes: int,
                      verify: bool, verbose: bool, jobs: int, memory: str | None, fmt: OutputFormat | None,
                      quiet: bool, live: bool = False) -> int:
     out = Output(quiet=quiet)
@@ -46,7 +46,7 @@ def reindex_time_run(paths: list[Path], *, check: bool, output: Path | None, in_
     modes = sum([check, output is not None, in_place, recovery_report])
     require(modes <= 1, "--check, --output, --in-place and --recovery-report are alternatives: give one")
     require(not (no_backup or keep_valid) or in_place, "--no-backup and --keep-valid go with --in-place")
-    interval = parse_size(index_interval_bytes)
+    interval = index_interval_bytes
     require(0 <= interval <= 0x7FFFFFFF, "--index-interval-bytes must be between 0 and 2147483647")
     inputs = resolve_inputs(paths)
     if in_place:
@@ -196,16 +196,18 @@ def _errors_remain(res: SegmentResult, options: ReindexOptions) -> bool:
 
 
 def _text(out: Output, res: SegmentResult, verbose: bool) -> None:
+    """Findings (what is wrong with a file) on stderr, as every command reports them; on stdout the data: the
+    files written or replaced and, with --verbose, the files that are fine."""
     t = res.task
     for f in res.log_findings:
-        out.line(f"{t.partition}/{t.log.name}: {f.kind} ({f.severity.value}): {f.message}")
+        out.finding(f"{t.partition}/{t.log.name}: {f.kind} ({f.severity.value}): {f.message}")
     for c in res.checks:
         name = f"{t.partition}/{c.path.name}"
         if c.status == OK:
             if verbose:
                 out.line(f"{name}: ok ({c.on_disk_entries} entries)")
         for f in c.findings:
-            out.line(f"{name}: {f.kind} ({f.severity.value}): {f.message}")
+            out.finding(f"{name}: {f.kind} ({f.severity.value}): {f.message}")
         for a in res.actions:
             if a.path.name == c.path.name and (a.action != "skipped" or verbose):
                 extra = f" (backup {a.backup.name})" if a.backup else f" ({a.reason})" if a.reason else ""

@@ -24,9 +24,9 @@ from kafkatool.sample_spec import (
     bench_topic,
     demo_topics,
 )
-from kafkatool.units import format_size, parse_size, parse_time_ms
+from kafkatool.units import format_size
 
-from ._common import MemoryOpt, Output, QuietOpt, TracebackOpt, use_budget
+from ._common import MemoryOpt, Output, QuietOpt, TracebackOpt, size_opt, size_range_opt, time_opt, use_budget
 
 if TYPE_CHECKING:  # the generator imports numpy: only when the command runs, not when the CLI starts
     from kafkatool.sample import SampleResult
@@ -65,7 +65,7 @@ def sample(
         "custom: the topics --topics names, shaped by the options. Topic options without --profile mean custom.",
         case_sensitive=False)] = None,
     seed: Annotated[int, typer.Option("--seed", help="Same options and seed -> byte-identical files.")] = 1,
-    start_time: Annotated[str | None, typer.Option(
+    start_time: Annotated[int | None, time_opt(
         "--start-time", help="Time of the first appends (ISO-8601 or epoch ms; default 2024-06-03T08:00:00Z).",
         show_default=False)] = None,
     active_indexes: Annotated[ActiveIndexes, typer.Option(
@@ -89,13 +89,13 @@ def sample(
     records: Annotated[int | None, typer.Option(
         "--records", min=0, help="Records per partition (demo: scales every data topic, ~2000 by default).",
         show_default=False)] = None,
-    partition_bytes: Annotated[str | None, typer.Option(
+    partition_bytes: Annotated[int | None, size_opt(
         "--partition-bytes", help="Instead of --records: stop when each partition's log reaches this size "
         "(bench default 200MiB).", show_default=False)] = None,
     batch_records: Annotated[str | None, typer.Option(
         "--batch-records", help="Records per batch: N or MIN-MAX (default 16).", show_default=False)] = None,
-    value_bytes: Annotated[str | None, typer.Option(
-        "--value-bytes", help="Value size: N or MIN-MAX bytes (default 100; bench 1024).",
+    value_bytes: Annotated[IntRange | None, size_range_opt(
+        "--value-bytes", help="Value size: SIZE or MIN-MAX, each a size (default 100; bench 1024).",
         show_default=False)] = None,
     key_cardinality: Annotated[int | None, typer.Option(
         "--key-cardinality", min=0, help="Distinct keys (0: all keys null; default 1000).",
@@ -124,12 +124,12 @@ def sample(
         "delete horizons and a cleaner-offset-checkpoint.")] = False,
     tombstone_fraction: Annotated[float | None, typer.Option(
         "--tombstone-fraction", help="Fraction of records with a null value.", show_default=False)] = None,
-    segment_bytes: Annotated[str | None, typer.Option(
+    segment_bytes: Annotated[int | None, size_opt(
         "--segment-bytes", help="Roll segments at this size (segment.bytes; default 1GiB, demo small sizes).",
         show_default=False)] = None,
-    index_interval_bytes: Annotated[str | None, typer.Option(
+    index_interval_bytes: Annotated[int | None, size_opt(
         "--index-interval-bytes", help="index.interval.bytes (default 4096).", show_default=False)] = None,
-    retention_bytes: Annotated[str | None, typer.Option(
+    retention_bytes: Annotated[int | None, size_opt(
         "--retention-bytes", help="retention.bytes: the oldest segments were deleted by retention.",
         show_default=False)] = None,
     leader_epochs: Annotated[int | None, typer.Option(
@@ -175,7 +175,7 @@ def sample(
     }
     given = [k for k, v in shaping.items() if v is not None]
     chosen = profile or (Profile.custom if given else Profile.demo)
-    seg = parse_size(segment_bytes) if segment_bytes is not None else None
+    seg = segment_bytes
     if chosen == Profile.demo:
         if given:
             raise UsageError(f"the demo profile is fixed; {', '.join(given)} shape custom topics "
@@ -196,19 +196,22 @@ def sample(
             "leader_epochs": leader_epochs, "compressible": compressible})
         topic_specs = tuple(replace(shaped, name=n) for n in names)
     spec = SampleSpec(topic_specs, seed=seed,
-                      start_ms=parse_time_ms(start_time) if start_time is not None else DEFAULT_START_MS,
+                      start_ms=start_time if start_time is not None else DEFAULT_START_MS,
                       clean_shutdown=active_indexes == ActiveIndexes.trimmed, profile=chosen.value)
 
     from kafkatool.sample import generate_sample
+
+    header = [fmt == SampleFormat.text]  # printed with the first partition: a refused run prints no data
 
     def progress(p: PartitionSummary) -> None:
         if fmt == SampleFormat.json:
             out.json(_partition_json(p))
         else:
+            if header[0]:
+                out.line(_HEADER)
+                header[0] = False
             out.line(_partition_line(p))
 
-    if fmt == SampleFormat.text:
-        out.line(_HEADER)
     result = generate_sample(directory, spec, progress=progress)
     if fmt == SampleFormat.json:
         out.json(_summary_json(result))
@@ -216,14 +219,14 @@ def sample(
     return ExitCode.OK
 
 
-def _shape(base: TopicSpec, *, records: int | None, partition_bytes: str | None, segment_bytes: int | None,
+def _shape(base: TopicSpec, *, records: int | None, partition_bytes: int | None, segment_bytes: int | None,
            **o: Any) -> TopicSpec:
     """Apply the options that were given to ``base``."""
     c: dict[str, Any] = {}
     if records is not None:
         c.update(records=records, partition_bytes=None)
     if partition_bytes is not None:
-        c["partition_bytes"] = parse_size(partition_bytes)
+        c["partition_bytes"] = partition_bytes
     if segment_bytes is not None:
         c["segment_bytes"] = segment_bytes
     if o["magic"] is not None:
@@ -233,7 +236,7 @@ def _shape(base: TopicSpec, *, records: int | None, partition_bytes: str | None,
     if o["batch_records"] is not None:
         c["batch_records"] = IntRange.parse(o["batch_records"], "--batch-records", minimum=1)
     if o["value_bytes"] is not None:
-        c["value_bytes"] = IntRange.parse(o["value_bytes"], "--value-bytes")
+        c["value_bytes"] = o["value_bytes"]
     for name in ("partitions", "level", "key_cardinality", "null_key_fraction", "headers", "abort_fraction",
                  "tombstone_fraction", "leader_epochs", "compressible", "idempotent", "producers"):
         if o[name] is not None:
@@ -248,7 +251,7 @@ def _shape(base: TopicSpec, *, records: int | None, partition_bytes: str | None,
         c["compacted"] = True
     for name in ("index_interval_bytes", "retention_bytes"):
         if o[name] is not None:
-            c[name] = parse_size(o[name])
+            c[name] = o[name]
     return replace(base, **c)
 
 
@@ -330,4 +333,8 @@ def _summary_text(r: SampleResult) -> str:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("sample", no_args_is_help=True)(sample)
+    app.command(
+        "sample",
+        short_help="Write a realistic Kafka log dir, deterministic for a seed.",
+        no_args_is_help=True,
+    )(sample)

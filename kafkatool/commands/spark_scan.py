@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from kafkatool.budget import activate
+from kafkatool.budget import DEFAULT_TOTAL, activate, default_total
 from kafkatool.commands._common import (
     FormatOpt,
     LiveOpt,
@@ -19,8 +19,11 @@ from kafkatool.commands._common import (
     TracebackOpt,
     check_live,
     env_memory_default,
+    memory_opt,
     memory_option,
-    positive_size,
+    require,
+    size_opt,
+    time_opt,
 )
 from kafkatool.commands._scan_render import (
     render_export,
@@ -30,9 +33,32 @@ from kafkatool.commands._scan_render import (
 )
 from kafkatool.errors import ExitCode, UsageError
 from kafkatool.lock import hold_for_write, refuse_if_live
-from kafkatool.units import format_size, parse_size, parse_time_ms
+from kafkatool.spark.memory import (
+    DEFAULT_BUDGET,
+    HEAP_SHARE,
+    JVM_OFF_HEAP,
+    MAX_HEAP,
+    MIN_HEAP,
+    MIN_WORKER,
+    minimum_budget,
+)
+from kafkatool.units import format_size, parse_size
 
-DEFAULT_MEMORY = "2GiB"
+SPARK_MEMORY_HELP = (
+    "The run's one memory budget (e.g. 2GiB), split top-down. With Spark and local[N] it is the whole run on "
+    f"this machine: {HEAP_SHARE:.0%} JVM heap ({format_size(MIN_HEAP)} to {format_size(MAX_HEAP)}; driver and "
+    f"executor are one JVM), {format_size(JVM_OFF_HEAP)} JVM overhead (off-heap, metaspace, Arrow buffers), the "
+    "rest shared by N Python workers. On a cluster it is one executor's container: the same heap share "
+    "(spark.executor.memory), the rest its memoryOverhead (JVM overhead plus one Python worker per "
+    "--executor-cores); the driver, on this machine, takes a quarter (512MiB to 2GiB). Each Python worker "
+    f"needs {format_size(MIN_WORKER)} (divided as every command's budget: interpreter, chunk buffers, "
+    f"decompression limit), so the minimum is {format_size(MIN_HEAP)} + {format_size(JVM_OFF_HEAP)} + "
+    f"{format_size(MIN_WORKER)} per task slot while the heap share is below {format_size(MIN_HEAP)} (local[2]: "
+    f"{format_size(minimum_budget(2))}, local[4]: {format_size(minimum_budget(4))}, local[8]: "
+    f"{format_size(minimum_budget(8))}). --engine local-processes has no JVM: the budget is the process pool's, "
+    "divided as every command's. Wins over 'kafkatool --memory' and KAFKATOOL_MEMORY. [default: "
+    f"{format_size(DEFAULT_BUDGET)} with Spark, or the minimum for its task slots when more; "
+    f"{format_size(DEFAULT_TOTAL)} with local-processes]")
 
 
 class Level(str, enum.Enum):
@@ -113,33 +139,29 @@ def spark_scan(
                                                        "into this new directory, partitioned by topic and "
                                                        "partition (a URL is written by Spark's own Parquet "
                                                        "writer, through Hadoop FileSystem).")] = None,
-    from_time: Annotated[str | None, typer.Option("--from-time", help="Export records with timestamp >= this "
-                                                  "(epoch ms or ISO-8601).")] = None,
-    to_time: Annotated[str | None, typer.Option("--to-time", help="Export records with timestamp < this.")] = None,
+    from_time: Annotated[int | None, time_opt("--from-time", help="Export records with timestamp >= this "
+                                              "(epoch ms or ISO-8601).")] = None,
+    to_time: Annotated[int | None, time_opt("--to-time", help="Export records with timestamp < this.")] = None,
     topic: Annotated[list[str] | None, typer.Option("--topic", "-t", help="Only topics matching this glob "
                                                     "(repeatable).")] = None,
     verify_index: Annotated[bool, typer.Option("--verify-index", help="Check every segment's .index and "
                                                ".timeindex against a rebuild from its .log.")] = False,
-    index_interval_bytes_opt: Annotated[str, typer.Option("--index-interval-bytes",
-                                                          help="index.interval.bytes of the topics (for "
-                                                          "--verify-index).")] = "4096",
+    index_interval_bytes: Annotated[int, size_opt("--index-interval-bytes", help="index.interval.bytes of the "
+                                                  "topics (for --verify-index).")] = 4096,
     key_sharing: Annotated[int | None, typer.Option("--key-sharing", min=1, help="How records would spread "
                                                     "over N consumers sharing partitions by key-hash "
                                                     "ranges.")] = None,
     partitions: Annotated[list[str] | None, typer.Option("--partitions", help="TOPIC=N partition count for "
                                                          "--key-sharing (default: highest found + 1).")] = None,
     hot_keys: Annotated[int, typer.Option("--hot-keys", min=0, help="Hot keys shown per partition.")] = 5,
-    memory: Annotated[str | None, typer.Option("--memory", help="The run's memory budget (local: the whole "
-                                               "run; cluster: one executor). Wins over 'kafkatool --memory' and "
-                                               "KAFKATOOL_MEMORY; default 2GiB with Spark, 256MiB for "
-                                               "local-processes.")] = None,
-    split_size: Annotated[str, typer.Option("--split-size", help="Cut segments into byte ranges of about this "
-                                            "size.")] = "128MiB",
-    task_size: Annotated[str | None, typer.Option("--task-size", help="Pack ranges into tasks of about this "
-                                                  "many bytes (default: the split size; at least 3 tasks per "
-                                                  "core).")] = None,
-    max_message_bytes_opt: Annotated[str, typer.Option("--max-message-bytes", help="max.message.bytes to "
-                                                       "compare batch sizes with.")] = "1048588",
+    memory: Annotated[str | None, memory_opt("--memory", help=SPARK_MEMORY_HELP)] = None,
+    split_size: Annotated[int, size_opt("--split-size", help="Cut segments into byte ranges of about this "
+                                        "size.", default="128MiB")] = 128 << 20,
+    task_size: Annotated[int | None, size_opt("--task-size", help="Pack ranges into tasks of about this "
+                                              "many bytes (default: the split size; at least 3 tasks per "
+                                              "core).")] = None,
+    max_message_bytes: Annotated[int, size_opt("--max-message-bytes", help="max.message.bytes to "
+                                               "compare batch sizes with.")] = 1048588,
     engine_opt: Annotated[Engine, typer.Option("--engine", help="spark, or local-processes (a process pool, no "
                                                "JVM).")] = Engine.SPARK,
     jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Processes for --engine "
@@ -164,24 +186,28 @@ def spark_scan(
     warning that active segments may be mid-write), or of one --output or --export-records would write
     into (never written). Outputs are written crash-safely: each --output file atomically, and the
     --export-records dir staged beside it, fsynced and renamed into place whole.
+    Memory: --memory is the whole run with local[N] (JVM heap, JVM overhead, then N Python workers) and one
+    executor's container on a cluster (heap, then its memoryOverhead: JVM overhead and one Python worker per
+    --executor-cores). The default is 2GiB, raised to the minimum when local[*] has many cores; a budget
+    below the minimum is refused with it (see --memory).
     """
     out = Output(quiet=quiet)
     form = out.resolve_format(fmt)
     engine = engine_opt.value
     if engine == "spark" and master.startswith("sc://"):
         raise UsageError("Spark Connect (sc://) is not supported yet: give a spark://, yarn, k8s:// or local master")
-    flt_from = parse_time_ms(from_time) if from_time is not None else None
-    flt_to = parse_time_ms(to_time) if to_time is not None else None
+    flt_from, flt_to = from_time, to_time
     if (flt_from is not None or flt_to is not None) and export_records is None:
         raise UsageError("--from-time/--to-time filter --export-records")
     part_counts = {k: _positive(v, k) for k, v in _pairs(partitions, "--partitions")}
     conf_pairs = _pairs(conf, "--conf")
-    given = memory_option(memory) or env_memory_default()  # spark-scan's --memory, kafkatool --memory, env
-    budget = parse_size(given or DEFAULT_MEMORY)
-    index_interval_bytes = positive_size(index_interval_bytes_opt, "--index-interval-bytes")
-    max_message_bytes = positive_size(max_message_bytes_opt, "--max-message-bytes")
-    split = parse_size(split_size)
-    task_bytes = parse_size(task_size) if task_size else split
+    # spark-scan's --memory, else kafkatool --memory, else KAFKATOOL_MEMORY, else the engine's default (below).
+    given = memory_option(memory)
+    total = parse_size(given) if given else default_total() if env_memory_default() else None
+    require(index_interval_bytes >= 1, "--index-interval-bytes must be at least 1 byte")
+    require(max_message_bytes >= 1, "--max-message-bytes must be at least 1 byte")
+    split = split_size
+    task_bytes = task_size if task_size else split
     if split < 1 or task_bytes < 1:
         raise UsageError("--split-size and --task-size must be positive")
     want_stats = stats or not (export_records or verify_index or key_sharing)
@@ -198,7 +224,7 @@ def spark_scan(
 
     from kafkatool.scan import ScanOptions
     from kafkatool.scan_report import keyshare_setup
-    from kafkatool.spark.memory import is_local_master, local_cores, plan_memory, plan_processes
+    from kafkatool.spark.memory import default_budget, is_local_master, local_cores, plan_memory, plan_processes
     from kafkatool.spark.plan import discover, make_plan
 
     found = discover(paths, topic or ())
@@ -214,13 +240,15 @@ def spark_scan(
         cores = jobs or os.cpu_count() or 1
     else:
         cores = local_cores(master, os.cpu_count() or 1) if local else executor_cores
+    budget = total if total is not None else default_budget(cores) if engine == "spark" else None
     if engine == "spark":
+        assert budget is not None
         mem = plan_memory(budget, cores, local=local)
         opts = ScanOptions(decompress_limit=mem.decompress_limit, chunk_bytes=mem.chunk_bytes,
                            max_batch_bytes=mem.max_batch_bytes, max_message_bytes=max_message_bytes,
                            budget=mem.python)
     else:
-        pool = plan_processes(parse_size(given) if given else None, cores)
+        pool = plan_processes(budget, cores)
         opts = ScanOptions(decompress_limit=pool.worker.decompress_limit, chunk_bytes=pool.worker.chunk_bytes,
                            max_batch_bytes=max(pool.worker.decompress_limit, pool.worker.chunk_bytes),
                            max_message_bytes=max_message_bytes, budget=pool)
@@ -235,8 +263,8 @@ def spark_scan(
         settings = SessionSettings(master=master, conf=conf_pairs, memory=mem, driver_host=driver_host,
                                    python_archive=python_archive, ui=spark_ui,
                                    fast_jvm=os.environ.get("KAFKATOOL_SPARK_FAST_JVM") == "1")
-        out.note(f"starting Spark ({master}, --memory {format_size(budget)}: driver {format_size(mem.driver_memory)}"
-                 f", {cores} x Python worker {format_size(mem.python_worker_memory)})")
+        out.note(f"starting Spark ({master}, --memory {format_size(mem.budget)}: driver "
+                 f"{format_size(mem.driver_memory)}, {cores} x Python worker {format_size(mem.python_worker_memory)})")
         spark = build_session(settings, warn=lambda s: out.finding(f"warning: {s}"))
         if not local:
             from kafkatool.spark.job import preflight
@@ -355,4 +383,8 @@ def _export(spark: Any, plan: Any, directory: str, opts: Any, lo: int | None, hi
 
 
 def register(app: typer.Typer) -> None:
-    app.command("spark-scan", no_args_is_help=True)(spark_scan)
+    app.command(
+        "spark-scan",
+        short_help="Scan log dirs with Spark: stats, record export, index check, key sharing.",
+        no_args_is_help=True,
+    )(spark_scan)

@@ -16,9 +16,13 @@ from kafkatool.commands._common import (
     QuietOpt,
     TracebackOpt,
     check_live,
+    size_opt,
     use_budget,
 )
 from kafkatool.commands._convert import (
+    DEFAULT_CHUNK_SIZE,
+    DEFAULT_MAX_MESSAGE_BYTES,
+    DEFAULT_SEGMENT_BYTES,
     ChunkSizeOpt,
     CliObserver,
     DryRunOpt,
@@ -26,7 +30,6 @@ from kafkatool.commands._convert import (
     SegmentBytesOpt,
     codec_or_keep,
     render_total,
-    size,
 )
 from kafkatool.convert import ConvertOptions, convert_log
 from kafkatool.errors import ExitCode
@@ -50,7 +53,12 @@ HELP = "\n\n".join([
 
 
 def register(app: typer.Typer) -> None:
-    app.command("upconvert", help=HELP, no_args_is_help=True)(upconvert)
+    app.command(
+        "upconvert",
+        help=HELP,
+        short_help="Rewrite the v0/v1 data of a segment, partition or log dir as v2.",
+        no_args_is_help=True,
+    )(upconvert)
 
 
 def upconvert(
@@ -60,12 +68,13 @@ def upconvert(
     codec: Annotated[str, typer.Option(
         "--codec", help="Codec of the output: keep (each batch's own), none, gzip, snappy, lz4, zstd. v2 "
         "batches of another codec are re-encoded too (header fields kept).")] = "keep",
-    batch_bytes: Annotated[str, typer.Option(
+    batch_bytes: Annotated[int, size_opt(
         "--batch-bytes", help="Group consecutive uncompressed legacy messages into v2 batches up to this size "
-        "(Kafka's compression-ratio estimate for compressed output); 0: one batch per message.")] = "16KiB",
-    chunk_size: ChunkSizeOpt = "128KiB",
-    segment_bytes: SegmentBytesOpt = "1GiB",
-    max_message_bytes: MaxMessageBytesOpt = "1048588",
+        "(Kafka's compression-ratio estimate for compressed output); 0: one batch per message.",
+        default="16KiB")] = 16 * 1024,
+    chunk_size: ChunkSizeOpt = DEFAULT_CHUNK_SIZE,
+    segment_bytes: SegmentBytesOpt = DEFAULT_SEGMENT_BYTES,
+    max_message_bytes: MaxMessageBytesOpt = DEFAULT_MAX_MESSAGE_BYTES,
     dry_run: DryRunOpt = False,
     live: LiveOpt = False,
     memory: MemoryOpt = None,
@@ -75,13 +84,13 @@ def upconvert(
 ) -> int:
     output = Output(quiet=quiet)
     form = output.resolve_format(fmt, tty_default=OutputFormat.text)
-    chunk = size(chunk_size, "--chunk-size")
+    chunk = chunk_size
     mem = use_budget(memory, chunk_bytes=chunk)  # a chunk that does not fit: exit 2 with the minimum
     opts = ConvertOptions(to_magic=2, codec=codec_or_keep(codec, "--codec"),
-                          batch_bytes=size(batch_bytes, "--batch-bytes"),
+                          batch_bytes=batch_bytes,
                           chunk_size=chunk, decompress_limit=mem.worker.decompress_limit,
-                          segment_bytes=size(segment_bytes, "--segment-bytes"),
-                          max_message_bytes=size(max_message_bytes, "--max-message-bytes"), dry_run=dry_run)
+                          segment_bytes=segment_bytes,
+                          max_message_bytes=max_message_bytes, dry_run=dry_run)
     refuse_if_live(dst)  # a write into a live log dir is refused first: --live never allows that
     check_live([src], live, output.finding, "upconvert")
     observer = CliObserver(output, form, "upconvert")

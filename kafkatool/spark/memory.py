@@ -26,7 +26,11 @@ from kafkatool.units import format_size
 MiB = 1 << 20
 GiB = 1 << 30
 JVM_OFF_HEAP = 384 * MiB  # Spark's minimum memoryOverhead; metaspace, threads, Arrow buffers
-MIN_WORKER = 192 * MiB
+MIN_WORKER = 192 * MiB  # the least a Python worker (one task at a time) is given
+HEAP_SHARE = 0.3  # of the budget for the JVM heap (local: the one JVM; cluster: spark.executor.memory)
+MIN_HEAP = 512 * MiB
+MAX_HEAP = 8 * GiB
+DEFAULT_BUDGET = 2 * GiB  # spark-scan's default --memory with Spark (default_budget: more for many cores)
 
 
 def _clamp(v: int, lo: int, hi: int) -> int:
@@ -66,17 +70,39 @@ def _mb(n: int) -> str:
     return f"{max(1, n // MiB)}m"
 
 
+def _heap(budget: int) -> int:
+    return _clamp(int(budget * HEAP_SHARE), MIN_HEAP, MAX_HEAP)
+
+
+def minimum_budget(cores: int) -> int:
+    """The smallest ``--memory`` (whole MiB) that gives ``cores`` Python workers MIN_WORKER each beside the JVM:
+    512 MiB heap + 384 MiB + 192 MiB per core while 30% of it is below 512 MiB, more once the heap grows with it."""
+    def fits(b: int) -> bool:  # budget - heap(budget) never decreases as the budget grows
+        return (b - _heap(b) - JVM_OFF_HEAP) // cores >= MIN_WORKER
+
+    lo, hi = 0, MAX_HEAP + JVM_OFF_HEAP + (MIN_WORKER + 1) * cores  # hi fits: the heap is at most MAX_HEAP
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if fits(mid * MiB) else (mid + 1, hi)
+    return lo * MiB
+
+
+def default_budget(cores: int) -> int:
+    """spark-scan's --memory when none is given: DEFAULT_BUDGET, or the minimum for ``cores`` task slots when that
+    is more (local[*] on a machine with many cores)."""
+    return max(DEFAULT_BUDGET, minimum_budget(cores))
+
+
 def plan_memory(budget: int, cores: int, *, local: bool) -> MemoryPlan:
     """Derive every memory setting from ``budget`` bytes for ``cores`` concurrent tasks (see module doc)."""
     if cores < 1:
         raise UsageError("executor cores must be at least 1")
-    heap = _clamp(int(budget * 0.3), 512 * MiB, 8 * GiB)
+    heap = _heap(budget)
     python_total = budget - heap - JVM_OFF_HEAP
     worker = python_total // cores
     if worker < MIN_WORKER:
-        need = heap + JVM_OFF_HEAP + MIN_WORKER * cores
         raise UsageError(f"--memory {format_size(budget)} is too small for {cores} task(s) at once with Spark: the "
-                         f"minimum is {format_size(-(-need // MiB) * MiB)} (or fewer cores)")
+                         f"minimum is {format_size(minimum_budget(cores))} (or fewer cores)")
     driver = heap if local else _clamp(budget // 4, 512 * MiB, 2 * GiB)
     chunk = _clamp(worker // 16, 1 * MiB, 64 * MiB)
     workers = run_budget.plan(python_total, workers=cores, chunk_bytes=chunk, processes=cores)

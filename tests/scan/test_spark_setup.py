@@ -9,10 +9,21 @@ import zipfile
 import pytest
 
 from kafkatool.errors import UsageError
-from kafkatool.spark.memory import GiB, MiB, local_cores, plan_memory, plan_processes
+from kafkatool.spark.memory import (
+    DEFAULT_BUDGET,
+    MIN_WORKER,
+    GiB,
+    MiB,
+    default_budget,
+    local_cores,
+    minimum_budget,
+    plan_memory,
+    plan_processes,
+)
 from kafkatool.spark.plan import SegmentFile, WorkItem, balance, balance_segments
 from kafkatool.spark.session import FAST_JVM_OPTS, SessionSettings, session_conf, spark_home_warning
 from kafkatool.spark.ship import archive_settings, package_zip
+from kafkatool.units import format_size
 
 
 def test_local_budget_is_split_between_the_jvm_and_one_python_worker_per_core():
@@ -119,3 +130,34 @@ def test_a_failed_spark_job_is_one_line_naming_the_python_cause():
             "\tat org.apache.spark.api.python.BasePythonRunner")
     assert short_error(Exception(text)) == "ValueError: boom"
     assert short_error(Exception("plain failure\nsecond")) == "plain failure"
+
+
+@pytest.mark.parametrize("cores", [1, 2, 3, 4, 5, 6, 8, 12, 16, 32, 64])
+@pytest.mark.parametrize("local", [True, False])
+def test_the_stated_minimum_is_the_least_budget_that_works(cores, local):
+    """minimum_budget is what the refusal says and what --help quotes: it works, 1 MiB less is refused with it."""
+    need = minimum_budget(cores)
+    m = plan_memory(need, cores, local=local)
+    assert m.python_worker_memory >= MIN_WORKER
+    with pytest.raises(UsageError, match=f"the minimum is {format_size(need)}"):
+        plan_memory(need - MiB, cores, local=local)
+
+
+@pytest.mark.parametrize("cores", [1, 2, 4, 6, 8, 16, 64])
+def test_the_default_budget_works_for_any_number_of_cores(cores):
+    """2 GiB by default (a JVM and its Python workers), raised to the minimum for local[*] on a many-core machine
+    (2 GiB is too small for 6 or more task slots)."""
+    b = default_budget(cores)
+    assert b == max(DEFAULT_BUDGET, minimum_budget(cores))
+    plan_memory(b, cores, local=True)
+    assert (b > DEFAULT_BUDGET) == (cores >= 6)
+
+
+def test_spark_scan_memory_help_states_the_split_and_the_computed_minimums():
+    from kafkatool.commands.spark_scan import SPARK_MEMORY_HELP
+
+    for n in (2, 4, 8):
+        assert f"local[{n}]: {format_size(minimum_budget(n))}" in SPARK_MEMORY_HELP
+    for part in ("JVM heap", "JVM overhead", "Python worker", "memoryOverhead", "driver", "--executor-cores",
+                 "local-processes", "[default: 2GiB with Spark"):
+        assert part in SPARK_MEMORY_HELP, part
