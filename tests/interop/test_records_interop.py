@@ -72,3 +72,29 @@ def test_multi_mb_batches_payload_bytes(corpus: Corpus) -> None:
     assert len(ours) == len(theirs.records()) == 6000
     for a, b in zip(ours, theirs.records(), strict=True):
         assert a.value == unb64(b["value"]) and a.key == unb64(b["key"])
+
+
+def test_raw_snappy_as_librdkafka_writes_it_reads_as_kafka_reads_it(kafka_ref, tmp_path) -> None:
+    """librdkafka compresses snappy as one raw block, without snappy-java's xerial framing, and the broker keeps
+    producer bytes as they are; Kafka reads them through snappy-java's fallback. Batches whose records area is
+    one raw block (small and above one 32 KiB xerial chunk) read as Kafka reads them, field for field, and are
+    really raw (no xerial magic)."""
+    from kafkatool.codecs import Codec, snappy_raw_compress
+    from kafkatool.default_records import _assemble, encode_records
+
+    out = bytearray()
+    offset = 0
+    for n, value_bytes in ((3, 10), (40, 1500)):  # 40 x 1.5 KiB: a records area above 32 KiB
+        recs = [(offset + i, 1_700_000_000_000 + i, b"k%d" % i, bytes([i % 251]) * value_bytes,
+                 [("h", b"v%d" % i)]) for i in range(n)]
+        area, last, max_ts = encode_records(recs, offset, recs[0][1])
+        body = snappy_raw_compress(area)
+        assert not body.startswith(b"\x82SNAPPY\x00")
+        out += _assemble(offset, -1, int(Codec.SNAPPY), last - offset, recs[0][1], max_ts, -1, -1, -1, n, body)
+        offset += n
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(bytes(out))
+    theirs = kafka_ref.dump(path)
+    assert theirs.returncode == OK and len(theirs.records()) == 43
+    assert {b["codec"] for b in theirs.batches} == {"snappy"}
+    assert_same_dump(our_dump(path), theirs, context="raw snappy")
