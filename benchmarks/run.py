@@ -219,7 +219,8 @@ def measure_command(key: str, cmd: Command, big: Layout, tiny: Layout, a: argpar
     for i in range(-warmup, iterations):
         p = _run_command(cmd, big, scratch)
         m.runs.append({**p.record(), "warmup": i < 0})
-        if p.rc not in (0, 1):  # 1 = findings (e.g. an index that differs): the work was done
+        if p.rc not in (0, 1) or not _json_lines(p.stdout):  # 1 = findings (e.g. an index that differs): the
+            # work was done, and the command printed its JSON; exit 1 without it is a crash (a Python exception)
             m.error = f"exit {p.rc}: {(p.stderr or p.stdout).strip()[-500:]}"
             return m
         m.peak_rss_mb = max(m.peak_rss_mb, p.peak_rss_mb)
@@ -234,7 +235,7 @@ def measure_command(key: str, cmd: Command, big: Layout, tiny: Layout, a: argpar
     for _ in range(iterations):
         p = _run_command(cmd, tiny, scratch)
         m.fixed_runs.append(p.record())
-        if p.rc not in (0, 1):
+        if p.rc not in (0, 1) or not _json_lines(p.stdout):
             m.error = f"fixed-cost run: exit {p.rc}: {(p.stderr or p.stdout).strip()[-500:]}"
             return m
         fcpu.append(p.cpu_s * 1e3)
