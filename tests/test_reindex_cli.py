@@ -298,8 +298,8 @@ def test_verify_turns_a_bad_crc_into_exit_1(tmp_path):
     r = run_cli("reindex-time", root, "--verify")
     assert r.returncode == 1, r.stderr
     assert ("orders-1/00000000000000000050.log: log-truncation (error): recovery would truncate 13000 bytes at "
-            "byte 7000: the first invalid batch: Record is corrupt (stored crc = ") in r.stdout
-    assert "stale (" not in r.stdout and "past-invalid-batch (info)" in r.stdout
+            "byte 7000: the first invalid batch: Record is corrupt (stored crc = ") in r.stderr
+    assert "stale (" not in r.stderr and "past-invalid-batch (info)" in r.stderr
 
 
 def test_output_mirror_keeps_two_log_dirs_with_the_same_partition_apart(tmp_path):
