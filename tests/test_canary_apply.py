@@ -326,3 +326,33 @@ def test_kill_between_a_temp_write_and_its_rename_leaves_a_file_the_broker_ignor
             if seen == 2:
                 break
         assert seen == 2, op
+
+
+def test_a_lock_recreated_after_a_kill_is_not_deleted(setup: Setup) -> None:
+    """A killed apply leaves the .lock it created, recorded in the journal by device, inode and ctime; the
+    next run removes exactly that file. A .lock recreated in between, even under the freed inode number (a broker
+    started, deleted ours at its clean shutdown, started again and crashed), is the broker's: the next run
+    completes the swap and leaves that file alone."""
+    for recreate in (False, True):
+        setup.reset()
+        assert _crash(setup, "apply", 3) != 0
+        journal = json.loads((setup.w / "journal.json").read_text())
+        lock = setup.live / ".lock"
+        assert journal["state"] == "running" and journal["lock_existed"] is False and lock.exists()
+        st = lock.stat()
+        assert journal["lock_id"] == [st.st_dev, st.st_ino, st.st_ctime_ns]
+        if recreate:
+            lock.unlink()
+            other = setup.live / "other"
+            other.write_bytes(b"")  # a new file (ext4 may hand it the freed inode number): not the journal's
+            other.rename(lock)
+        ino = lock.stat().st_ino
+        swap(setup.w, "apply")
+        assert {k: v for k, v in tree(setup.live).items() if k != ".lock"} == setup.canary_tree
+        if recreate:
+            assert lock.stat().st_ino == ino  # kept: never ours to delete
+            lock.unlink()
+        else:
+            assert not lock.exists()  # ours, from the killed run: gone
+        swap(setup.w, "rollback")
+        assert tree(setup.live) == setup.original

@@ -366,11 +366,23 @@ def _require_verified(w: Workdir, m: Manifest) -> None:
         raise CanaryStateError("the manifest changed since it was verified: verify again")
 
 
-def _journal(w: Workdir, op: str, state: str, names: list[str], steps: Steps, lock_existed: bool) -> None:
+def _journal(w: Workdir, op: str, state: str, names: list[str], steps: Steps, lock_existed: bool,
+             lock_id: list[int] | None = None) -> None:
     now = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
-    w.write_json(w.journal_path, {"op": op, "state": state, "partitions": names, "at": now, "steps": steps.count,
-                                  "lock_existed": lock_existed})
+    entry: dict[str, object] = {"op": op, "state": state, "partitions": names, "at": now, "steps": steps.count,
+                                "lock_existed": lock_existed}
+    if lock_id is not None:
+        entry["lock_id"] = lock_id  # (st_dev, st_ino, st_ctime_ns) of the .lock this run created
+    w.write_json(w.journal_path, entry)
     steps.done()
+
+
+def _file_id(path: Path) -> list[int] | None:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return [st.st_dev, st.st_ino, st.st_ctime_ns]  # ctime too: a freed inode number is soon reused
 
 
 def _swap_partition(w: Workdir, p: PartitionEntry, op: str, log_dir: Path, before: str, steps: Steps,
@@ -417,14 +429,19 @@ def swap(workdir: str | os.PathLike[str], op: str, *, partitions: Sequence[str] 
     names = [p.name for p in entries]
     # The log dir's .lock: hold_log_dir creates it when absent and removes it after; a run killed meanwhile leaves
     # it behind, which the journal (written before the lock is taken) tells the next run, so that it goes too.
+    # Only the very file the killed run created (same device, inode and ctime, recorded in the journal once it held it)
+    # is removed: a .lock recreated since (a broker that started in between) is never ours to delete. A kill
+    # between creating the .lock and recording it leaves an unlocked empty .lock, as every broker shutdown does.
     lock_path = log_dir / LOCK_FILE
     prev = w.read_optional(w.journal_path)
     leftover = bool(prev and prev.get("state") == "running" and prev.get("lock_existed") is False
-                    and lock_path.exists())
+                    and prev.get("lock_id") is not None and _file_id(lock_path) == prev.get("lock_id"))
     lock_existed = lock_path.exists() and not leftover
     _journal(w, op, "running", names, steps, lock_existed)
     try:
         with hold_log_dir(log_dir):
+            if not lock_existed and not leftover:
+                _journal(w, op, "running", names, steps, lock_existed, _file_id(lock_path))
             before = {}
             for p in entries:  # every partition checked before anything is written
                 st = classify(log_dir / p.name, p)
