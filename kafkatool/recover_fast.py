@@ -291,6 +291,19 @@ class _Walk:
         return q, h
 
 
+def _open_noatime(path: str) -> int:
+    """Open read-only without access-time updates where the caller may (the file's owner or root): a hop is
+    one small read per batch, and the atime check of each read is ~7% of its kernel time (perf, 43-byte
+    preads on a 100 MB segment). Others open the file plainly (O_NOATIME is then refused with EPERM)."""
+    noatime = getattr(os, "O_NOATIME", 0)
+    if noatime:
+        try:
+            return os.open(path, os.O_RDONLY | noatime)
+        except PermissionError:
+            pass
+    return os.open(path, os.O_RDONLY)
+
+
 def _advise(fd: int, name: str) -> None:
     advice = getattr(os, name, None)
     if advice is not None:
@@ -437,7 +450,7 @@ def recover_fast(path: str, size: int, base_offset: int, *, index_interval_bytes
     """``LogSegment.recover`` of the first ``size`` bytes of ``path`` (see the module doc)."""
     out = SegmentRecovery(base_offset, size)
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = _open_noatime(path)
     except OSError as e:
         raise InputError(f"cannot open: {e.strerror}", path=path) from None
     try:

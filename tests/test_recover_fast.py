@@ -7,6 +7,7 @@ epochs and damage (torn tails, zero padding, flipped bytes), at random intervals
 
 from __future__ import annotations
 
+import os
 import random
 
 import pytest
@@ -105,3 +106,40 @@ def test_batch_larger_than_the_window_with_verify(tmp_path, monkeypatch):
     path.write_bytes(bytes(data))
     r = recover_segment(path, 0, verify=True)
     assert r.batches == 1 and "Record is corrupt" in r.error.message
+
+
+@pytest.mark.skipif(not hasattr(os, "O_NOATIME"), reason="O_NOATIME is Linux only")
+def test_noatime_refused_falls_back_to_a_plain_open(tmp_path, monkeypatch):
+    """O_NOATIME on a file of another user fails with EPERM: the walk then opens the file plainly."""
+    batches = [v2(i * 3, 3, value=rng_value) for i, rng_value in enumerate([100, 9000, 20000, 100, 30000])]
+    path = write_segment(tmp_path, 0, b"".join(batches))
+    expected = summary(recover_segment(path, 0, method="reference"))
+    real_open = os.open
+    flags_seen = []
+
+    def refusing_open(p, flags, *args):
+        flags_seen.append(flags)
+        if flags & os.O_NOATIME:
+            raise PermissionError(1, "Operation not permitted")
+        return real_open(p, flags, *args)
+
+    monkeypatch.setattr(os, "open", refusing_open)
+    assert summary(recover_segment(path, 0)) == expected
+    assert [bool(f & os.O_NOATIME) for f in flags_seen] == [True, False]
+
+
+@pytest.mark.skipif(not hasattr(os, "O_NOATIME"), reason="O_NOATIME is Linux only")
+def test_the_walk_leaves_the_access_time_alone(tmp_path):
+    batches = [v2(i * 3, 3, value=v) for i, v in enumerate([100, 9000, 20000, 100, 30000])]
+    path = write_segment(tmp_path, 0, b"".join(batches))
+    st = os.stat(path)
+    os.utime(path, ns=(st.st_mtime_ns - 10**12, st.st_mtime_ns))  # atime before mtime: relatime would update it
+    before = os.stat(path).st_atime_ns
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOATIME)
+    except PermissionError:
+        pytest.skip("O_NOATIME not permitted here (not the file's owner)")
+    os.close(fd)
+    r = recover_segment(path, 0)
+    assert r.batches == 5 and r.error is None
+    assert os.stat(path).st_atime_ns == before
