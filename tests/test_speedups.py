@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 from kafkatool import _accel
 from kafkatool import default_records as v2
 from kafkatool import down_convert as dc
+from kafkatool import legacy_records as lr
 from kafkatool.batch import Header, Record
 from kafkatool.errors import KafkaToolError
 from kafkatool.file_records import verify_segment
@@ -288,6 +289,26 @@ def test_reframe_equals_python(area: tuple[bytes, int], base: int, base_ts: int,
                                               r.last_offset, r.max_timestamp))
     with compiled(True):
         assert outcome(dc.reframe_v2_records, *args, relative=relative) == want
+
+
+@SETTINGS
+@given(magic=st.sampled_from([0, 1, 1, 2]), attributes=st.sampled_from([1, 2, 3, 9, 11, 0x7F, -128, 200]),
+       ts=st.sampled_from([-1, -2, 0, TS, 2 ** 63 - 1, -(2 ** 63)]),
+       last=st.sampled_from([0, 15, 2 ** 40, 2 ** 63 - 1, -1, 2 ** 63]), value=st.binary(max_size=300))
+def test_legacy_wrapper_equals_python(magic: int, attributes: int, ts: int, last: int, value: bytes) -> None:
+    assert SP is not None
+    want = outcome(dc.wrapper_entry_py, magic, attributes, ts, last, value)
+    got = SP.legacy_wrapper(magic, attributes, ts, last, value)
+    if got is not None:
+        assert want == ("ok", got) and type(got) is bytes
+    else:  # C declines only what is not a valid v0/v1 wrapper of int64 fields
+        assert (magic not in (0, 1) or not -128 <= attributes <= 127 or (magic == 1 and ts < -1)
+                or not -(2 ** 63) <= last < 2 ** 63)
+    if want[0] == "ok" and magic in (0, 1):  # the log entry encode_message/encode_entry write
+        assert want[1] == lr.encode_entry(last, lr.encode_message(magic, attributes, ts if magic else -1, None,
+                                                                  value))
+    with compiled(True):
+        assert outcome(dc.wrapper_entry, magic, attributes, ts, last, bytearray(value)) == want
 
 
 @SETTINGS
