@@ -35,6 +35,7 @@ from kafkatool import legacy_records as lr
 from kafkatool.batch import Header, Record
 from kafkatool.errors import KafkaToolError
 from kafkatool.file_records import verify_segment
+from tests.test_convert_units import v2_batches
 from tests.test_fast_paths import as_file, err, segment
 
 try:
@@ -309,6 +310,31 @@ def test_legacy_wrapper_equals_python(magic: int, attributes: int, ts: int, last
                                                                   value))
     with compiled(True):
         assert outcome(dc.wrapper_entry, magic, attributes, ts, last, bytearray(value)) == want
+
+
+@SETTINGS
+@given(data=v2_batches(), to_magic=st.sampled_from([0, 1]), first=st.sampled_from([0, 3, 2 ** 40 + 2, 2 ** 41]))
+def test_down_convert_batch_same_with_and_without(data: bytes, to_magic: int, first: int) -> None:
+    """downconvert's hot branch (a v2 batch with its own codec: the compiled reframe called directly) gives
+    the ConvertedBatch and every statistic of the pure path, and the bytes of reframe_v2_batch."""
+    from kafkatool.file_records import iter_batches
+
+    results = []
+    for on in (False, True):
+        with compiled(on):
+            (batch,) = iter_batches(data)
+            out = dc.DownConverted(b"")
+            results.append((outcome(dc.down_convert_batch, batch, to_magic, first, out), out))
+    assert results[0] == results[1]
+    (batch,) = iter_batches(data)
+    r = dc.reframe_v2_batch(batch, to_magic, first, batch.codec)
+    got = results[1][0]
+    assert got[0] == "ok"
+    if got[1] is None:
+        assert r.records == 0
+    else:
+        assert (got[1].data, got[1].records, got[1].first_offset, got[1].last_offset, got[1].uncompressed_bytes) == (
+            r.data, r.records, r.first_offset, r.last_offset, r.inner_bytes)
 
 
 @SETTINGS
