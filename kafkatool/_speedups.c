@@ -742,6 +742,62 @@ defer:
     Py_RETURN_NONE;
 }
 
+/* legacy_wrapper(magic, attributes, timestamp, last_offset, value) -> bytes | None
+ * Mirrors ``down_convert.wrapper_entry_py``: the log entry of a compressed legacy wrapper (null key),
+ * [offset][size][crc] magic attributes [timestamp (v1)] keylen=-1 vallen value, in one allocation. */
+static PyObject *sp_legacy_wrapper(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    int64_t magic, attributes, ts, last_offset;
+    Py_buffer view;
+    Py_ssize_t head, total;
+    PyObject *outb;
+    uint8_t *o, *m;
+    (void)self;
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "legacy_wrapper takes 5 arguments");
+        return NULL;
+    }
+    if (arg_i64(args[0], &magic) || arg_i64(args[1], &attributes) || arg_i64(args[2], &ts)
+        || arg_i64(args[3], &last_offset))
+        Py_RETURN_NONE;
+    if ((magic != 0 && magic != 1) || attributes < -128 || attributes > 127 || (magic == 1 && ts < -1))
+        Py_RETURN_NONE;
+    if (PyObject_GetBuffer(args[4], &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    head = magic == 1 ? 18 : 10; /* magic attributes [ts] keylen vallen */
+    if (view.len > 0x7FFFFFFF - 4 - head) {
+        PyBuffer_Release(&view);
+        Py_RETURN_NONE;
+    }
+    total = 16 + head + view.len;
+    outb = PyBytes_FromStringAndSize(NULL, total);
+    if (outb == NULL) {
+        PyErr_Clear();
+        PyBuffer_Release(&view);
+        Py_RETURN_NONE;
+    }
+    o = (uint8_t *)PyBytes_AS_STRING(outb);
+    put_be64(o, (uint64_t)last_offset);
+    put_be32(o + 8, (uint32_t)(4 + head + view.len));
+    m = o + 16;
+    m[0] = (uint8_t)magic;
+    m[1] = (uint8_t)(int8_t)attributes;
+    if (magic == 1) {
+        put_be64(m + 2, (uint64_t)ts);
+        m += 10;
+    } else {
+        m += 2;
+    }
+    put_be32(m, 0xFFFFFFFFu);
+    put_be32(m + 4, (uint32_t)view.len);
+    memcpy(m + 8, view.buf, (size_t)view.len);
+    put_be32(o + 12, crc32_any(0, o + 16, (size_t)(head + view.len)));
+    PyBuffer_Release(&view);
+    return outb;
+}
+
 /* crc32(data, value=0) -> int: zlib's CRC-32 (exposed for the tests). */
 static PyObject *sp_crc32(PyObject *self, PyObject *args)
 {
@@ -1193,6 +1249,9 @@ static PyMethodDef methods[] = {
      "parse_records would return, or None where it raises."},
     {"reframe_v2_records", (PyCFunction)(void (*)(void))sp_reframe_v2_records, METH_FASTCALL,
      "reframe_v2_records(...): down_convert.reframe_v2_records' fields, or None."},
+    {"legacy_wrapper", (PyCFunction)(void (*)(void))sp_legacy_wrapper, METH_FASTCALL,
+     "legacy_wrapper(magic, attributes, timestamp, last_offset, value): down_convert.wrapper_entry_py's bytes, "
+     "or None."},
     {"verify_walk", (PyCFunction)(void (*)(void))sp_verify_walk, METH_FASTCALL,
      "verify_walk(buf, p, stop, end, crc32c, crc32): file_records._verify's loop."},
     {"headers_walk", (PyCFunction)(void (*)(void))sp_headers_walk, METH_FASTCALL,

@@ -184,6 +184,9 @@ _I32 = struct.Struct(">i")
 
 def snappy_xerial_compress(data: Buffer) -> bytes:
     """snappy-java ``SnappyOutputStream``: header then [int32 BE length][raw block] per 32 KiB of input."""
+    if 0 < len(data) <= XERIAL_BLOCK:  # one chunk: the loop's bytes without its slicing
+        one = cramjam.snappy.compress_raw(data)
+        return b"".join((XERIAL_HEADER, _I32.pack(len(one)), one))
     mv = memoryview(data)
     parts = [XERIAL_HEADER]
     for i in range(0, len(mv), XERIAL_BLOCK):
@@ -249,6 +252,8 @@ _LZ4_HC_GOOD = 0x82  # (xxh32(b"\x60\x40") >> 8) & 0xff
 _LZ4_HC_V0 = 0x1A  # (xxh32(magic + b"\x60\x40") >> 8) & 0xff: KAFKA-3160's broken checksum
 _LE32 = struct.Struct("<I")
 _BLOCK_SIZES = {4: 64 * 1024, 5: 256 * 1024, 6: 1024 * 1024, 7: 4 * 1024 * 1024}
+_LZ4_HEAD = struct.pack("<I", LZ4_MAGIC) + bytes((LZ4_FLG, LZ4_BD, _LZ4_HC_GOOD))
+_LZ4_HEAD_V0 = struct.pack("<I", LZ4_MAGIC) + bytes((LZ4_FLG, LZ4_BD, _LZ4_HC_V0))
 
 
 
@@ -257,6 +262,16 @@ def lz4_kafka_compress(data: Buffer, *, magic: int = 2, level: int = 9) -> bytes
 
     Level 9 (Kafka's default) uses lz4-java's fast compressor; other levels the HC compressor.
     """
+    if level == 9 and len(data) <= LZ4_BLOCK:
+        # One block (every batch of up to 64 KiB): the same bytes as the loop below, without its slicing.
+        one = cramjam.lz4.compress_block(data, store_size=False)
+        n, size = len(one), len(data)
+        head = _LZ4_HEAD_V0 if magic == 0 else _LZ4_HEAD
+        if not size:
+            return head + b"\x00\x00\x00\x00"
+        if n >= size:
+            return b"".join((head, _LE32.pack(size | 0x80000000), data, b"\x00\x00\x00\x00"))
+        return b"".join((head, _LE32.pack(n), one, b"\x00\x00\x00\x00"))
     mv = memoryview(data)
     hc = _LZ4_HC_V0 if magic == 0 else _LZ4_HC_GOOD
     parts = [struct.pack("<I", LZ4_MAGIC), bytes((LZ4_FLG, LZ4_BD, hc))]
@@ -288,6 +303,17 @@ def _lz4_decompress(data: Buffer, limit: int, magic: int) -> bytes:
     # Fast path: the frame Kafka writes (FLG 0x60, BD 0x40: independent 64 KiB blocks, no checksums),
     # header checksum 0x82 (magic 0 frames carry KAFKA-3160's wrong one, which Kafka does not check).
     if end >= 11 and _LE32_PAIR.unpack_from(mv, 0) == (LZ4_MAGIC, 0x4060) and (magic == 0 or mv[6] == _LZ4_HC_GOOD):
+        # One compressed block then the end mark (a frame of up to 64 KiB, every batch Kafka writes at
+        # default sizes): _lz4_blocks' result and errors without its loop.
+        (size,) = _LE32.unpack_from(mv, 7)
+        if 0 < size <= LZ4_BLOCK and end - 11 - size >= 4 and not _LE32.unpack_from(mv, 11 + size)[0] & 0x7FFFFFFF:
+            try:
+                only: bytes = lz4.block.decompress(mv[11:11 + size], uncompressed_size=LZ4_BLOCK)
+            except Exception as e:
+                raise CorruptRecordError(f"lz4 block is corrupt: {e}") from None
+            if len(only) > limit:
+                raise _too_big(limit)
+            return only
         return _lz4_blocks(mv, 7, LZ4_BLOCK, False, limit)
     if end < 6:
         raise CorruptRecordError("lz4 frame ends early (Stream ended prematurely)")

@@ -195,9 +195,11 @@ class DownConverter:
         if (override is not None and override != Codec.NONE and batch.magic <= opts.to_magic
                 and not batch.is_compressed):
             return self._group(batch, override)
-        units = self.flush()
-        units.extend(self._add(batch, override))
-        return units
+        if self._pending:
+            units = self.flush()
+            units.extend(self._add(batch, override))
+            return units
+        return self._add(batch, override)
 
     def _add(self, batch: RecordBatch, override: Codec | None) -> list[Unit]:
         opts, c = self.opts, self.c
@@ -219,7 +221,7 @@ class DownConverter:
             return [(res.data, res.first_offset, res.last_offset, 1)]
         n = res.records or 0
         c.records_in += n
-        if res.codec != batch.codec:
+        if res.codec != batch.codec_id:
             c.codec_changed_batches += 1
         if res.codec == Codec.NONE:  # one message per record
             if len(res.data) > max_bytes:
@@ -228,8 +230,6 @@ class DownConverter:
             c.batches_out += n
             c.batches_built += n
             return [(res.data, res.first_offset, res.last_offset, n)]
-        ts_type = batch.timestamp_type
-        lat = batch.max_timestamp if ts_type == TimestampType.LOG_APPEND_TIME else NO_TIMESTAMP
         if len(res.data) <= max_bytes:
             # MemoryRecordsBuilder.close: the wrapper value over the inner messages; the producer then updates
             # the estimate for (topic, codec), as KIP-126 does after every batch.
@@ -240,6 +240,8 @@ class DownConverter:
             c.batches_built += 1
             c.recompressed_batches += 1
             return [(res.data, res.first_offset, res.last_offset, 1)]
+        ts_type = batch.timestamp_type
+        lat = batch.max_timestamp if ts_type == TimestampType.LOG_APPEND_TIME else NO_TIMESTAMP
         return self._within_limit(batch.records(limit=opts.decompress_limit), res.data, res.uncompressed_bytes,
                                   res.codec, res.magic, ts_type, lat)
 

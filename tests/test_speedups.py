@@ -31,9 +31,11 @@ from hypothesis import strategies as st
 from kafkatool import _accel
 from kafkatool import default_records as v2
 from kafkatool import down_convert as dc
+from kafkatool import legacy_records as lr
 from kafkatool.batch import Header, Record
 from kafkatool.errors import KafkaToolError
 from kafkatool.file_records import verify_segment
+from tests.test_convert_units import v2_batches
 from tests.test_fast_paths import as_file, err, segment
 
 try:
@@ -288,6 +290,51 @@ def test_reframe_equals_python(area: tuple[bytes, int], base: int, base_ts: int,
                                               r.last_offset, r.max_timestamp))
     with compiled(True):
         assert outcome(dc.reframe_v2_records, *args, relative=relative) == want
+
+
+@SETTINGS
+@given(magic=st.sampled_from([0, 1, 1, 2]), attributes=st.sampled_from([1, 2, 3, 9, 11, 0x7F, -128, 200]),
+       ts=st.sampled_from([-1, -2, 0, TS, 2 ** 63 - 1, -(2 ** 63)]),
+       last=st.sampled_from([0, 15, 2 ** 40, 2 ** 63 - 1, -1, 2 ** 63]), value=st.binary(max_size=300))
+def test_legacy_wrapper_equals_python(magic: int, attributes: int, ts: int, last: int, value: bytes) -> None:
+    assert SP is not None
+    want = outcome(dc.wrapper_entry_py, magic, attributes, ts, last, value)
+    got = SP.legacy_wrapper(magic, attributes, ts, last, value)
+    if got is not None:
+        assert want == ("ok", got) and type(got) is bytes
+    else:  # C declines only what is not a valid v0/v1 wrapper of int64 fields
+        assert (magic not in (0, 1) or not -128 <= attributes <= 127 or (magic == 1 and ts < -1)
+                or not -(2 ** 63) <= last < 2 ** 63)
+    if want[0] == "ok" and magic in (0, 1):  # the log entry encode_message/encode_entry write
+        assert want[1] == lr.encode_entry(last, lr.encode_message(magic, attributes, ts if magic else -1, None,
+                                                                  value))
+    with compiled(True):
+        assert outcome(dc.wrapper_entry, magic, attributes, ts, last, bytearray(value)) == want
+
+
+@SETTINGS
+@given(data=v2_batches(), to_magic=st.sampled_from([0, 1]), first=st.sampled_from([0, 3, 2 ** 40 + 2, 2 ** 41]))
+def test_down_convert_batch_same_with_and_without(data: bytes, to_magic: int, first: int) -> None:
+    """downconvert's hot branch (a v2 batch with its own codec: the compiled reframe called directly) gives
+    the ConvertedBatch and every statistic of the pure path, and the bytes of reframe_v2_batch."""
+    from kafkatool.file_records import iter_batches
+
+    results = []
+    for on in (False, True):
+        with compiled(on):
+            (batch,) = iter_batches(data)
+            out = dc.DownConverted(b"")
+            results.append((outcome(dc.down_convert_batch, batch, to_magic, first, out), out))
+    assert results[0] == results[1]
+    (batch,) = iter_batches(data)
+    r = dc.reframe_v2_batch(batch, to_magic, first, batch.codec)
+    got = results[1][0]
+    assert got[0] == "ok"
+    if got[1] is None:
+        assert r.records == 0
+    else:
+        assert (got[1].data, got[1].records, got[1].first_offset, got[1].last_offset, got[1].uncompressed_bytes) == (
+            r.data, r.records, r.first_offset, r.last_offset, r.inner_bytes)
 
 
 @SETTINGS
