@@ -21,13 +21,21 @@ def pure_requested() -> bool:
     return os.environ.get("KAFKATOOL_PURE", "").strip() not in ("", "0")
 
 
+# Every function the callers use: a stale build (a source tree updated without rebuilding the extension) lacks
+# some, and then the pure-Python paths run rather than an AttributeError mid-command.
+REQUIRED = ("configure", "parse_records", "validate_records", "reframe_v2_records", "legacy_wrapper", "verify_walk",
+            "headers_walk", "hop_walk", "dump_walk", "crc32")
+
+
 def load() -> ModuleType | None:
-    """The extension module, configured; None when it is not built or the pure paths are requested."""
+    """The extension module, configured; None when it is not built, is stale, or the pure paths are requested."""
     if pure_requested():
         return None
     try:
         from kafkatool import _speedups
     except ImportError:
+        return None
+    if not all(hasattr(_speedups, name) for name in REQUIRED):
         return None
     from kafkatool.batch import Header, Record
 
