@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import pty
+import select
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -62,3 +64,28 @@ def java_lock(tmp_path_factory: pytest.TempPathFactory):
 
 # kafka-ref (Apache Kafka's own code) for every test directory: the session fixture lives in tests/kafkaref.py.
 from tests.kafkaref import kafka_ref  # noqa: E402, F401
+
+
+def run_on_pty(args: list[str | os.PathLike[str]], env: dict[str, str] | None = None, *, columns: int = 120,
+               timeout: float = 120) -> tuple[int, str]:
+    """Run the CLI with stdout and stderr on a terminal (NO_COLOR unset unless ``env`` sets it, so colour and
+    progress bars show); returns (exit code, everything it printed)."""
+    leader, follower = pty.openpty()
+    full_env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    full_env.update(PYTHONPATH=str(ROOT), COLUMNS=str(columns), TERM="xterm-256color", **(env or {}))
+    p = subprocess.Popen([sys.executable, "-m", "kafkatool", *map(str, args)], stdin=subprocess.DEVNULL,
+                         stdout=follower, stderr=follower, env=full_env)
+    os.close(follower)
+    chunks = []
+    try:
+        while select.select([leader], [], [], timeout)[0]:
+            try:
+                data = os.read(leader, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not data:
+                break
+            chunks.append(data)
+    finally:
+        os.close(leader)
+    return p.wait(timeout), b"".join(chunks).decode("utf-8", "replace")

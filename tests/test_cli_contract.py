@@ -16,9 +16,7 @@ import fcntl
 import functools
 import json
 import os
-import pty
 import re
-import select
 import shutil
 import signal
 import subprocess
@@ -46,7 +44,7 @@ from kafkatool.sample import generate_sample
 from kafkatool.sample_spec import IntRange, SampleSpec, TopicSpec
 from kafkatool.units import parse_size
 from tests.canary_dirs import small_dir
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT, run_cli, run_on_pty
 
 MiB = 1 << 20
 
@@ -227,30 +225,6 @@ def test_text_and_table_formats_and_quiet(command, dirs, tmp_path):
         assert not has_colour(t.stdout + t.stderr)
 
 
-def _run_on_pty(args: list[str | os.PathLike[str]], env: dict[str, str]) -> tuple[int, str]:
-    """Run the CLI with stdout and stderr on a terminal; returns (exit code, everything it printed)."""
-    leader, follower = pty.openpty()
-    full_env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
-    full_env.update(PYTHONPATH=str(ROOT), COLUMNS="120", TERM="xterm-256color", **env)
-    p = subprocess.Popen([sys.executable, "-m", "kafkatool", *map(str, args)], stdin=subprocess.DEVNULL,
-                         stdout=follower, stderr=follower, env=full_env)
-    os.close(follower)
-    chunks = []
-    while True:
-        ready, _, _ = select.select([leader], [], [], 60)
-        if not ready:
-            break
-        try:
-            data = os.read(leader, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not data:
-            break
-        chunks.append(data)
-    os.close(leader)
-    return p.wait(60), b"".join(chunks).decode("utf-8", "replace")
-
-
 @pytest.fixture(scope="module")
 def torn(dirs: Dirs) -> Path:
     """old-0 with its first segment torn mid-batch: a finding (exit 1) in dump and reindex-time."""
@@ -347,7 +321,7 @@ def test_paths_and_names_with_brackets_print_as_they_are(command, bracketed, tmp
         for fmt in formats:
             r = run_cli(*make(), "--format", fmt)
             assert r.returncode == rc and "internal error" not in r.stderr, (fmt, r.stderr[-600:])
-        code, shown = _run_on_pty(make(), {})
+        code, shown = run_on_pty(make(), {})
         assert code == rc and "internal error" not in shown, shown[-600:]
     if command == "dump":
         r = run_cli("dump", d.small / "l[bold]at-0", "--format", "table")
@@ -384,10 +358,10 @@ def test_findings_of_damaged_input_go_to_stderr_and_data_to_stdout(command, dama
 
 
 def test_colour_only_on_a_terminal_and_never_with_no_color(torn):
-    rc, shown = _run_on_pty(["dump", torn], {})
+    rc, shown = run_on_pty(["dump", torn], {})
     assert rc == 1
     assert has_colour(shown), shown[-400:]  # findings are coloured on a terminal
-    rc, shown = _run_on_pty(["dump", torn], {"NO_COLOR": "1"})
+    rc, shown = run_on_pty(["dump", torn], {"NO_COLOR": "1"})
     assert rc == 1
     assert not has_colour(shown), shown[-400:]
     r = run_cli("dump", torn, env={"NO_COLOR": ""})  # piped, even without NO_COLOR: no colour
@@ -396,7 +370,7 @@ def test_colour_only_on_a_terminal_and_never_with_no_color(torn):
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_no_color_on_a_terminal(command, dirs, tmp_path):
-    rc, shown = _run_on_pty(argv(command, dirs, _fresh(tmp_path)), {"NO_COLOR": "1"})
+    rc, shown = run_on_pty(argv(command, dirs, _fresh(tmp_path)), {"NO_COLOR": "1"})
     assert rc == 0, shown[-400:]
     assert not has_colour(shown), shown[-400:]
 

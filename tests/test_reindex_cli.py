@@ -17,7 +17,7 @@ import pytest
 from kafkatool.checkpoints import encode_offset_checkpoint
 from kafkatool.logdir import TopicPartition
 from kafkatool.recover import recover_segment
-from tests.conftest import ROOT, run_cli
+from tests.conftest import run_cli, run_on_pty
 from tests.segments import T0, v2_sized, write_segment
 
 STALE_TAIL = b"\x00\x00\x7f\x00\x00\x7f\x00\x00"  # an entry far past the end of the log
@@ -243,44 +243,18 @@ def test_recovery_report_cli(tmp_path):
     assert os.path.exists(root / "orders-0" / f"{50:020d}.log")  # read-only
 
 
-def _on_pty(args, timeout=120):
-    """Run the CLI with stdout and stderr on a terminal (where the progress bar shows); (exit code, output)."""
-    import pty
-    import select
-
-    leader, follower = pty.openpty()
-    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
-    env.update(PYTHONPATH=str(ROOT), COLUMNS="160", TERM="xterm-256color")
-    p = subprocess.Popen([sys.executable, "-m", "kafkatool", *map(str, args)], stdin=subprocess.DEVNULL,
-                         stdout=follower, stderr=follower, env=env)
-    os.close(follower)
-    chunks = []
-    try:
-        while select.select([leader], [], [], timeout)[0]:
-            try:
-                data = os.read(leader, 65536)
-            except OSError:  # EIO: the child closed the terminal
-                break
-            if not data:
-                break
-            chunks.append(data)
-    finally:
-        os.close(leader)
-    return p.wait(timeout), b"".join(chunks).decode("utf-8", "replace")
-
-
 ETA = re.compile(r"(\d+|-):[\d-]{2}:[\d-]{2}")  # rich's TimeRemainingColumn: 0:00:03, or -:--:-- at first
 
 
 def test_progress_bar_on_a_terminal_shows_segments_bytes_and_eta(tmp_path):
     root = make_log_dir(tmp_path, partitions=[f"orders-{i}" for i in range(4)], segments=(0, 50, 100),
                         damage=False)
-    rc, shown = _on_pty(["reindex-time", root, "--verify"])
+    rc, shown = run_on_pty(["reindex-time", root, "--verify"], columns=160)
     assert rc == 0, shown[-600:]
     assert re.search(r"reindex-time.*\d+/12 segments", shown), shown[-600:]
     assert re.search(r"[\d.]+/[\d.]+ ?(kB|KB|MB)", shown), shown[-600:]  # bytes done / total
     assert ETA.search(shown), shown[-600:]
-    rc, shown = _on_pty(["reindex-time", root, "--recovery-report"])
+    rc, shown = run_on_pty(["reindex-time", root, "--recovery-report"], columns=160)
     assert rc == 0, shown[-600:]
     assert re.search(r"recovery-report.*\d+/4 partitions", shown) and ETA.search(shown), shown[-600:]
     # Piped (not a terminal): no bar at all.
