@@ -118,7 +118,11 @@ class _Walk:
         # Page aligned: preadv copies at full speed. Reused from walk to walk: the first touch of a fresh
         # 1 MiB mapping is 256 page faults, about as long as walking a whole segment of large batches.
         size = WINDOW + len(_ZEROS)
-        self._anon = _SPARE_WINDOWS.pop() if _SPARE_WINDOWS and len(_SPARE_WINDOWS[-1]) == size else mmap.mmap(-1, size)
+        # MAP_PRIVATE: Python's default anonymous mapping is MAP_SHARED, and a spare window kept by a parent would
+        # then be one buffer shared by every worker forked after it (reindex-time --jobs, spark-scan's local
+        # pool): two walks filling the same window read each other's bytes.
+        self._anon = _SPARE_WINDOWS.pop() if _SPARE_WINDOWS and len(_SPARE_WINDOWS[-1]) == size else \
+            mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
         self._win = memoryview(self._anon)
 
     def close(self) -> None:
