@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.data import DEFAULT_DATA_DIR  # noqa: E402
+from benchmarks.procs import _pss, _tree  # noqa: E402
 from kafkatool import budget  # noqa: E402
 from kafkatool.reindex import working_set  # noqa: E402
 from kafkatool.units import format_size, parse_size  # noqa: E402
@@ -103,31 +104,6 @@ def commands(part: Path, out: Path) -> dict[str, list[str]]:
                       "--fetch-max-bytes", "1GiB", "--broker-fetch-max-bytes", "1GiB"],
         "reindex-j2": ["reindex-time", "--jobs", "2", str(part)],
     }
-
-
-def _tree(pid: int) -> list[int]:
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        try:
-            for t in os.listdir(f"/proc/{p}/task"):
-                with open(f"/proc/{p}/task/{t}/children") as f:
-                    todo.extend(int(c) for c in f.read().split())
-        except OSError:
-            pass
-    return out
-
-
-def _pss(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as f:
-            for line in f:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
 
 
 def run(row: str, argv: list[str], total: int, sample_tree: bool) -> Result:
