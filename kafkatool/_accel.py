@@ -24,7 +24,7 @@ def pure_requested() -> bool:
 # Every function the callers use: a stale build (a source tree updated without rebuilding the extension) lacks
 # some, and then the pure-Python paths run rather than an AttributeError mid-command.
 REQUIRED = ("configure", "parse_records", "validate_records", "reframe_v2_records", "legacy_wrapper", "verify_walk",
-            "headers_walk", "hop_walk", "dump_walk", "crc32")
+            "headers_walk", "hop_walk", "dump_walk", "downconvert_run", "crc32")
 
 
 def load() -> ModuleType | None:

@@ -553,57 +553,30 @@ static PyObject *sp_validate_records(PyObject *self, PyObject *const *args, Py_s
 
 /* ------------------------------------------------------------------------------------------ down-conversion */
 
-/* reframe_v2_records(d, count, base_offset, base_timestamp, log_append_time, to_magic, attributes,
- *                    first_offset, relative)
- * -> (data, written, filtered, with_headers, first, last, max_ts) | None
- * Mirrors ``down_convert.reframe_v2_records`` (its Reframed fields, record_bytes = len(d) and
- * inner_bytes = len(data) left to the caller). */
-static PyObject *sp_reframe_v2_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* What reframe_core wrote: the counts of ``down_convert.Reframed`` (record_bytes and inner_bytes are
+ * the input's and the output's lengths). */
+typedef struct {
+    int64_t written, filtered, with_headers, first, last, max_ts;
+} Reframe;
+
+/* The legacy messages of ``count`` v2 records in d[0:end] (``down_convert.reframe_v2_records``): a new
+ * bytes object, or NULL with no exception set wherever the Python function must run instead. */
+static PyObject *reframe_core(const uint8_t *d, Py_ssize_t end, int64_t count, int64_t base_offset, int64_t base_ts,
+                              int has_lat, int64_t lat, int64_t to_magic, int64_t attributes, int has_first,
+                              int64_t first_offset, int relative, Reframe *r)
 {
-    Py_buffer view;
-    int64_t count, base_offset, base_ts, lat = 0, to_magic, attributes, first_offset = 0;
-    int has_lat, has_first, relative, v1, per_record_ts;
+    int v1, per_record_ts;
     int64_t fixed_ts, written = 0, filtered = 0, with_headers = 0, first = -1, last = -1, max_ts = -1, rel_base = 0;
-    const uint8_t *d;
-    Py_ssize_t p = 0, end, cap;
+    Py_ssize_t p = 0, cap;
     PyObject *outb = NULL;
     uint8_t *o;
-    (void)self;
-    if (nargs != 9) {
-        PyErr_SetString(PyExc_TypeError, "reframe_v2_records takes 9 arguments");
-        return NULL;
-    }
-    if (arg_i64(args[1], &count) || arg_i64(args[2], &base_offset) || arg_i64(args[3], &base_ts)
-        || arg_i64(args[5], &to_magic) || arg_i64(args[6], &attributes))
-        Py_RETURN_NONE;
-    has_lat = args[4] != Py_None;
-    if (has_lat && arg_i64(args[4], &lat))
-        Py_RETURN_NONE;
-    has_first = args[7] != Py_None;
-    if (has_first && arg_i64(args[7], &first_offset))
-        Py_RETURN_NONE;
-    relative = PyObject_IsTrue(args[8]);
-    if (relative < 0) {
-        PyErr_Clear();
-        Py_RETURN_NONE;
-    }
     if (attributes < -128 || attributes > 127) /* struct's "b" */
-        Py_RETURN_NONE;
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
-        PyErr_Clear();
-        Py_RETURN_NONE;
-    }
-    d = (const uint8_t *)view.buf;
-    end = view.len;
-    if (count < 0 || count > end / 7 || end > 0x7FFFFFFF) {
-        PyBuffer_Release(&view);
-        Py_RETURN_NONE;
-    }
+        return NULL;
+    if (count < 0 || count > end / 7 || end > 0x7FFFFFFF)
+        return NULL;
     v1 = to_magic == 1;
-    if (v1 && has_lat && lat < -1) {
-        PyBuffer_Release(&view);
-        Py_RETURN_NONE;
-    }
+    if (v1 && has_lat && lat < -1)
+        return NULL;
     per_record_ts = v1 && !has_lat;
     fixed_ts = has_lat ? lat : -1;
     /* Each message is at most 27 bytes longer than its v2 record (34 + key + value vs 7 + key + value). */
@@ -611,8 +584,7 @@ static PyObject *sp_reframe_v2_records(PyObject *self, PyObject *const *args, Py
     outb = PyBytes_FromStringAndSize(NULL, cap);
     if (outb == NULL) {
         PyErr_Clear();
-        PyBuffer_Release(&view);
-        Py_RETURN_NONE;
+        return NULL;
     }
     o = (uint8_t *)PyBytes_AS_STRING(outb);
     for (int64_t i = 0; i < count; i++) {
@@ -729,58 +701,88 @@ static PyObject *sp_reframe_v2_records(PyObject *self, PyObject *const *args, Py
     }
     if (p != end)
         goto defer;
-    PyBuffer_Release(&view);
     if (_PyBytes_Resize(&outb, o - (uint8_t *)PyBytes_AS_STRING(outb)) < 0) {
+        PyErr_Clear();
+        return NULL;
+    }
+    r->written = written;
+    r->filtered = filtered;
+    r->with_headers = with_headers;
+    r->first = first;
+    r->last = last;
+    r->max_ts = max_ts;
+    return outb;
+defer:
+    Py_DECREF(outb);
+    return NULL;
+}
+
+/* reframe_v2_records(d, count, base_offset, base_timestamp, log_append_time, to_magic, attributes,
+ *                    first_offset, relative)
+ * -> (data, written, filtered, with_headers, first, last, max_ts) | None
+ * Mirrors ``down_convert.reframe_v2_records`` (its Reframed fields, record_bytes = len(d) and
+ * inner_bytes = len(data) left to the caller). */
+static PyObject *sp_reframe_v2_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer view;
+    int64_t count, base_offset, base_ts, lat = 0, to_magic, attributes, first_offset = 0;
+    int has_lat, has_first, relative;
+    PyObject *outb;
+    Reframe r;
+    (void)self;
+    if (nargs != 9) {
+        PyErr_SetString(PyExc_TypeError, "reframe_v2_records takes 9 arguments");
+        return NULL;
+    }
+    if (arg_i64(args[1], &count) || arg_i64(args[2], &base_offset) || arg_i64(args[3], &base_ts)
+        || arg_i64(args[5], &to_magic) || arg_i64(args[6], &attributes))
+        Py_RETURN_NONE;
+    has_lat = args[4] != Py_None;
+    if (has_lat && arg_i64(args[4], &lat))
+        Py_RETURN_NONE;
+    has_first = args[7] != Py_None;
+    if (has_first && arg_i64(args[7], &first_offset))
+        Py_RETURN_NONE;
+    relative = PyObject_IsTrue(args[8]);
+    if (relative < 0) {
         PyErr_Clear();
         Py_RETURN_NONE;
     }
-    return Py_BuildValue("(NLLLLLL)", outb, (long long)written, (long long)filtered, (long long)with_headers,
-                         (long long)first, (long long)last, (long long)max_ts);
-defer:
-    Py_DECREF(outb);
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    outb = reframe_core((const uint8_t *)view.buf, view.len, count, base_offset, base_ts, has_lat, lat, to_magic,
+                        attributes, has_first, first_offset, relative, &r);
     PyBuffer_Release(&view);
-    Py_RETURN_NONE;
+    if (outb == NULL)
+        Py_RETURN_NONE;
+    return Py_BuildValue("(NLLLLLL)", outb, (long long)r.written, (long long)r.filtered, (long long)r.with_headers,
+                         (long long)r.first, (long long)r.last, (long long)r.max_ts);
 }
 
-/* legacy_wrapper(magic, attributes, timestamp, last_offset, value) -> bytes | None
- * Mirrors ``down_convert.wrapper_entry_py``: the log entry of a compressed legacy wrapper (null key),
- * [offset][size][crc] magic attributes [timestamp (v1)] keylen=-1 vallen value, in one allocation. */
-static PyObject *sp_legacy_wrapper(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* The log entry of a compressed legacy wrapper (``down_convert.wrapper_entry_py``): a new bytes object,
+ * or NULL with no exception set wherever the Python function must run instead. */
+static PyObject *wrapper_core(int64_t magic, int64_t attributes, int64_t ts, int64_t last_offset, const uint8_t *v,
+                              Py_ssize_t n)
 {
-    int64_t magic, attributes, ts, last_offset;
-    Py_buffer view;
     Py_ssize_t head, total;
     PyObject *outb;
     uint8_t *o, *m;
-    (void)self;
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError, "legacy_wrapper takes 5 arguments");
-        return NULL;
-    }
-    if (arg_i64(args[0], &magic) || arg_i64(args[1], &attributes) || arg_i64(args[2], &ts)
-        || arg_i64(args[3], &last_offset))
-        Py_RETURN_NONE;
     if ((magic != 0 && magic != 1) || attributes < -128 || attributes > 127 || (magic == 1 && ts < -1))
-        Py_RETURN_NONE;
-    if (PyObject_GetBuffer(args[4], &view, PyBUF_SIMPLE) < 0) {
-        PyErr_Clear();
-        Py_RETURN_NONE;
-    }
+        return NULL;
     head = magic == 1 ? 18 : 10; /* magic attributes [ts] keylen vallen */
-    if (view.len > 0x7FFFFFFF - 4 - head) {
-        PyBuffer_Release(&view);
-        Py_RETURN_NONE;
-    }
-    total = 16 + head + view.len;
+    if (n > 0x7FFFFFFF - 4 - head)
+        return NULL;
+    total = 16 + head + n;
     outb = PyBytes_FromStringAndSize(NULL, total);
     if (outb == NULL) {
         PyErr_Clear();
-        PyBuffer_Release(&view);
-        Py_RETURN_NONE;
+        return NULL;
     }
     o = (uint8_t *)PyBytes_AS_STRING(outb);
     put_be64(o, (uint64_t)last_offset);
-    put_be32(o + 8, (uint32_t)(4 + head + view.len));
+    put_be32(o + 8, (uint32_t)(4 + head + n));
     m = o + 16;
     m[0] = (uint8_t)magic;
     m[1] = (uint8_t)(int8_t)attributes;
@@ -791,10 +793,36 @@ static PyObject *sp_legacy_wrapper(PyObject *self, PyObject *const *args, Py_ssi
         m += 2;
     }
     put_be32(m, 0xFFFFFFFFu);
-    put_be32(m + 4, (uint32_t)view.len);
-    memcpy(m + 8, view.buf, (size_t)view.len);
-    put_be32(o + 12, crc32_any(0, o + 16, (size_t)(head + view.len)));
+    put_be32(m + 4, (uint32_t)n);
+    memcpy(m + 8, v, (size_t)n);
+    put_be32(o + 12, crc32_any(0, o + 16, (size_t)(head + n)));
+    return outb;
+}
+
+/* legacy_wrapper(magic, attributes, timestamp, last_offset, value) -> bytes | None
+ * Mirrors ``down_convert.wrapper_entry_py``: the log entry of a compressed legacy wrapper (null key),
+ * [offset][size][crc] magic attributes [timestamp (v1)] keylen=-1 vallen value, in one allocation. */
+static PyObject *sp_legacy_wrapper(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    int64_t magic, attributes, ts, last_offset;
+    Py_buffer view;
+    PyObject *outb;
+    (void)self;
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "legacy_wrapper takes 5 arguments");
+        return NULL;
+    }
+    if (arg_i64(args[0], &magic) || arg_i64(args[1], &attributes) || arg_i64(args[2], &ts)
+        || arg_i64(args[3], &last_offset))
+        Py_RETURN_NONE;
+    if (PyObject_GetBuffer(args[4], &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    outb = wrapper_core(magic, attributes, ts, last_offset, (const uint8_t *)view.buf, view.len);
     PyBuffer_Release(&view);
+    if (outb == NULL)
+        Py_RETURN_NONE;
     return outb;
 }
 
@@ -1219,6 +1247,239 @@ fatal:
     return NULL;
 }
 
+/* downconvert_run(buf, p, stop, end, checked, to_magic, first_offset, max_bytes, wsize, wbase, segment_bytes,
+ *                 wrapper_header, crc32c, decompress, compress, estimates)
+ * -> (p, data, batches, records, filtered, with_headers, producer_dropped, temporary_bytes, log_end,
+ *     last_offset, uncompressed_records, compressed_batches, wsize, estimates, updated) | None
+ *
+ * ``convert.DownConverter.add`` and ``SegmentWriter.append`` for a run of batches from ``p`` (while they
+ * start before ``stop``) that take the common path: v2, not control, codec none/gzip/snappy/lz4 kept,
+ * a valid CRC-32C (not checked for the first batch when ``checked``), records that reframe, a result
+ * within ``max_bytes`` that does not roll the output segment (``wsize`` bytes written to the one based
+ * at ``wbase``). ``data`` is the converted bytes of the run, in order; the counts are what the Python
+ * path adds up. ``estimates`` is the KIP-126 compression-ratio estimate per codec id 0..3 (a tuple of
+ * four floats and the two steps): the run updates them after every compressed batch, in float
+ * arithmetic as ``CompressionRatioEstimator`` does, and ``updated`` has bit ``codec`` set for those it
+ * changed. The run stops before the first batch it cannot take: the Python path converts that one
+ * (and raises its exact error). ``decompress(codec, view)`` and ``compress(codec, data)`` are the
+ * codec callables. */
+static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer view;
+    int64_t p, stop, end, checked, to_magic, first_offset, max_bytes, wsize, wbase, seg_bytes, wrap_head;
+    int64_t batches = 0, records = 0, filtered = 0, with_headers = 0, producer = 0, tmem = 0, log_end = -1;
+    int64_t last_out = -1, none_records = 0, comp_batches = 0, total = 0;
+    float est[4], step_up = 0.0f, step_down = 0.0f;
+    int updated = 0;
+    PyObject *crc_fn, *dec_fn, *comp_fn, *parts, *joined, *ests;
+    const uint8_t *buf;
+    (void)self;
+    if (nargs != 16) {
+        PyErr_SetString(PyExc_TypeError, "downconvert_run takes 16 arguments");
+        return NULL;
+    }
+    if (arg_i64(args[1], &p) || arg_i64(args[2], &stop) || arg_i64(args[3], &end) || arg_i64(args[4], &checked)
+        || arg_i64(args[5], &to_magic) || arg_i64(args[6], &first_offset) || arg_i64(args[7], &max_bytes)
+        || arg_i64(args[8], &wsize) || arg_i64(args[9], &wbase) || arg_i64(args[10], &seg_bytes)
+        || arg_i64(args[11], &wrap_head))
+        Py_RETURN_NONE;
+    if (to_magic != 0 && to_magic != 1)
+        Py_RETURN_NONE;
+    crc_fn = args[12];
+    dec_fn = args[13];
+    comp_fn = args[14];
+    ests = args[15];
+    if (!PyTuple_Check(ests) || PyTuple_GET_SIZE(ests) != 6)
+        Py_RETURN_NONE;
+    for (int i = 0; i < 6; i++) {
+        double v = PyFloat_AsDouble(PyTuple_GET_ITEM(ests, i));
+        if (v == -1.0 && PyErr_Occurred()) {
+            PyErr_Clear();
+            Py_RETURN_NONE;
+        }
+        if (i < 4)
+            est[i] = (float)v;
+        else if (i == 4)
+            step_up = (float)v;
+        else
+            step_down = (float)v;
+    }
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    buf = (const uint8_t *)view.buf;
+    if (p < 0 || end > view.len || end < 0) {
+        PyBuffer_Release(&view);
+        Py_RETURN_NONE;
+    }
+    parts = PyList_New(0);
+    if (parts == NULL)
+        goto fatal;
+    while (p < stop && p < end - 17) {
+        int32_t size = be_i32(buf + p + 8), count;
+        int64_t nxt, base, batch_last, base_ts, lat, pid, inner_len, n;
+        int16_t attr;
+        int codec, has_lat, ts_bit;
+        const uint8_t *inner;
+        PyObject *dec = NULL, *out, *data;
+        Py_buffer dv;
+        Reframe r;
+        if (size < 14 || p > end - 12 - (int64_t)size || buf[p + 16] != 2 || size + 12 < 61)
+            break;
+        nxt = p + 12 + (int64_t)size;
+        attr = be_i16(buf + p + 21);
+        codec = attr & 7;
+        count = be_i32(buf + p + 57);
+        if ((attr & 0x20) || codec > 3 || count < 0)
+            break;
+        if (!checked) {
+            int64_t c = call_crc(crc_fn, buf, (Py_ssize_t)p + 21, (Py_ssize_t)nxt);
+            if (c == -2)
+                goto fatal;
+            if (c < 0 || (uint32_t)c != be_u32(buf + p + 17))
+                break;
+        }
+        checked = 0;
+        base = be_i64(buf + p);
+        if (__builtin_add_overflow(base, (int64_t)be_i32(buf + p + 23), &batch_last) || batch_last == INT64_MAX)
+            break;
+        base_ts = be_i64(buf + p + 27);
+        lat = be_i64(buf + p + 35);
+        pid = be_i64(buf + p + 43);
+        has_lat = (attr & 0x08) != 0;
+        ts_bit = has_lat && to_magic > 0 ? 0x08 : 0;
+        if (codec == 0) {
+            inner = buf + p + 61;
+            inner_len = nxt - p - 61;
+        } else {
+            PyObject *mv = PyMemoryView_FromMemory((char *)(buf + p + 61), (Py_ssize_t)(nxt - p - 61), PyBUF_READ);
+            if (mv == NULL) {
+                if (keep_fatal_error())
+                    goto fatal;
+                break;
+            }
+            dec = PyObject_CallFunction(dec_fn, "iO", codec, mv);
+            Py_DECREF(mv);
+            if (dec == NULL) {
+                if (keep_fatal_error())
+                    goto fatal;
+                break;
+            }
+            if (PyObject_GetBuffer(dec, &dv, PyBUF_SIMPLE) < 0) {
+                Py_DECREF(dec);
+                if (keep_fatal_error())
+                    goto fatal;
+                break;
+            }
+            inner = (const uint8_t *)dv.buf;
+            inner_len = dv.len;
+        }
+        out = reframe_core(inner, (Py_ssize_t)inner_len, count, base, base_ts, has_lat, lat, to_magic, ts_bit,
+                           codec == 0, first_offset, codec != 0, &r);
+        if (dec != NULL) {
+            PyBuffer_Release(&dv);
+            Py_DECREF(dec);
+        }
+        if (out == NULL)
+            break;
+        if (r.written == 0) {
+            Py_DECREF(out);
+            break;
+        }
+        inner_len = PyBytes_GET_SIZE(out);
+        if (codec) {
+            PyObject *comp;
+            Py_buffer cv;
+            int64_t wrapper_ts = to_magic > 0 ? (has_lat ? lat : r.max_ts) : -1;
+            comp = PyObject_CallFunction(comp_fn, "iO", codec, out);
+            Py_DECREF(out);
+            if (comp == NULL) {
+                if (keep_fatal_error())
+                    goto fatal;
+                break;
+            }
+            if (PyObject_GetBuffer(comp, &cv, PyBUF_SIMPLE) < 0) {
+                Py_DECREF(comp);
+                if (keep_fatal_error())
+                    goto fatal;
+                break;
+            }
+            data = wrapper_core(to_magic, codec | ts_bit, wrapper_ts, r.last, (const uint8_t *)cv.buf, cv.len);
+            PyBuffer_Release(&cv);
+            Py_DECREF(comp);
+            if (data == NULL)
+                break;
+        } else {
+            data = out;
+        }
+        n = PyBytes_GET_SIZE(data);
+        /* DownConverter.add's --max-message-bytes check and SegmentWriter.append's roll: the Python path. */
+        if (n > max_bytes || (wsize > 0 && wsize + n > seg_bytes) || r.last - wbase > 0x7FFFFFFF) {
+            Py_DECREF(data);
+            break;
+        }
+        if (PyList_Append(parts, data) < 0) {
+            Py_DECREF(data);
+            goto fatal;
+        }
+        Py_DECREF(data);
+        if (codec) {
+            /* CompressionRatioEstimator.updateEstimation after MemoryRecordsBuilder.close. */
+            float observed = (float)((double)(n - wrap_head) / (double)inner_len);
+            float cur = est[codec];
+            if (observed > cur) {
+                float up = cur + step_up;
+                cur = up > observed ? up : observed;
+            } else if (observed < cur) {
+                float down = cur - step_down;
+                cur = down > observed ? down : observed;
+            }
+            est[codec] = cur;
+            updated |= 1 << codec;
+            comp_batches++;
+        } else {
+            none_records += r.written;
+        }
+        batches++;
+        records += r.written;
+        filtered += r.filtered;
+        with_headers += r.with_headers;
+        if (pid >= 0 || (attr & 0x10))
+            producer++;
+        tmem += (int64_t)size + 12 + inner_len + (codec ? wrap_head : 0);
+        if (batch_last + 1 > log_end)
+            log_end = batch_last + 1;
+        last_out = r.last;
+        wsize += n;
+        total += n;
+        p = nxt;
+    }
+    PyBuffer_Release(&view);
+    joined = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total);
+    if (joined == NULL) {
+        Py_DECREF(parts);
+        return NULL;
+    }
+    {
+        char *o = PyBytes_AS_STRING(joined);
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(parts); i++) {
+            PyObject *part = PyList_GET_ITEM(parts, i);
+            memcpy(o, PyBytes_AS_STRING(part), (size_t)PyBytes_GET_SIZE(part));
+            o += PyBytes_GET_SIZE(part);
+        }
+    }
+    Py_DECREF(parts);
+    return Py_BuildValue("(LNLLLLLLLLLLL(dddd)i)", (long long)p, joined, (long long)batches, (long long)records,
+                         (long long)filtered, (long long)with_headers, (long long)producer, (long long)tmem,
+                         (long long)log_end, (long long)last_out, (long long)none_records, (long long)comp_batches,
+                         (long long)wsize, (double)est[0], (double)est[1], (double)est[2], (double)est[3], updated);
+fatal:
+    Py_XDECREF(parts);
+    PyBuffer_Release(&view);
+    return NULL;
+}
+
 /* ------------------------------------------------------------------------------------------ module */
 
 /* configure(Record, Header): the NamedTuple classes parse_records builds. */
@@ -1260,6 +1521,9 @@ static PyMethodDef methods[] = {
      "hop_walk(fd, p, limit, max_n, headers): recover_fast's hopping loop."},
     {"dump_walk", (PyCFunction)(void (*)(void))sp_dump_walk, METH_FASTCALL,
      "dump_walk(buf, p, stop, end, last, flags, crc32c, crc32, decompress): dump's plain batches."},
+    {"downconvert_run", (PyCFunction)(void (*)(void))sp_downconvert_run, METH_FASTCALL,
+     "downconvert_run(buf, p, stop, end, checked, to_magic, first_offset, max_bytes, wsize, wbase, segment_bytes, "
+     "wrapper_header, crc32c, decompress, compress, estimates): convert.DownConverter's common batches."},
     {"crc32", sp_crc32, METH_VARARGS, "crc32(data, value=0): zlib's CRC-32."},
     {NULL, NULL, 0, NULL},
 };

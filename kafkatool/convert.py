@@ -14,8 +14,10 @@ loadable by a broker:
 * ``leader-epoch-checkpoint`` and ``partition.metadata`` are carried over; up-conversion also carries the
   producer snapshots and the aborted-transaction index (v2 batches are copied unchanged), down-conversion
   drops both (v0/v1 have no producer state and no transaction markers);
-* work proceeds in chunks of source batches (:func:`kafkatool.down_convert.iter_chunks`, 128 KiB as
-  Kafka's ``LazyDownConversionRecords``): memory depends on the chunk size and the largest batch only;
+* work proceeds batch by batch, each converted batch written before the next is read; the common
+  down-conversion case (a v2 batch keeping its codec) runs compiled, up to ``--chunk-size`` of source
+  (128 KiB as Kafka's ``LazyDownConversionRecords``) at a time: memory depends on the chunk size and
+  the largest batch only;
 * crash safety: a partition is written into ``DST/.kafkatool-tmp-<name>.tmp``, every file fsynced, then the
   directory is renamed to ``DST/<name>``; a failed run removes what it wrote. After a ``kill -9`` every
   ``DST/<name>`` is complete and only a ``.kafkatool-tmp-*`` dir can be partial (a broker started on DST
@@ -34,10 +36,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import crc32c as _crc32c
+
 from kafkatool import crash
+from kafkatool._accel import speedups as _C
 from kafkatool.atomic import fsync_dir, temp_name
 from kafkatool.batch import MAGIC_V2, NO_TIMESTAMP, Record, TimestampType
-from kafkatool.codecs import Codec
+from kafkatool.codecs import Codec, compress, decompress
 from kafkatool.convert_io import (
     PartitionSource,
     SegmentWriter,
@@ -46,9 +51,10 @@ from kafkatool.convert_io import (
     scan_for_zstd,
     valid_batches,
 )
-from kafkatool.down_convert import MAX_READ_SIZE, DownConverted, down_convert_batch, iter_chunks
+from kafkatool.down_convert import MAX_READ_SIZE, WRAPPER_HEADER, DownConverted, down_convert_batch
 from kafkatool.errors import KafkaToolError, LimitExceededError, UsageError
 from kafkatool.estimator import (
+    ESTIMATION_STEPS,
     BatchPlanner,
     CompressionRatioEstimator,
     build_within_limit,
@@ -200,6 +206,58 @@ class DownConverter:
             units.extend(self._add(batch, override))
             return units
         return self._add(batch, override)
+
+    @property
+    def can_run(self) -> bool:
+        """Whether :meth:`run` may take batches: the compiled extension is there and batches keep their codec."""
+        return _C is not None and self.opts.codec is None and not self.opts.up
+
+    def run(self, buf: Any, p: int, end: int, writer: SegmentWriter, stats: PartitionStats) -> tuple[int, int] | None:
+        """Convert the batches from ``buf[p]`` (the first one already CRC-checked) that take the common path
+        (v2, same codec, no split, no segment roll) in one compiled run, as :meth:`add` and
+        ``SegmentWriter.append`` would one by one, and write them. Returns (where the run stopped, the log end
+        offset it reached), or None when it took no batch (the caller converts that one itself). Only between
+        groups (nothing pending)."""
+        if self._pending or not self.can_run or _C is None:
+            return None
+        opts, c, dc = self.opts, self.c, self.dc
+        to_magic = opts.to_magic
+        est = self.estimator
+        topic = self.topic
+        limit = opts.decompress_limit
+
+        def dec(codec_id: int, view: Any) -> bytes:
+            return decompress(codec_id, view, limit=limit, magic=MAGIC_V2)
+
+        def comp(codec_id: int, data: bytes) -> bytes:
+            return compress(codec_id, data, magic=to_magic)
+
+        estimates = tuple(est.estimation(topic, cid) for cid in range(4)) + ESTIMATION_STEPS
+        r = _C.downconvert_run(buf, p, p + opts.chunk_size, end, 1, to_magic, 0, opts.max_message_bytes, writer.size,
+                               writer.base, writer.segment_bytes, WRAPPER_HEADER[to_magic], _crc32c.crc32c, dec, comp,
+                               estimates)
+        if r is None or r[0] == p:
+            return None
+        (q, data, batches, records, filtered, with_headers, producer, tmem, log_end, last, none_records,
+         comp_batches, _wsize, new_estimates, updated) = r
+        writer.append_run(data, last)
+        stats.batches_in += batches
+        dc.batches_in += batches
+        dc.records_filtered += filtered
+        dc.headers_dropped += with_headers
+        dc.producer_fields_dropped += producer
+        dc.batches_converted += batches
+        dc.records_converted += records
+        dc.temporary_memory_bytes += tmem
+        c.records_in += records
+        c.records_out += records
+        c.batches_out += none_records + comp_batches
+        c.batches_built += none_records + comp_batches
+        c.recompressed_batches += comp_batches
+        for cid in range(1, 4):
+            if updated & (1 << cid):
+                est.ratios[(topic, cid)] = new_estimates[cid]
+        return q, log_end
 
     def _add(self, batch: RecordBatch, override: Codec | None) -> list[Unit]:
         opts, c = self.opts, self.c
@@ -449,17 +507,31 @@ def _convert_into(source: PartitionSource, tmp: Path | None, opts: ConvertOption
         log_end = max(log_end, seg.base_offset)
         with FileRecords(seg.log) as fr:
             stats.bytes_in += fr.size
+            stream = fr.batches()
+            # The compiled run converts and writes the common batches (v2 keeping its codec) many at a time;
+            # the loop below takes every other one, and each batch where a run stops.
+            run = conv.run if isinstance(conv, DownConverter) and conv.can_run else None
+            done = 0  # bytes converted since the last progress report (one per --chunk-size of source)
             try:
-                for chunk in iter_chunks(valid_batches(fr, stats.skipped, last=i == len(source.segments) - 1),
-                                         opts.chunk_size):
-                    units: list[Unit] = []
-                    for batch in chunk:
+                for batch in valid_batches(fr, stats.skipped, last=i == len(source.segments) - 1, stream=stream):
+                    pos = batch.position
+                    r = run(fr.buf, pos, stream.end, writer, stats) if run is not None else None
+                    if r is not None:
+                        q, end_offset = r
+                        log_end = max(log_end, end_offset)
+                        stream.jump(q)
+                        done += q - pos
+                    else:
                         stats.batches_in += 1
                         log_end = max(log_end, batch.last_offset + 1)
-                        units.extend(conv.add(batch))
-                    for unit in units:
-                        writer.append(unit)
-                    obs.advance(sum(b.size for b in chunk), source.name)
+                        for unit in conv.add(batch):
+                            writer.append(unit)
+                        done += batch.size
+                    if done >= opts.chunk_size:
+                        obs.advance(done, source.name)
+                        done = 0
+                if done:
+                    obs.advance(done, source.name)
                 for unit in conv.flush():
                     writer.append(unit)
             except KafkaToolError as e:

@@ -15,7 +15,7 @@ from kafkatool.batch import MAGIC_V2
 from kafkatool.codecs import Codec
 from kafkatool.down_convert import ZstdDownConversionError
 from kafkatool.errors import CorruptRecordError, InputError, KafkaToolError, UsageError
-from kafkatool.file_records import FileRecords, RecordBatch
+from kafkatool.file_records import FileRecords, LogInputStream, RecordBatch
 from kafkatool.lock import refuse_if_live
 from kafkatool.logdir import (
     LEADER_EPOCH_CHECKPOINT,
@@ -141,12 +141,16 @@ def _zero_from(fr: FileRecords, pos: int) -> bool:
     return True
 
 
-def valid_batches(fr: FileRecords, skipped: Callable[[str, int], None], *, last: bool = True) -> Iterator[RecordBatch]:
+def valid_batches(fr: FileRecords, skipped: Callable[[str, int], None], *, last: bool = True,
+                  stream: LogInputStream | None = None) -> Iterator[RecordBatch]:
     """The batches the broker's recovery would keep, CRC-checked. In the last segment a torn tail (size past
     the end, too few bytes for a header) or zero padding (``log.preallocate``) is skipped with a warning, as
     recovery truncates it; anywhere else, and for damage in the middle, the run stops with the position
-    (recovery would also delete every later segment: that is for an operator to decide, not a converter)."""
-    stream = fr.batches()
+    (recovery would also delete every later segment: that is for an operator to decide, not a converter).
+    ``stream``: the walk to take them from (``fr.batches()`` unless given: a caller that converts runs of batches
+    itself jumps it past them)."""
+    if stream is None:
+        stream = fr.batches()
     it = iter(stream)
     while True:
         try:
@@ -252,6 +256,15 @@ class SegmentWriter:
             self.file.write(data)
         self.size += n
         self.bytes_written += n
+        self.next_offset = last + 1
+
+    def append_run(self, data: bytes, last: int) -> None:
+        """:meth:`append` for the units of a compiled run (``DownConverter.run``), which has checked that
+        none of them rolls the segment; ``last`` is the last offset they hold."""
+        if self.file is not None:
+            self.file.write(data)
+        self.size += len(data)
+        self.bytes_written += len(data)
         self.next_offset = last + 1
 
     def end_source_segment(self, aborted: list[AbortedTxn]) -> None:

@@ -231,7 +231,7 @@ def _reframe_v2(batch: DefaultRecordBatch, to_magic: int, first_offset: int, out
         out.producer_fields_dropped += 1
     out.batches_converted += 1
     out.records_converted += records
-    out.temporary_memory_bytes += h[1] + 12 + inner_bytes + (_WRAPPER_HEADER[to_magic] if codec_id else 0)
+    out.temporary_memory_bytes += h[1] + 12 + inner_bytes + (WRAPPER_HEADER[to_magic] if codec_id else 0)
     return ConvertedBatch(data, first, last, records, _CODECS[codec_id], False, inner_bytes, to_magic)
 
 
@@ -239,7 +239,7 @@ _CONTROL = 0x20
 _TRANSACTIONAL = 0x10
 _CODECS = tuple(Codec)
 # batch_header_size(magic, codec) of a compressed legacy wrapper: log overhead plus the message header.
-_WRAPPER_HEADER = (batch_header_size(MAGIC_V0, Codec.GZIP), batch_header_size(MAGIC_V1, Codec.GZIP))
+WRAPPER_HEADER = (batch_header_size(MAGIC_V0, Codec.GZIP), batch_header_size(MAGIC_V1, Codec.GZIP))
 
 
 def _with_codec(batch: RecordBatch, codec: Codec, out: DownConverted, limit: int | None) -> ConvertedBatch | None:

@@ -45,6 +45,8 @@ def f32(x: float) -> float:
 _STEP_UP = f32(COMPRESSION_RATIO_DETERIORATE_STEP)
 _STEP_DOWN = f32(COMPRESSION_RATIO_IMPROVING_STEP)
 _FACTOR = f32(COMPRESSION_RATE_ESTIMATION_FACTOR)
+# update_estimation's two steps, as floats (the compiled down-conversion run updates estimates itself).
+ESTIMATION_STEPS = (_STEP_UP, _STEP_DOWN)
 
 
 @dataclass(slots=True)

@@ -117,15 +117,15 @@ from kafkatool import convert_io
 from kafkatool.convert import ConvertOptions, convert_log
 
 target, calls = {where!r}, [0]
-original = getattr(convert_io.SegmentWriter, target)
+# "append": a unit written one by one, or a compiled run's units written at once (append_run)
+for name in [target] + (["append_run"] if target == "append" else []):
+    def die(self, *a, _original=getattr(convert_io.SegmentWriter, name), **kw):
+        calls[0] += 1
+        if calls[0] == {after}:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return _original(self, *a, **kw)
 
-def die(self, *a, **kw):
-    calls[0] += 1
-    if calls[0] == {after}:
-        os.kill(os.getpid(), signal.SIGKILL)
-    return original(self, *a, **kw)
-
-setattr(convert_io.SegmentWriter, target, die)
+    setattr(convert_io.SegmentWriter, name, die)
 convert_log({src!r}, {dst!r}, ConvertOptions(to_magic=1, segment_bytes=600))
 """
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import random
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -33,6 +34,7 @@ from kafkatool import default_records as v2
 from kafkatool import down_convert as dc
 from kafkatool import legacy_records as lr
 from kafkatool.batch import Header, Record
+from kafkatool.codecs import Codec
 from kafkatool.errors import KafkaToolError
 from kafkatool.file_records import verify_segment
 from tests.test_convert_units import v2_batches
@@ -52,7 +54,7 @@ SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[Heal
 
 # Every module that dispatches to the extension through ``_C``.
 DISPATCHING = ("kafkatool.default_records", "kafkatool.down_convert", "kafkatool.file_records",
-               "kafkatool.recover_fast", "kafkatool.dump")
+               "kafkatool.recover_fast", "kafkatool.dump", "kafkatool.convert")
 
 
 @pytest.fixture
@@ -595,3 +597,176 @@ def test_dump_walk_never_swallows_an_interrupt(sp: ModuleType) -> None:
     assert sp.dump_walk(data, 0, len(data), len(data), -1, 1, crc32c.crc32c, zlib.crc32, fail)[:2] == (0, 0)
     assert sp.dump_walk(data, 0, len(data), len(data), -1, 1, crc32c.crc32c, zlib.crc32, decompress)[:3] == (
         len(data), 1, 1)
+
+
+# ---------------------------------------------------------------------------------------------- downconvert
+
+
+def converted(src: Path, dst: Path, **opts: Any) -> Any:
+    """``convert_log``'s outcome: the output tree (every file's bytes) and the statistics, or its error."""
+    from dataclasses import asdict
+
+    from kafkatool.convert import ConvertOptions, convert_log
+
+    def run() -> Any:
+        stats = convert_log(src, dst, ConvertOptions(**opts))
+        files = {str(p.relative_to(dst)): p.read_bytes() for p in sorted(dst.rglob("*")) if p.is_file()}
+        rows = []
+        for part in stats:
+            d = asdict(part)
+            for volatile in ("output", "elapsed_s", "peak_rss_bytes", "peak_rss_scope"):
+                d.pop(volatile)
+            rows.append(d)
+        return files, rows
+
+    return outcome(run)
+
+
+CONVERT_OPTIONS: list[dict[str, Any]] = [
+    {"to_magic": 1, "zstd_to": Codec.LZ4},
+    {"to_magic": 0, "zstd_to": Codec.GZIP},
+    # rolls of the output segment inside runs, and KIP-126 splits of batches over the limit
+    {"to_magic": 1, "zstd_to": Codec.NONE, "segment_bytes": 3000, "max_message_bytes": 1800},
+    {"to_magic": 0, "zstd_to": Codec.SNAPPY, "segment_bytes": 5000, "chunk_size": 1},
+    {"to_magic": 1, "zstd_to": Codec.LZ4, "chunk_size": 1 << 20, "index_interval_bytes": 100},
+]
+
+
+def test_generated_sample_downconvert_same_with_and_without(every_format_sample: list[Path], tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled run (convert.DownConverter.run) writes the same files and counts the same statistics as
+    the Python path, batch by batch, on every magic, codec, transaction, log-append-time and compacted topic
+    of the sample, with segment rolls and splits falling inside runs."""
+    import types
+
+    from kafkatool import convert
+
+    assert SP is not None
+    taken = [0]
+
+    def counting_run(*args: Any) -> Any:
+        r = SP.downconvert_run(*args)
+        taken[0] += r[2] if r is not None else 0
+        return r
+
+    root = every_format_sample[0].parent.parent
+    for i, opts in enumerate(CONVERT_OPTIONS):
+        with compiled(False):
+            want = converted(root, tmp_path / f"py-{i}", **opts)
+        with compiled(True):
+            monkeypatch.setattr(convert, "_C", types.SimpleNamespace(downconvert_run=counting_run))
+            got = converted(root, tmp_path / f"c-{i}", **opts)
+        assert want[0] == "ok", want
+        assert got == want, opts
+    assert taken[0] > 50
+
+
+def test_damaged_downconvert_same_with_and_without(every_format_sample: list[Path], tmp_path: Path) -> None:
+    """A byte flipped in sizes, CRCs, attributes, records or compressed data, or a cut: the same error (message
+    and position) or the same output either way."""
+    import random
+
+    rng = random.Random(20261125)
+    paths = [p for p in every_format_sample if p.stat().st_size > 2000][:6]
+    n = 0
+    for path in paths:
+        data = path.read_bytes()
+        for _ in range(5):
+            damaged = bytearray(data)
+            damaged[rng.randrange(len(data))] ^= rng.randrange(1, 256)
+            for variant in (bytes(damaged), data[:rng.randrange(len(data))]):
+                n += 1
+                src = tmp_path / f"src-{n}" / "t-0"
+                src.mkdir(parents=True)
+                (src / path.name).write_bytes(variant)
+                with compiled(False):
+                    want = converted(src.parent, tmp_path / f"py-{n}", to_magic=1, zstd_to=Codec.GZIP)
+                with compiled(True):
+                    got = converted(src.parent, tmp_path / f"c-{n}", to_magic=1, zstd_to=Codec.GZIP)
+                assert got == want, (path, n)
+
+
+def test_downconvert_run_never_swallows_an_interrupt(sp: ModuleType) -> None:
+    """A KeyboardInterrupt in the CRC, decompress or compress function comes out of the run; other exceptions
+    stop it before that batch (the Python path then raises its own error)."""
+    import crc32c
+
+    from kafkatool.codecs import compress, decompress
+
+    data = v2.build_batch([(0, TS, b"k", b"v" * 100, ())], codec=Codec.LZ4) * 2
+    data = v2.build_batch([(0, TS, b"k", b"v" * 100, ())], codec=Codec.LZ4) + v2.build_batch(
+        [(1, TS, b"k", b"v" * 100, ())], codec=Codec.LZ4)
+
+    def interrupt(*_: Any) -> Any:
+        raise KeyboardInterrupt
+
+    def fail(*_: Any) -> Any:
+        raise ValueError("no")
+
+    def dec(c: int, v: Any) -> bytes:
+        return decompress(c, v, magic=2)
+
+    def comp(c: int, d: bytes) -> bytes:
+        return compress(c, d, magic=1)
+
+    def run(checked: int, crc: Any, d: Any, c: Any) -> Any:
+        est = (1.0, 1.0, 1.0, 1.0, 0.05, 0.005)
+        return sp.downconvert_run(data, 0, len(data), len(data), checked, 1, 0, 1 << 20, 0, 0, 1 << 30, 34, crc, d, c,
+                                  est)
+
+    for args in ((0, interrupt, dec, comp), (1, crc32c.crc32c, interrupt, comp), (1, crc32c.crc32c, dec, interrupt)):
+        with pytest.raises(KeyboardInterrupt):
+            run(*args)
+    for args in ((0, fail, dec, comp), (1, crc32c.crc32c, fail, comp), (1, crc32c.crc32c, dec, fail)):
+        assert run(*args)[:3] == (0, b"", 0)
+    whole = run(0, crc32c.crc32c, dec, comp)
+    assert whole[0] == len(data) and whole[2] == 2 and whole[3] == 2
+
+
+def test_downconvert_run_keeps_the_kip126_estimate(tmp_path: Path) -> None:
+    """Compressed batches converted by the run move the (topic, codec) compression-ratio estimate exactly as
+    ``DownConverter.add`` does, batch by batch (in downconvert's output only a split shows it, and a split resets
+    it first: the state itself is compared); and a batch over --max-message-bytes after a run is split into the
+    same pieces."""
+    from kafkatool.convert import ConvertOptions, DownConverter, PartitionStats
+    from kafkatool.convert_io import SegmentWriter
+    from kafkatool.estimator import CompressionRatioEstimator
+    from kafkatool.file_records import FileRecords
+    from kafkatool.up_convert import ConversionCounters
+    from tests.convert_fixtures import make_partition, v2_log
+
+    small = v2_log(0, batches=150, per_batch=5, codec=Codec.LZ4, value_bytes=200)
+    small += v2_log(750, batches=40, per_batch=3, codec=Codec.GZIP, payload=random.Random(7).randbytes(200))
+    big = v2_log(870, batches=1, per_batch=300, codec=Codec.LZ4, value_bytes=200)
+    seg = make_partition(tmp_path / "src", "t-0", {0: small + big}) / f"{0:020d}.log"
+
+    def estimates(on: bool) -> dict[Any, float]:
+        opts = ConvertOptions(to_magic=1)
+        est = CompressionRatioEstimator()
+        conv = DownConverter(opts, est, "t", ConversionCounters())
+        writer = SegmentWriter(None, opts.segment_bytes, opts.index_interval_bytes)
+        writer.begin_source_segment(0)
+        stats = PartitionStats("t-0", "src", None, 1)
+        runs = 0
+        with compiled(on), FileRecords(seg) as fr:
+            stream = fr.batches()
+            for batch in stream:
+                r = conv.run(fr.buf, batch.position, stream.end, writer, stats) if on else None
+                if r is not None:
+                    runs += 1
+                    stream.jump(r[0])
+                else:
+                    for unit in conv.add(batch):
+                        writer.append(unit)
+        assert (runs > 0) == on
+        return dict(est.ratios)
+
+    want = estimates(False)
+    assert want[("t", int(Codec.LZ4))] < 0.9 and ("t", int(Codec.GZIP)) in want
+    assert estimates(True) == want
+    with compiled(False):
+        want_files = converted(tmp_path / "src", tmp_path / "py", to_magic=1, max_message_bytes=4000)
+    with compiled(True):
+        got_files = converted(tmp_path / "src", tmp_path / "c", to_magic=1, max_message_bytes=4000)
+    assert want_files[0] == "ok" and want_files[1][1][0]["counters"]["splits"] > 0
+    assert got_files == want_files
