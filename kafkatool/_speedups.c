@@ -761,20 +761,26 @@ static PyObject *sp_reframe_v2_records(PyObject *self, PyObject *const *args, Py
                          (long long)r.first, (long long)r.last, (long long)r.max_ts);
 }
 
-/* The log entry of a compressed legacy wrapper (``down_convert.wrapper_entry_py``): a new bytes object,
- * or NULL with no exception set wherever the Python function must run instead. */
-static PyObject *wrapper_core(int64_t magic, int64_t attributes, int64_t ts, int64_t last_offset, const uint8_t *v,
-                              Py_ssize_t n)
+/* The log entry of a compressed legacy wrapper (``down_convert.wrapper_entry_py``) whose value is the
+ * ``nparts`` byte ranges ``v[i][0:n[i]]`` one after the other: a new bytes object, or NULL with no
+ * exception set wherever the Python function must run instead. */
+static PyObject *wrapper_parts(int64_t magic, int64_t attributes, int64_t ts, int64_t last_offset, int nparts,
+                               const uint8_t *const *v, const Py_ssize_t *n)
 {
-    Py_ssize_t head, total;
+    Py_ssize_t head, total, len = 0;
     PyObject *outb;
     uint8_t *o, *m;
     if ((magic != 0 && magic != 1) || attributes < -128 || attributes > 127 || (magic == 1 && ts < -1))
         return NULL;
+    for (int i = 0; i < nparts; i++) {
+        if (n[i] < 0 || n[i] > 0x7FFFFFFF - len)
+            return NULL;
+        len += n[i];
+    }
     head = magic == 1 ? 18 : 10; /* magic attributes [ts] keylen vallen */
-    if (n > 0x7FFFFFFF - 4 - head)
+    if (len > 0x7FFFFFFF - 4 - head)
         return NULL;
-    total = 16 + head + n;
+    total = 16 + head + len;
     outb = PyBytes_FromStringAndSize(NULL, total);
     if (outb == NULL) {
         PyErr_Clear();
@@ -782,7 +788,7 @@ static PyObject *wrapper_core(int64_t magic, int64_t attributes, int64_t ts, int
     }
     o = (uint8_t *)PyBytes_AS_STRING(outb);
     put_be64(o, (uint64_t)last_offset);
-    put_be32(o + 8, (uint32_t)(4 + head + n));
+    put_be32(o + 8, (uint32_t)(4 + head + len));
     m = o + 16;
     m[0] = (uint8_t)magic;
     m[1] = (uint8_t)(int8_t)attributes;
@@ -793,10 +799,21 @@ static PyObject *wrapper_core(int64_t magic, int64_t attributes, int64_t ts, int
         m += 2;
     }
     put_be32(m, 0xFFFFFFFFu);
-    put_be32(m + 4, (uint32_t)n);
-    memcpy(m + 8, v, (size_t)n);
-    put_be32(o + 12, crc32_any(0, o + 16, (size_t)(head + n)));
+    put_be32(m + 4, (uint32_t)len);
+    m += 8;
+    for (int i = 0; i < nparts; i++) {
+        if (n[i] > 0)
+            memcpy(m, v[i], (size_t)n[i]);
+        m += n[i];
+    }
+    put_be32(o + 12, crc32_any(0, o + 16, (size_t)(head + len)));
     return outb;
+}
+
+static PyObject *wrapper_core(int64_t magic, int64_t attributes, int64_t ts, int64_t last_offset, const uint8_t *v,
+                              Py_ssize_t n)
+{
+    return wrapper_parts(magic, attributes, ts, last_offset, 1, &v, &n);
 }
 
 /* legacy_wrapper(magic, attributes, timestamp, last_offset, value) -> bytes | None
@@ -1248,7 +1265,7 @@ fatal:
 }
 
 /* downconvert_run(buf, p, stop, end, checked, to_magic, first_offset, max_bytes, wsize, wbase, segment_bytes,
- *                 wrapper_header, crc32c, decompress, compress, estimates)
+ *                 wrapper_header, crc32c, decompress, compress, estimates, snappy_block, lz4_block)
  * -> (p, data, batches, records, filtered, with_headers, producer_dropped, temporary_bytes, log_end,
  *     last_offset, uncompressed_records, compressed_batches, wsize, estimates, updated) | None
  *
@@ -1262,7 +1279,8 @@ fatal:
  * arithmetic as ``CompressionRatioEstimator`` does, and ``updated`` has bit ``codec`` set for those it
  * changed. The run stops before the first batch it cannot take: the Python path converts that one
  * (and raises its exact error). ``decompress(codec, view)`` and ``compress(codec, data)`` are the
- * codec callables. */
+ * codec callables; ``snappy_block(data)`` and ``lz4_block(data)`` (or None) the raw block compressors
+ * that ``compress`` frames for snappy and lz4, framed here when the data is one block. */
 static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     Py_buffer view;
@@ -1271,11 +1289,11 @@ static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ss
     int64_t last_out = -1, none_records = 0, comp_batches = 0, total = 0;
     float est[4], step_up = 0.0f, step_down = 0.0f;
     int updated = 0;
-    PyObject *crc_fn, *dec_fn, *comp_fn, *parts, *joined, *ests;
+    PyObject *crc_fn, *dec_fn, *comp_fn, *snappy_fn, *lz4_fn, *parts, *joined, *ests;
     const uint8_t *buf;
     (void)self;
-    if (nargs != 16) {
-        PyErr_SetString(PyExc_TypeError, "downconvert_run takes 16 arguments");
+    if (nargs != 18) {
+        PyErr_SetString(PyExc_TypeError, "downconvert_run takes 18 arguments");
         return NULL;
     }
     if (arg_i64(args[1], &p) || arg_i64(args[2], &stop) || arg_i64(args[3], &end) || arg_i64(args[4], &checked)
@@ -1289,6 +1307,8 @@ static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ss
     dec_fn = args[13];
     comp_fn = args[14];
     ests = args[15];
+    snappy_fn = args[16];
+    lz4_fn = args[17];
     if (!PyTuple_Check(ests) || PyTuple_GET_SIZE(ests) != 6)
         Py_RETURN_NONE;
     for (int i = 0; i < 6; i++) {
@@ -1388,7 +1408,82 @@ static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ss
             break;
         }
         inner_len = PyBytes_GET_SIZE(out);
-        if (codec) {
+        if (codec && ((codec == 2 && snappy_fn != Py_None && inner_len <= 32768)
+                      || (codec == 3 && lz4_fn != Py_None && inner_len <= 65536))) {
+            /* One block: codecs.snappy_xerial_compress / lz4_kafka_compress's framing around the block
+             * compressor they call, without their Python. */
+            PyObject *blk;
+            Py_buffer bv;
+            uint8_t head[20], tail[4] = {0, 0, 0, 0};
+            const uint8_t *pv[4];
+            Py_ssize_t pn[4];
+            int np;
+            int64_t wrapper_ts = to_magic > 0 ? (has_lat ? lat : r.max_ts) : -1;
+            blk = PyObject_CallOneArg(codec == 2 ? snappy_fn : lz4_fn, out);
+            if (blk == NULL) {
+                Py_DECREF(out);
+                if (keep_fatal_error())
+                    goto fatal;
+                break;
+            }
+            if (PyObject_GetBuffer(blk, &bv, PyBUF_SIMPLE) < 0) {
+                Py_DECREF(blk);
+                Py_DECREF(out);
+                if (keep_fatal_error())
+                    goto fatal;
+                break;
+            }
+            if (codec == 2) {
+                /* "\x82SNAPPY\0", version 1, compatible version 1, then the chunk's big-endian length */
+                memcpy(head, "\x82SNAPPY\0", 8);
+                put_be32(head + 8, 1);
+                put_be32(head + 12, 1);
+                put_be32(head + 16, (uint32_t)bv.len);
+                pv[0] = head;
+                pn[0] = 20;
+                pv[1] = (const uint8_t *)bv.buf;
+                pn[1] = bv.len;
+                np = 2;
+            } else {
+                /* magic 0x184D2204 (LE), FLG 0x60, BD 0x40, header checksum (KAFKA-3160's for magic 0); the
+                 * block's LE length (high bit: stored raw when compression did not shrink it); end mark */
+                head[0] = 0x04;
+                head[1] = 0x22;
+                head[2] = 0x4D;
+                head[3] = 0x18;
+                head[4] = 0x60;
+                head[5] = 0x40;
+                head[6] = to_magic == 0 ? 0x1A : 0x82;
+                pv[0] = head;
+                pn[0] = 11;
+                if (bv.len >= inner_len) {
+                    uint32_t v = (uint32_t)inner_len | 0x80000000u;
+                    head[7] = (uint8_t)v;
+                    head[8] = (uint8_t)(v >> 8);
+                    head[9] = (uint8_t)(v >> 16);
+                    head[10] = (uint8_t)(v >> 24);
+                    pv[1] = (const uint8_t *)PyBytes_AS_STRING(out);
+                    pn[1] = inner_len;
+                } else {
+                    uint32_t v = (uint32_t)bv.len;
+                    head[7] = (uint8_t)v;
+                    head[8] = (uint8_t)(v >> 8);
+                    head[9] = (uint8_t)(v >> 16);
+                    head[10] = (uint8_t)(v >> 24);
+                    pv[1] = (const uint8_t *)bv.buf;
+                    pn[1] = bv.len;
+                }
+                pv[2] = tail;
+                pn[2] = 4;
+                np = 3;
+            }
+            data = wrapper_parts(to_magic, codec | ts_bit, wrapper_ts, r.last, np, pv, pn);
+            PyBuffer_Release(&bv);
+            Py_DECREF(blk);
+            Py_DECREF(out);
+            if (data == NULL)
+                break;
+        } else if (codec) {
             PyObject *comp;
             Py_buffer cv;
             int64_t wrapper_ts = to_magic > 0 ? (has_lat ? lat : r.max_ts) : -1;
@@ -1523,7 +1618,8 @@ static PyMethodDef methods[] = {
      "dump_walk(buf, p, stop, end, last, flags, crc32c, crc32, decompress): dump's plain batches."},
     {"downconvert_run", (PyCFunction)(void (*)(void))sp_downconvert_run, METH_FASTCALL,
      "downconvert_run(buf, p, stop, end, checked, to_magic, first_offset, max_bytes, wsize, wbase, segment_bytes, "
-     "wrapper_header, crc32c, decompress, compress, estimates): convert.DownConverter's common batches."},
+     "wrapper_header, crc32c, decompress, compress, estimates, snappy_block, lz4_block): convert.DownConverter's "
+     "common batches."},
     {"crc32", sp_crc32, METH_VARARGS, "crc32(data, value=0): zlib's CRC-32."},
     {NULL, NULL, 0, NULL},
 };

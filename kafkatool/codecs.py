@@ -26,6 +26,7 @@ import functools
 import struct
 import zlib
 from collections.abc import Callable
+from typing import Any
 
 import cramjam
 import lz4.block
@@ -182,15 +183,22 @@ _XERIAL_MAGIC_HEAD = struct.unpack(">i", XERIAL_MAGIC[:4])[0]
 _I32 = struct.Struct(">i")
 
 
+# The raw block compressors the framings below call (and the compiled down-conversion run frames itself).
+snappy_block: Callable[..., Any] = cramjam.snappy.compress_raw
+# lz4-java 1.8.0's fast compressor (Kafka's default level): cramjam's block compressor gives the same bytes
+# (tests/vectors/lz4_java); python-lz4 1.10's default mode picks other matches.
+lz4_fast_block: Callable[..., Any] = functools.partial(cramjam.lz4.compress_block, store_size=False)
+
+
 def snappy_xerial_compress(data: Buffer) -> bytes:
     """snappy-java ``SnappyOutputStream``: header then [int32 BE length][raw block] per 32 KiB of input."""
     if 0 < len(data) <= XERIAL_BLOCK:  # one chunk: the loop's bytes without its slicing
-        one = cramjam.snappy.compress_raw(data)
+        one = snappy_block(data)
         return b"".join((XERIAL_HEADER, _I32.pack(len(one)), one))
     mv = memoryview(data)
     parts = [XERIAL_HEADER]
     for i in range(0, len(mv), XERIAL_BLOCK):
-        block = bytes(cramjam.snappy.compress_raw(mv[i:i + XERIAL_BLOCK]))
+        block = bytes(snappy_block(mv[i:i + XERIAL_BLOCK]))
         parts.append(_I32.pack(len(block)))
         parts.append(block)
     return b"".join(parts)
@@ -264,7 +272,7 @@ def lz4_kafka_compress(data: Buffer, *, magic: int = 2, level: int = 9) -> bytes
     """
     if level == 9 and len(data) <= LZ4_BLOCK:
         # One block (every batch of up to 64 KiB): the same bytes as the loop below, without its slicing.
-        one = cramjam.lz4.compress_block(data, store_size=False)
+        one = lz4_fast_block(data)
         n, size = len(one), len(data)
         head = _LZ4_HEAD_V0 if magic == 0 else _LZ4_HEAD
         if not size:
@@ -279,9 +287,7 @@ def lz4_kafka_compress(data: Buffer, *, magic: int = 2, level: int = 9) -> bytes
     for i in range(0, len(mv), LZ4_BLOCK):
         block = mv[i:i + LZ4_BLOCK]
         if level == 9:
-            # lz4-java 1.8.0's fast compressor (Kafka's default level): cramjam's block compressor gives the
-            # same bytes (tests/vectors/lz4_java); python-lz4 1.10's default mode picks other matches.
-            packed = bytes(cramjam.lz4.compress_block(block, store_size=False))
+            packed = bytes(lz4_fast_block(block))
         else:
             packed = lz4.block.compress(block, mode="high_compression", store_size=False, **kw)
         if len(packed) >= len(block):

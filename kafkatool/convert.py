@@ -42,7 +42,7 @@ from kafkatool import crash
 from kafkatool._accel import speedups as _C
 from kafkatool.atomic import fsync_dir, temp_name
 from kafkatool.batch import MAGIC_V2, NO_TIMESTAMP, Record, TimestampType
-from kafkatool.codecs import Codec, compress, decompress
+from kafkatool.codecs import Codec, compress, decompress, lz4_fast_block, snappy_block
 from kafkatool.convert_io import (
     PartitionSource,
     SegmentWriter,
@@ -235,7 +235,7 @@ class DownConverter:
         estimates = tuple(est.estimation(topic, cid) for cid in range(4)) + ESTIMATION_STEPS
         r = _C.downconvert_run(buf, p, p + opts.chunk_size, end, 1, to_magic, 0, opts.max_message_bytes, writer.size,
                                writer.base, writer.segment_bytes, WRAPPER_HEADER[to_magic], _crc32c.crc32c, dec, comp,
-                               estimates)
+                               estimates, snappy_block, lz4_fast_block)
         if r is None or r[0] == p:
             return None
         (q, data, batches, records, filtered, with_headers, producer, tmem, log_end, last, none_records,

@@ -712,7 +712,7 @@ def test_downconvert_run_never_swallows_an_interrupt(sp: ModuleType) -> None:
     def run(checked: int, crc: Any, d: Any, c: Any) -> Any:
         est = (1.0, 1.0, 1.0, 1.0, 0.05, 0.005)
         return sp.downconvert_run(data, 0, len(data), len(data), checked, 1, 0, 1 << 20, 0, 0, 1 << 30, 34, crc, d, c,
-                                  est)
+                                  est, None, None)
 
     for args in ((0, interrupt, dec, comp), (1, crc32c.crc32c, interrupt, comp), (1, crc32c.crc32c, dec, interrupt)):
         with pytest.raises(KeyboardInterrupt):
@@ -770,3 +770,30 @@ def test_downconvert_run_keeps_the_kip126_estimate(tmp_path: Path) -> None:
         got_files = converted(tmp_path / "src", tmp_path / "c", to_magic=1, max_message_bytes=4000)
     assert want_files[0] == "ok" and want_files[1][1][0]["counters"]["splits"] > 0
     assert got_files == want_files
+
+
+@pytest.mark.parametrize("to_magic", [0, 1])
+def test_downconvert_run_frames_snappy_and_lz4_blocks_as_the_codecs_do(tmp_path: Path, to_magic: int) -> None:
+    """The run frames one snappy or lz4 block itself (xerial header; Kafka's lz4 frame with the magic-0 header
+    checksum quirk, a block stored raw when it does not shrink): byte for byte what codecs.compress writes, for
+    incompressible, compressible, 32 KiB and 64 KiB inputs and the multi-block ones it leaves to compress."""
+    from tests.convert_fixtures import make_partition, v2_log
+
+    rnd = random.Random(11)
+    segs = b""
+    off = 0
+    for codec in (Codec.SNAPPY, Codec.LZ4):
+        # (every record of a batch carries the same payload: one record per batch is incompressible)
+        for per_batch, value_bytes, payload in ((1, 300, rnd.randbytes(300)), (8, 500, None),
+                                                (1, 20000, rnd.randbytes(20000)), (30, 1070, None),
+                                                (1, 40000, rnd.randbytes(40000)), (60, 1080, None),
+                                                (1, 70000, rnd.randbytes(70000))):
+            segs += v2_log(off, batches=3, per_batch=per_batch, codec=codec, value_bytes=value_bytes, payload=payload)
+            off += 3 * per_batch
+    make_partition(tmp_path / "src", "t-0", {0: segs})
+    with compiled(False):
+        want = converted(tmp_path / "src", tmp_path / "py", to_magic=to_magic, max_message_bytes=1 << 20)
+    with compiled(True):
+        got = converted(tmp_path / "src", tmp_path / "c", to_magic=to_magic, max_message_bytes=1 << 20)
+    assert want[0] == "ok"
+    assert got == want
