@@ -871,6 +871,30 @@ static int keep_fatal_error(void)
     return 0;
 }
 
+/* ``obj`` (a new reference, or NULL after a failed call) with its bytes in ``v``. NULL when the call failed
+ * or the result has no buffer, with *fatal = keep_fatal_error() (1: return NULL, the error propagates;
+ * 0: defer to the Python path). The caller releases ``v`` and the object. */
+static PyObject *take_buffer(PyObject *obj, Py_buffer *v, int *fatal)
+{
+    if (obj != NULL && PyObject_GetBuffer(obj, v, PyBUF_SIMPLE) == 0)
+        return obj;
+    Py_XDECREF(obj);
+    *fatal = keep_fatal_error();
+    return NULL;
+}
+
+/* ``fn(codec, memoryview of base[a:b])`` through take_buffer: the decompressed records area. */
+static PyObject *call_decompress(PyObject *fn, int codec, const uint8_t *base, Py_ssize_t a, Py_ssize_t b,
+                                 Py_buffer *v, int *fatal)
+{
+    PyObject *r = NULL, *mv = PyMemoryView_FromMemory((char *)(base + a), b - a, PyBUF_READ);
+    if (mv != NULL) {
+        r = PyObject_CallFunction(fn, "iO", codec, mv);
+        Py_DECREF(mv);
+    }
+    return take_buffer(r, v, fatal);
+}
+
 /* The CRC ``fn`` returns for base[a:b]: -1 on an error to defer on, -2 on one to propagate. */
 static int64_t call_crc(PyObject *fn, const uint8_t *base, Py_ssize_t a, Py_ssize_t b)
 {
@@ -1163,24 +1187,12 @@ static PyObject *sp_dump_walk(PyObject *self, PyObject *const *args, Py_ssize_t 
                 if (codec == 0) {
                     rc = v2_records_walk(buf, (Py_ssize_t)p + 61, (Py_ssize_t)nxt, count, &a, NULL);
                 } else {
-                    PyObject *mv, *data;
+                    PyObject *data;
                     Py_buffer dv;
-                    mv = PyMemoryView_FromMemory((char *)(buf + p + 61), (Py_ssize_t)(nxt - p - 61), PyBUF_READ);
-                    if (mv == NULL) {
-                        if (keep_fatal_error())
-                            goto fatal;
-                        break;
-                    }
-                    data = PyObject_CallFunction(decompress_fn, "iO", codec, mv);
-                    Py_DECREF(mv);
+                    int fat;
+                    data = call_decompress(decompress_fn, codec, buf, (Py_ssize_t)p + 61, (Py_ssize_t)nxt, &dv, &fat);
                     if (data == NULL) {
-                        if (keep_fatal_error())
-                            goto fatal;
-                        break;
-                    }
-                    if (PyObject_GetBuffer(data, &dv, PyBUF_SIMPLE) < 0) {
-                        Py_DECREF(data);
-                        if (keep_fatal_error())
+                        if (fat)
                             goto fatal;
                         break;
                     }
@@ -1340,7 +1352,7 @@ static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ss
         int32_t size = be_i32(buf + p + 8), count;
         int64_t nxt, base, batch_last, base_ts, lat, pid, inner_len, n;
         int16_t attr;
-        int codec, has_lat, ts_bit;
+        int codec, has_lat, ts_bit, fat = 0;
         const uint8_t *inner;
         PyObject *dec = NULL, *out, *data;
         Py_buffer dv;
@@ -1373,22 +1385,9 @@ static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ss
             inner = buf + p + 61;
             inner_len = nxt - p - 61;
         } else {
-            PyObject *mv = PyMemoryView_FromMemory((char *)(buf + p + 61), (Py_ssize_t)(nxt - p - 61), PyBUF_READ);
-            if (mv == NULL) {
-                if (keep_fatal_error())
-                    goto fatal;
-                break;
-            }
-            dec = PyObject_CallFunction(dec_fn, "iO", codec, mv);
-            Py_DECREF(mv);
+            dec = call_decompress(dec_fn, codec, buf, (Py_ssize_t)p + 61, (Py_ssize_t)nxt, &dv, &fat);
             if (dec == NULL) {
-                if (keep_fatal_error())
-                    goto fatal;
-                break;
-            }
-            if (PyObject_GetBuffer(dec, &dv, PyBUF_SIMPLE) < 0) {
-                Py_DECREF(dec);
-                if (keep_fatal_error())
+                if (fat)
                     goto fatal;
                 break;
             }
@@ -1419,17 +1418,10 @@ static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ss
             Py_ssize_t pn[4];
             int np;
             int64_t wrapper_ts = to_magic > 0 ? (has_lat ? lat : r.max_ts) : -1;
-            blk = PyObject_CallOneArg(codec == 2 ? snappy_fn : lz4_fn, out);
+            blk = take_buffer(PyObject_CallOneArg(codec == 2 ? snappy_fn : lz4_fn, out), &bv, &fat);
             if (blk == NULL) {
                 Py_DECREF(out);
-                if (keep_fatal_error())
-                    goto fatal;
-                break;
-            }
-            if (PyObject_GetBuffer(blk, &bv, PyBUF_SIMPLE) < 0) {
-                Py_DECREF(blk);
-                Py_DECREF(out);
-                if (keep_fatal_error())
+                if (fat)
                     goto fatal;
                 break;
             }
@@ -1487,16 +1479,10 @@ static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ss
             PyObject *comp;
             Py_buffer cv;
             int64_t wrapper_ts = to_magic > 0 ? (has_lat ? lat : r.max_ts) : -1;
-            comp = PyObject_CallFunction(comp_fn, "iO", codec, out);
+            comp = take_buffer(PyObject_CallFunction(comp_fn, "iO", codec, out), &cv, &fat);
             Py_DECREF(out);
             if (comp == NULL) {
-                if (keep_fatal_error())
-                    goto fatal;
-                break;
-            }
-            if (PyObject_GetBuffer(comp, &cv, PyBUF_SIMPLE) < 0) {
-                Py_DECREF(comp);
-                if (keep_fatal_error())
+                if (fat)
                     goto fatal;
                 break;
             }
