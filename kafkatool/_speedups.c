@@ -40,6 +40,11 @@ static inline uint32_t be_u32(const uint8_t *p)
 
 static inline int32_t be_i32(const uint8_t *p) { return (int32_t)be_u32(p); }
 
+static inline uint32_t le_u32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
 static inline int16_t be_i16(const uint8_t *p) { return (int16_t)(((uint16_t)p[0] << 8) | p[1]); }
 
 static inline int64_t be_i64(const uint8_t *p)
@@ -895,6 +900,60 @@ static PyObject *call_decompress(PyObject *fn, int codec, const uint8_t *base, P
     return take_buffer(r, v, fatal);
 }
 
+/* The codec callables of downconvert_run, in this order (``convert.DownConverter`` builds the tuple). */
+enum { F_CRC32C, F_DECOMPRESS, F_COMPRESS, F_SNAPPY_BLOCK, F_LZ4_BLOCK, F_SNAPPY_LEN, F_SNAPPY_UNBLOCK, F_LZ4_UNBLOCK,
+       N_FNS };
+
+/* A v2 records area d[0:n] of codec 1-3 decompressed, as ``codecs.decompress`` with ``limit``: a snappy-java
+ * stream of one chunk and Kafka's lz4 frame of one block through the block functions that function calls
+ * (their checks, without its Python), anything else through ``decompress`` itself. NULL as take_buffer;
+ * past ``limit`` NULL with *fatal 0 (the Python path raises). */
+static PyObject *decompress_area(int codec, const uint8_t *d, Py_ssize_t n, int64_t limit, PyObject *const *fns,
+                                 Py_buffer *v, int *fatal)
+{
+    if (codec == 2 && n >= 20 && memcmp(d, "\x82SNAPPY\0", 8) == 0 && be_i32(d + 16) >= 0
+        && (Py_ssize_t)be_i32(d + 16) + 20 == n) {
+        /* _snappy_decompress of one chunk: _snappy_raw_block(d[20:]) */
+        PyObject *r, *mv = PyMemoryView_FromMemory((char *)(d + 20), n - 20, PyBUF_READ);
+        long long out_len;
+        if (mv == NULL)
+            return take_buffer(NULL, v, fatal);
+        r = PyObject_CallOneArg(fns[F_SNAPPY_LEN], mv);
+        out_len = r != NULL ? PyLong_AsLongLong(r) : -1;
+        Py_XDECREF(r);
+        if (out_len < 0 || out_len > limit) {
+            Py_DECREF(mv);
+            if (PyErr_Occurred())
+                return take_buffer(NULL, v, fatal);
+            *fatal = 0;
+            return NULL;
+        }
+        r = PyObject_CallOneArg(fns[F_SNAPPY_UNBLOCK], mv);
+        Py_DECREF(mv);
+        return take_buffer(r, v, fatal);
+    }
+    if (codec == 3 && n >= 11 && le_u32(d) == 0x184D2204u && d[4] == 0x60 && d[5] == 0x40 && d[6] == 0x82) {
+        /* _lz4_decompress's fast path: one compressed block of up to 64 KiB, then the end mark */
+        uint32_t size = le_u32(d + 7);
+        if (size > 0 && size <= 65536 && n - 11 - (Py_ssize_t)size >= 4 && (le_u32(d + 11 + size) & 0x7FFFFFFFu) == 0) {
+            PyObject *r = NULL, *mv = PyMemoryView_FromMemory((char *)(d + 11), (Py_ssize_t)size, PyBUF_READ);
+            if (mv != NULL) {
+                r = PyObject_CallOneArg(fns[F_LZ4_UNBLOCK], mv);
+                Py_DECREF(mv);
+            }
+            r = take_buffer(r, v, fatal);
+            if (r != NULL && v->len > limit) {
+                PyBuffer_Release(v);
+                Py_DECREF(r);
+                *fatal = 0;
+                return NULL;
+            }
+            return r;
+        }
+    }
+    return call_decompress(fns[F_DECOMPRESS], codec, d, 0, n, v, fatal);
+}
+
 /* The CRC ``fn`` returns for base[a:b]: -1 on an error to defer on, -2 on one to propagate. */
 static int64_t call_crc(PyObject *fn, const uint8_t *base, Py_ssize_t a, Py_ssize_t b)
 {
@@ -1277,7 +1336,7 @@ fatal:
 }
 
 /* downconvert_run(buf, p, stop, end, checked, to_magic, first_offset, max_bytes, wsize, wbase, segment_bytes,
- *                 wrapper_header, crc32c, decompress, compress, estimates, snappy_block, lz4_block)
+ *                 wrapper_header, limit, codecs, estimates)
  * -> (p, data, batches, records, filtered, with_headers, producer_dropped, temporary_bytes, log_end,
  *     last_offset, uncompressed_records, compressed_batches, wsize, estimates, updated) | None
  *
@@ -1290,9 +1349,10 @@ fatal:
  * four floats and the two steps): the run updates them after every compressed batch, in float
  * arithmetic as ``CompressionRatioEstimator`` does, and ``updated`` has bit ``codec`` set for those it
  * changed. The run stops before the first batch it cannot take: the Python path converts that one
- * (and raises its exact error). ``decompress(codec, view)`` and ``compress(codec, data)`` are the
- * codec callables; ``snappy_block(data)`` and ``lz4_block(data)`` (or None) the raw block compressors
- * that ``compress`` frames for snappy and lz4, framed here when the data is one block. */
+ * (and raises its exact error). ``codecs`` is the tuple of callables named by the F_* constants
+ * (``convert.DownConverter`` builds it): the CRC-32C, ``decompress(codec, view)`` (with ``limit``) and
+ * ``compress(codec, data)`` of codecs.py, and the block functions they call for one snappy or lz4 block,
+ * which the run frames and unframes itself. */
 static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     Py_buffer view;
@@ -1301,26 +1361,29 @@ static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ss
     int64_t last_out = -1, none_records = 0, comp_batches = 0, total = 0;
     float est[4], step_up = 0.0f, step_down = 0.0f;
     int updated = 0;
-    PyObject *crc_fn, *dec_fn, *comp_fn, *snappy_fn, *lz4_fn, *parts, *joined, *ests;
+    PyObject *crc_fn, *comp_fn, *snappy_fn, *lz4_fn, *parts, *joined, *ests, *const *fns;
+    int64_t limit;
     const uint8_t *buf;
     (void)self;
-    if (nargs != 18) {
-        PyErr_SetString(PyExc_TypeError, "downconvert_run takes 18 arguments");
+    if (nargs != 15) {
+        PyErr_SetString(PyExc_TypeError, "downconvert_run takes 15 arguments");
         return NULL;
     }
     if (arg_i64(args[1], &p) || arg_i64(args[2], &stop) || arg_i64(args[3], &end) || arg_i64(args[4], &checked)
         || arg_i64(args[5], &to_magic) || arg_i64(args[6], &first_offset) || arg_i64(args[7], &max_bytes)
         || arg_i64(args[8], &wsize) || arg_i64(args[9], &wbase) || arg_i64(args[10], &seg_bytes)
-        || arg_i64(args[11], &wrap_head))
+        || arg_i64(args[11], &wrap_head) || arg_i64(args[12], &limit))
         Py_RETURN_NONE;
     if (to_magic != 0 && to_magic != 1)
         Py_RETURN_NONE;
-    crc_fn = args[12];
-    dec_fn = args[13];
-    comp_fn = args[14];
-    ests = args[15];
-    snappy_fn = args[16];
-    lz4_fn = args[17];
+    if (!PyTuple_Check(args[13]) || PyTuple_GET_SIZE(args[13]) != N_FNS)
+        Py_RETURN_NONE;
+    fns = &PyTuple_GET_ITEM(args[13], 0);
+    crc_fn = fns[F_CRC32C];
+    comp_fn = fns[F_COMPRESS];
+    snappy_fn = fns[F_SNAPPY_BLOCK];
+    lz4_fn = fns[F_LZ4_BLOCK];
+    ests = args[14];
     if (!PyTuple_Check(ests) || PyTuple_GET_SIZE(ests) != 6)
         Py_RETURN_NONE;
     for (int i = 0; i < 6; i++) {
@@ -1385,7 +1448,7 @@ static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ss
             inner = buf + p + 61;
             inner_len = nxt - p - 61;
         } else {
-            dec = call_decompress(dec_fn, codec, buf, (Py_ssize_t)p + 61, (Py_ssize_t)nxt, &dv, &fat);
+            dec = decompress_area(codec, buf + p + 61, (Py_ssize_t)(nxt - p - 61), limit, fns, &dv, &fat);
             if (dec == NULL) {
                 if (fat)
                     goto fatal;
@@ -1407,8 +1470,7 @@ static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ss
             break;
         }
         inner_len = PyBytes_GET_SIZE(out);
-        if (codec && ((codec == 2 && snappy_fn != Py_None && inner_len <= 32768)
-                      || (codec == 3 && lz4_fn != Py_None && inner_len <= 65536))) {
+        if (codec && ((codec == 2 && inner_len <= 32768) || (codec == 3 && inner_len <= 65536))) {
             /* One block: codecs.snappy_xerial_compress / lz4_kafka_compress's framing around the block
              * compressor they call, without their Python. */
             PyObject *blk;
@@ -1604,8 +1666,7 @@ static PyMethodDef methods[] = {
      "dump_walk(buf, p, stop, end, last, flags, crc32c, crc32, decompress): dump's plain batches."},
     {"downconvert_run", (PyCFunction)(void (*)(void))sp_downconvert_run, METH_FASTCALL,
      "downconvert_run(buf, p, stop, end, checked, to_magic, first_offset, max_bytes, wsize, wbase, segment_bytes, "
-     "wrapper_header, crc32c, decompress, compress, estimates, snappy_block, lz4_block): convert.DownConverter's "
-     "common batches."},
+     "wrapper_header, limit, codecs, estimates): convert.DownConverter's common batches."},
     {"crc32", sp_crc32, METH_VARARGS, "crc32(data, value=0): zlib's CRC-32."},
     {NULL, NULL, 0, NULL},
 };

@@ -190,6 +190,11 @@ snappy_block: Callable[..., Any] = cramjam.snappy.compress_raw
 lz4_fast_block: Callable[..., Any] = functools.partial(cramjam.lz4.compress_block, store_size=False)
 
 
+# ... and the block decompressors of the readers below.
+snappy_block_len: Callable[..., int] = cramjam.snappy.decompress_raw_len
+snappy_unblock: Callable[..., Any] = cramjam.snappy.decompress_raw
+
+
 def snappy_xerial_compress(data: Buffer) -> bytes:
     """snappy-java ``SnappyOutputStream``: header then [int32 BE length][raw block] per 32 KiB of input."""
     if 0 < len(data) <= XERIAL_BLOCK:  # one chunk: the loop's bytes without its slicing
@@ -211,13 +216,13 @@ def snappy_raw_compress(data: Buffer) -> bytes:
 
 def _snappy_raw_block(block: Buffer, limit: int, produced: int) -> bytes:
     try:
-        n = cramjam.snappy.decompress_raw_len(block)
+        n = snappy_block_len(block)
     except Exception as e:  # cramjam raises its own DecompressionError
         raise CorruptRecordError(f"snappy block is corrupt: {e}") from None
     if produced + n > limit:
         raise _too_big(limit)
     try:
-        return bytes(cramjam.snappy.decompress_raw(block))
+        return bytes(snappy_unblock(block))
     except Exception as e:
         raise CorruptRecordError(f"snappy block is corrupt: {e}") from None
 
@@ -301,6 +306,9 @@ def lz4_kafka_compress(data: Buffer, *, magic: int = 2, level: int = 9) -> bytes
 
 
 _LE32_PAIR = struct.Struct("<IH")
+# One block of Kafka's lz4 frame (at most LZ4_BLOCK bytes out): the fast path below, and the compiled
+# down-conversion run's.
+lz4_unblock: Callable[..., bytes] = functools.partial(lz4.block.decompress, uncompressed_size=LZ4_BLOCK)
 
 
 def _lz4_decompress(data: Buffer, limit: int, magic: int) -> bytes:
@@ -314,7 +322,7 @@ def _lz4_decompress(data: Buffer, limit: int, magic: int) -> bytes:
         (size,) = _LE32.unpack_from(mv, 7)
         if 0 < size <= LZ4_BLOCK and end - 11 - size >= 4 and not _LE32.unpack_from(mv, 11 + size)[0] & 0x7FFFFFFF:
             try:
-                only: bytes = lz4.block.decompress(mv[11:11 + size], uncompressed_size=LZ4_BLOCK)
+                only = lz4_unblock(mv[11:11 + size])
             except Exception as e:
                 raise CorruptRecordError(f"lz4 block is corrupt: {e}") from None
             if len(only) > limit:

@@ -38,11 +38,21 @@ from typing import Any
 
 import crc32c as _crc32c
 
+from kafkatool import budget as _budget
 from kafkatool import crash
 from kafkatool._accel import speedups as _C
 from kafkatool.atomic import fsync_dir, temp_name
 from kafkatool.batch import MAGIC_V2, NO_TIMESTAMP, Record, TimestampType
-from kafkatool.codecs import Codec, compress, decompress, lz4_fast_block, snappy_block
+from kafkatool.codecs import (
+    Codec,
+    compress,
+    decompress,
+    lz4_fast_block,
+    lz4_unblock,
+    snappy_block,
+    snappy_block_len,
+    snappy_unblock,
+)
 from kafkatool.convert_io import (
     PartitionSource,
     SegmentWriter,
@@ -192,6 +202,7 @@ class DownConverter:
         self._pending: list[Record] = []
         self._pending_key: tuple[int, Codec, TimestampType, int] | None = None
         self._planner: BatchPlanner | None = None
+        self._run_codecs: tuple[Any, ...] | None = None  # what run() hands the compiled run, built once
 
     def add(self, batch: RecordBatch) -> list[Unit]:
         opts = self.opts
@@ -224,18 +235,21 @@ class DownConverter:
         to_magic = opts.to_magic
         est = self.estimator
         topic = self.topic
-        limit = opts.decompress_limit
+        limit = opts.decompress_limit if opts.decompress_limit is not None else _budget.decompress_limit()
+        if self._run_codecs is None:
+            def dec(codec_id: int, view: Any) -> bytes:
+                return decompress(codec_id, view, limit=limit, magic=MAGIC_V2)
 
-        def dec(codec_id: int, view: Any) -> bytes:
-            return decompress(codec_id, view, limit=limit, magic=MAGIC_V2)
+            def comp(codec_id: int, data: bytes) -> bytes:
+                return compress(codec_id, data, magic=to_magic)
 
-        def comp(codec_id: int, data: bytes) -> bytes:
-            return compress(codec_id, data, magic=to_magic)
-
+            # _speedups.c's F_* order: the run calls these (and frames single snappy/lz4 blocks itself).
+            self._run_codecs = (_crc32c.crc32c, dec, comp, snappy_block, lz4_fast_block, snappy_block_len,
+                                snappy_unblock, lz4_unblock)
         estimates = tuple(est.estimation(topic, cid) for cid in range(4)) + ESTIMATION_STEPS
         r = _C.downconvert_run(buf, p, p + opts.chunk_size, end, 1, to_magic, 0, opts.max_message_bytes, writer.size,
-                               writer.base, writer.segment_bytes, WRAPPER_HEADER[to_magic], _crc32c.crc32c, dec, comp,
-                               estimates, snappy_block, lz4_fast_block)
+                               writer.base, writer.segment_bytes, WRAPPER_HEADER[to_magic], limit, self._run_codecs,
+                               estimates)
         if r is None or r[0] == p:
             return None
         (q, data, batches, records, filtered, with_headers, producer, tmem, log_end, last, none_records,

@@ -687,13 +687,12 @@ def test_damaged_downconvert_same_with_and_without(every_format_sample: list[Pat
 
 
 def test_downconvert_run_never_swallows_an_interrupt(sp: ModuleType) -> None:
-    """A KeyboardInterrupt in the CRC, decompress or compress function comes out of the run; other exceptions
-    stop it before that batch (the Python path then raises its own error)."""
+    """A KeyboardInterrupt in the CRC function, a decompressor or a compressor comes out of the run; other
+    exceptions stop it before that batch (the Python path then raises its own error)."""
     import crc32c
 
-    from kafkatool.codecs import compress, decompress
+    from kafkatool import codecs
 
-    data = v2.build_batch([(0, TS, b"k", b"v" * 100, ())], codec=Codec.LZ4) * 2
     data = v2.build_batch([(0, TS, b"k", b"v" * 100, ())], codec=Codec.LZ4) + v2.build_batch(
         [(1, TS, b"k", b"v" * 100, ())], codec=Codec.LZ4)
 
@@ -704,23 +703,38 @@ def test_downconvert_run_never_swallows_an_interrupt(sp: ModuleType) -> None:
         raise ValueError("no")
 
     def dec(c: int, v: Any) -> bytes:
-        return decompress(c, v, magic=2)
+        return codecs.decompress(c, v, magic=2)
 
     def comp(c: int, d: bytes) -> bytes:
-        return compress(c, d, magic=1)
+        return codecs.compress(c, d, magic=1)
 
-    def run(checked: int, crc: Any, d: Any, c: Any) -> Any:
+    real = (crc32c.crc32c, dec, comp, codecs.snappy_block, codecs.lz4_fast_block, codecs.snappy_block_len,
+            codecs.snappy_unblock, codecs.lz4_unblock)
+
+    def run(checked: int, crc: Any = None, decompressing: Any = None, compressing: Any = None) -> Any:
+        fns = list(real)
+        if crc is not None:
+            fns[0] = crc
+        if decompressing is not None:
+            fns[1] = fns[5] = fns[6] = fns[7] = decompressing
+        if compressing is not None:
+            fns[2] = fns[3] = fns[4] = compressing
         est = (1.0, 1.0, 1.0, 1.0, 0.05, 0.005)
-        return sp.downconvert_run(data, 0, len(data), len(data), checked, 1, 0, 1 << 20, 0, 0, 1 << 30, 34, crc, d, c,
-                                  est, None, None)
+        return sp.downconvert_run(data, 0, len(data), len(data), checked, 1, 0, 1 << 20, 0, 0, 1 << 30, 34, 1 << 20,
+                                  tuple(fns), est)
 
-    for args in ((0, interrupt, dec, comp), (1, crc32c.crc32c, interrupt, comp), (1, crc32c.crc32c, dec, interrupt)):
-        with pytest.raises(KeyboardInterrupt):
-            run(*args)
-    for args in ((0, fail, dec, comp), (1, crc32c.crc32c, fail, comp), (1, crc32c.crc32c, dec, fail)):
-        assert run(*args)[:3] == (0, b"", 0)
-    whole = run(0, crc32c.crc32c, dec, comp)
+    for broken in (interrupt, fail):
+        for kw in ({"checked": 0, "crc": broken}, {"checked": 1, "decompressing": broken},
+                   {"checked": 1, "compressing": broken}):
+            if broken is interrupt:
+                with pytest.raises(KeyboardInterrupt):
+                    run(**kw)
+            else:
+                assert run(**kw)[:3] == (0, b"", 0), kw
+    whole = run(0)
     assert whole[0] == len(data) and whole[2] == 2 and whole[3] == 2
+    assert run(0, decompressing=fail)[:3] == (0, b"", 0)
+
 
 
 def test_downconvert_run_keeps_the_kip126_estimate(tmp_path: Path) -> None:
@@ -797,3 +811,11 @@ def test_downconvert_run_frames_snappy_and_lz4_blocks_as_the_codecs_do(tmp_path:
         got = converted(tmp_path / "src", tmp_path / "c", to_magic=to_magic, max_message_bytes=1 << 20)
     assert want[0] == "ok"
     assert got == want
+    # the run unframes one block itself too: a decompression limit stops it where codecs.decompress raises
+    for limit in (30000, 60000):
+        with compiled(False):
+            want = converted(tmp_path / "src", tmp_path / f"py-{limit}", to_magic=to_magic, decompress_limit=limit)
+        with compiled(True):
+            got = converted(tmp_path / "src", tmp_path / f"c-{limit}", to_magic=to_magic, decompress_limit=limit)
+        assert want[0] == "error" and "exceeds the limit" in want[1][1]
+        assert got == want
