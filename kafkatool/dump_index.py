@@ -46,6 +46,7 @@ from kafkatool.dump_events import (
     PropertyEntry,
     Severity,
 )
+from kafkatool.dump_resync import find_next_batch
 from kafkatool.errors import CorruptDataError, CorruptRecordError, InputError, KafkaToolError
 from kafkatool.file_records import FileRecords, RecordBatch
 from kafkatool.index import (
@@ -354,8 +355,6 @@ def _first_batch_reaching(fr: FileRecords, begin: int, target: int,
 
     Where Kafka's walk would throw (a corrupt size field) the scan resumes at the next valid batch, as the
     log dump does, instead of giving up on every later entry."""
-    from kafkatool.dump import find_next_batch
-
     p = begin
     while True:
         stream = fr.batches(p)

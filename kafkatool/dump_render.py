@@ -24,7 +24,6 @@ from typing import IO, Any
 from kafkatool import JSON_SCHEMA_VERSION
 from kafkatool.codecs import Codec
 from kafkatool.default_records import DefaultRecordBatch
-from kafkatool.dump import batch_base_offset
 from kafkatool.dump_control import describe_control
 from kafkatool.dump_events import (
     BatchEvent,
@@ -37,6 +36,7 @@ from kafkatool.dump_events import (
     NoticeKind,
     Summary,
 )
+from kafkatool.dump_resync import batch_base_offset
 from kafkatool.dumplog_format import entry_line
 from kafkatool.jsonl import escape_separators, json_line
 from kafkatool.units import TimestampFormatter, format_size

@@ -11,8 +11,9 @@ import pytest
 from kafkatool import default_records as v2
 from kafkatool import legacy_records as legacy
 from kafkatool.codecs import Codec, compress
-from kafkatool.dump import DumpEngine, find_next_batch
+from kafkatool.dump import DumpEngine
 from kafkatool.dump_events import BatchEvent, DumpOptions, FileEnd, Finding, Severity, Summary
+from kafkatool.dump_resync import find_next_batch
 from tests.dump_fixtures import TS, v2_batches, write_segment
 
 BATCHES = v2_batches(10)  # offsets 0..49, 5 records each; first two batches 651 bytes, then 656

@@ -10,7 +10,7 @@ from kafkatool.checkpoints import (
     encode_offset_checkpoint,
     encode_partition_metadata,
 )
-from kafkatool.dump import DumpEngine, partition_files
+from kafkatool.dump import DumpEngine
 from kafkatool.dump_events import (
     DumpOptions,
     EntryKind,
@@ -20,6 +20,7 @@ from kafkatool.dump_events import (
     Notice,
     NoticeKind,
 )
+from kafkatool.dump_files import partition_files
 from kafkatool.index import OffsetPosition, TimestampOffset
 from kafkatool.logdir import PartitionDir, TopicPartition
 from kafkatool.snapshot import ProducerSnapshotEntry, encode_snapshot
