@@ -235,10 +235,11 @@ class DownConverter:
         to_magic = opts.to_magic
         est = self.estimator
         topic = self.topic
+        # The limit the run's own unframing applies: the one codecs.decompress applies on the Python path.
         limit = opts.decompress_limit if opts.decompress_limit is not None else _budget.decompress_limit()
         if self._run_codecs is None:
             def dec(codec_id: int, view: Any) -> bytes:
-                return decompress(codec_id, view, limit=limit, magic=MAGIC_V2)
+                return decompress(codec_id, view, limit=opts.decompress_limit, magic=MAGIC_V2)
 
             def comp(codec_id: int, data: bytes) -> bytes:
                 return compress(codec_id, data, magic=to_magic)
