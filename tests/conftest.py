@@ -66,15 +66,16 @@ def java_lock(tmp_path_factory: pytest.TempPathFactory):
 from tests.kafkaref import kafka_ref  # noqa: E402, F401
 
 
-def run_on_pty(args: list[str | os.PathLike[str]], env: dict[str, str] | None = None, *, columns: int = 120,
-               timeout: float = 120) -> tuple[int, str]:
-    """Run the CLI with stdout and stderr on a terminal (NO_COLOR unset unless ``env`` sets it, so colour and
-    progress bars show); returns (exit code, everything it printed)."""
+def pty_session(args: list[str | os.PathLike[str]], env: dict[str, str] | None = None, *, columns: int = 120,
+                timeout: float = 120, stderr_only: bool = False) -> tuple[int, bytes, str]:
+    """Run the CLI with stderr (and stdout, unless ``stderr_only``: then a pipe) on a terminal, NO_COLOR unset
+    unless ``env`` sets it, so colour and progress bars show; returns (exit code, the terminal's bytes, what
+    went to the stdout pipe)."""
     leader, follower = pty.openpty()
     full_env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
     full_env.update(PYTHONPATH=str(ROOT), COLUMNS=str(columns), TERM="xterm-256color", **(env or {}))
     p = subprocess.Popen([sys.executable, "-m", "kafkatool", *map(str, args)], stdin=subprocess.DEVNULL,
-                         stdout=follower, stderr=follower, env=full_env)
+                         stdout=subprocess.PIPE if stderr_only else follower, stderr=follower, env=full_env)
     os.close(follower)
     chunks = []
     try:
@@ -88,4 +89,13 @@ def run_on_pty(args: list[str | os.PathLike[str]], env: dict[str, str] | None = 
             chunks.append(data)
     finally:
         os.close(leader)
-    return p.wait(timeout), b"".join(chunks).decode("utf-8", "replace")
+    out = p.stdout.read().decode() if p.stdout is not None else ""
+    return p.wait(timeout), b"".join(chunks), out
+
+
+def run_on_pty(args: list[str | os.PathLike[str]], env: dict[str, str] | None = None, *, columns: int = 120,
+               timeout: float = 120) -> tuple[int, str]:
+    """Run the CLI with stdout and stderr on a terminal (see :func:`pty_session`); returns (exit code,
+    everything it printed)."""
+    rc, tty, _ = pty_session(args, env, columns=columns, timeout=timeout)
+    return rc, tty.decode("utf-8", "replace")

@@ -11,7 +11,7 @@ import textwrap
 import pytest
 
 from kafkatool.codecs import Codec
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT, pty_session, run_cli
 from tests.convert_fixtures import (
     legacy_log,
     make_partition,
@@ -154,28 +154,8 @@ def test_a_killed_run_leaves_nothing_that_looks_complete(tmp_path, where, after)
 
 def _run_with_tty_stderr(*args: object) -> tuple[int, str, bytes]:
     """Run kafkatool with stderr on a pseudo-terminal (stdout a pipe): (exit code, stdout, terminal bytes)."""
-    import os
-    import pty
-
-    master, slave = pty.openpty()
-    env = dict(os.environ, PYTHONPATH=str(ROOT), TERM="xterm-256color", COLUMNS="120")
-    env.pop("NO_COLOR", None)
-    p = subprocess.Popen([sys.executable, "-m", "kafkatool", *map(str, args)], stdout=subprocess.PIPE,
-                         stderr=slave, stdin=subprocess.DEVNULL, env=env)
-    os.close(slave)
-    tty = bytearray()
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not chunk:
-            break
-        tty += chunk
-    out = p.stdout.read().decode() if p.stdout else ""
-    rc = p.wait(timeout=120)
-    os.close(master)
-    return rc, out, bytes(tty)
+    rc, tty, out = pty_session(list(map(str, args)), stderr_only=True)
+    return rc, out, tty
 
 
 @pytest.mark.parametrize("command", ["downconvert", "upconvert"])
