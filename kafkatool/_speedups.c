@@ -975,6 +975,21 @@ static int64_t call_crc(PyObject *fn, const uint8_t *base, Py_ssize_t a, Py_ssiz
     return (int64_t)(v & 0xFFFFFFFFu);
 }
 
+/* The bytes a batch walk runs over: ``obj``'s buffer in ``view`` when ``p`` and ``end`` lie within it,
+ * else NULL with nothing held and no error set (the walk defers to Python). */
+static const uint8_t *walk_buffer(PyObject *obj, int64_t p, int64_t end, Py_buffer *view)
+{
+    if (PyObject_GetBuffer(obj, view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        return NULL;
+    }
+    if (p < 0 || end < 0 || end > view->len) {
+        PyBuffer_Release(view);
+        return NULL;
+    }
+    return (const uint8_t *)view->buf;
+}
+
 /* verify_walk(buf, p, stop, end, crc32c, crc32) -> (p, batches, records, unknown, failed_at)
  *
  * The loop of ``file_records._verify`` from ``p``: walks whole batches while they start before
@@ -999,15 +1014,9 @@ static PyObject *sp_verify_walk(PyObject *self, PyObject *const *args, Py_ssize_
         Py_RETURN_NONE;
     crc32c_fn = args[4];
     crc32_fn = args[5];
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
-        PyErr_Clear();
+    buf = walk_buffer(args[0], p, end, &view);
+    if (buf == NULL)
         Py_RETURN_NONE;
-    }
-    buf = (const uint8_t *)view.buf;
-    if (p < 0 || end > view.len || end < 0) {
-        PyBuffer_Release(&view);
-        Py_RETURN_NONE;
-    }
     while (p < stop && p < end - 17) {
         int32_t size = be_i32(buf + p + 8);
         int64_t nxt;
@@ -1196,15 +1205,9 @@ static PyObject *sp_dump_walk(PyObject *self, PyObject *const *args, Py_ssize_t 
     crc32c_fn = args[6];
     crc32_fn = args[7];
     decompress_fn = args[8];
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
-        PyErr_Clear();
+    buf = walk_buffer(args[0], p, end, &view);
+    if (buf == NULL)
         Py_RETURN_NONE;
-    }
-    buf = (const uint8_t *)view.buf;
-    if (p < 0 || end > view.len || end < 0) {
-        PyBuffer_Release(&view);
-        Py_RETURN_NONE;
-    }
     while (p < stop && p < end - 17) {
         int32_t size = be_i32(buf + p + 8);
         int64_t nxt, first, last_off, ts, n_rec;
@@ -1399,15 +1402,9 @@ static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ss
         else
             step_down = (float)v;
     }
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
-        PyErr_Clear();
+    buf = walk_buffer(args[0], p, end, &view);
+    if (buf == NULL)
         Py_RETURN_NONE;
-    }
-    buf = (const uint8_t *)view.buf;
-    if (p < 0 || end > view.len || end < 0) {
-        PyBuffer_Release(&view);
-        Py_RETURN_NONE;
-    }
     parts = PyList_New(0);
     if (parts == NULL)
         goto fatal;
