@@ -252,15 +252,12 @@ class SegmentWriter:
             new_base = first if first is not None else max(self.next_offset, last - INT32_MAX)
             self._close()
             self._open(new_base)
-        if self.file is not None:
-            self.file.write(data)
-        self.size += n
-        self.bytes_written += n
-        self.next_offset = last + 1
+        self.append_run(data, last)
 
     def append_run(self, data: bytes, last: int) -> None:
-        """:meth:`append` for the units of a compiled run (``DownConverter.run``), which has checked that
-        none of them rolls the segment; ``last`` is the last offset they hold."""
+        """:meth:`append` without the roll: for a unit it has checked, and for the units of a compiled run
+        (``DownConverter.run``), which has checked that none of them rolls the segment; ``last`` is the last
+        offset they hold."""
         if self.file is not None:
             self.file.write(data)
         self.size += len(data)

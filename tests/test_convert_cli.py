@@ -117,15 +117,17 @@ from kafkatool import convert_io
 from kafkatool.convert import ConvertOptions, convert_log
 
 target, calls = {where!r}, [0]
-# "append": a unit written one by one, or a compiled run's units written at once (append_run)
-for name in [target] + (["append_run"] if target == "append" else []):
-    def die(self, *a, _original=getattr(convert_io.SegmentWriter, name), **kw):
-        calls[0] += 1
-        if calls[0] == {after}:
-            os.kill(os.getpid(), signal.SIGKILL)
-        return _original(self, *a, **kw)
+# "append": every write, a unit's or a compiled run's units at once, goes through append_run
+name = "append_run" if target == "append" else target
+original = getattr(convert_io.SegmentWriter, name)
 
-    setattr(convert_io.SegmentWriter, name, die)
+def die(self, *a, **kw):
+    calls[0] += 1
+    if calls[0] == {after}:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return original(self, *a, **kw)
+
+setattr(convert_io.SegmentWriter, name, die)
 convert_log({src!r}, {dst!r}, ConvertOptions(to_magic=1, segment_bytes=600))
 """
 
