@@ -34,7 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.data import DEFAULT_DATA_DIR, kafka_ref  # noqa: E402
-from kafkatool.recover import recover_segment  # noqa: E402
+from kafkatool.log.recovery import recover_segment  # noqa: E402
 
 SCENARIOS = {
     # topic: (kafka-ref gen args, approx bytes per record on disk)

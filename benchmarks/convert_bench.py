@@ -36,8 +36,8 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.data import DEFAULT_DATA_DIR  # noqa: E402
 from benchmarks.data import kafka_ref as kafka_ref_launcher  # noqa: E402
-from kafkatool.down_convert import down_convert, iter_chunks  # noqa: E402
-from kafkatool.file_records import FileRecords  # noqa: E402
+from kafkatool.record.down_convert import down_convert, iter_chunks  # noqa: E402
+from kafkatool.record.file_records import FileRecords  # noqa: E402
 
 CODECS = ("none", "gzip", "snappy", "lz4")
 GEN = ["--magic", "2", "--records", "64000", "--batch-records", "16", "--value-bytes", "1024",

@@ -37,7 +37,7 @@ def register(name: str) -> Callable[[PassFn], PassFn]:
 
 @register("verify")
 def verify(path: str, args: argparse.Namespace) -> dict[str, Any]:
-    from kafkatool.file_records import verify_segment
+    from kafkatool.record.file_records import verify_segment
 
     v = verify_segment(path)
     if v.error is not None:
@@ -47,7 +47,7 @@ def verify(path: str, args: argparse.Namespace) -> dict[str, Any]:
 
 @register("verify-batches")
 def verify_batches(path: str, args: argparse.Namespace) -> dict[str, Any]:
-    from kafkatool.file_records import FileRecords
+    from kafkatool.record.file_records import FileRecords
 
     batches = records = nbytes = 0
     with FileRecords(path) as fr:
@@ -62,7 +62,7 @@ def verify_batches(path: str, args: argparse.Namespace) -> dict[str, Any]:
 
 @register("deep")
 def deep(path: str, args: argparse.Namespace) -> dict[str, Any]:
-    from kafkatool.file_records import FileRecords
+    from kafkatool.record.file_records import FileRecords
 
     batches = records = payload = nbytes = sink = 0
     with FileRecords(path) as fr:
@@ -90,7 +90,7 @@ def deep(path: str, args: argparse.Namespace) -> dict[str, Any]:
 
 @register("recover")
 def recover(path: str, args: argparse.Namespace) -> dict[str, Any]:
-    from kafkatool.recover import recover_segment
+    from kafkatool.log.recovery import recover_segment
 
     r = recover_segment(path, 0)
     if r.error is not None:
@@ -103,8 +103,8 @@ def recover(path: str, args: argparse.Namespace) -> dict[str, Any]:
 
 @register("downconvert")
 def downconvert(path: str, args: argparse.Namespace) -> dict[str, Any]:
-    from kafkatool.down_convert import down_convert
-    from kafkatool.file_records import FileRecords
+    from kafkatool.record.down_convert import down_convert
+    from kafkatool.record.file_records import FileRecords
 
     max_read = 128 * 1024  # LazyDownConversionRecordsSend's MAX_READ_SIZE
     out_bytes = converted = chunks = 0

@@ -33,7 +33,7 @@ for c in "2 none 1024 16" "2 none 100 256" "2 none 100 16" "1 none 100 16" "0 no
   records=$(PYTHONPATH="$ROOT" "$PY" - "$DATA/ours/bench-0" <<'EOF'
 import sys
 from pathlib import Path
-from kafkatool.file_records import FileRecords
+from kafkatool.record.file_records import FileRecords
 n = 0
 for log in sorted(Path(sys.argv[1]).glob("*.log")):
     with FileRecords(log) as fr:

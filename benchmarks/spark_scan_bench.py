@@ -10,7 +10,7 @@ v2 batches. 1000-byte values (half compressible), one header (v2), 100 records p
 
 Measured, each once (the machine is shared: big runs are not repeated in loops):
 
-* ``single``: ``kafkatool.scan.run_local(jobs=1)``, the single-process scan (wall and CPU time);
+* ``single``: ``kafkatool.scan.engine.run_local(jobs=1)``, the single-process scan (wall and CPU time);
 * ``pool2``: the same with a 2-process pool (``--engine local-processes -j 2``);
 * ``spark``: the Spark job on a ``local[2]`` session already started (production JVM flags), and
   separately the session start, the first tiny job (Python workers, Arrow) and ``stop()``: the fixed
@@ -35,8 +35,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.data import kafka_ref  # noqa: E402
-from kafkatool.index import encode_offset_index, encode_time_index  # noqa: E402
-from kafkatool.recover import recover_segment  # noqa: E402
+from kafkatool.log.index import encode_offset_index, encode_time_index  # noqa: E402
+from kafkatool.log.recovery import recover_segment  # noqa: E402
 
 COMMON = ["--value-bytes", "1000", "--compressible", "0.5", "--batch-records", "100",
           "--key-cardinality", "50000", "--null-key-fraction", "0.02"]
@@ -154,8 +154,8 @@ def end_jvm(spark: object) -> None:
 
 
 def run(root: Path) -> dict[str, object]:
-    from kafkatool.scan import run_local
-    from kafkatool.spark.plan import discover, make_plan
+    from kafkatool.scan.engine import run_local
+    from kafkatool.scan.plan import discover, make_plan
 
     found = discover([str(root)])
     total = sum(s.size for s in found.segments)

@@ -9,8 +9,8 @@ import _common  # noqa: F401
 import atheris
 
 with atheris.instrument_imports():
-    from kafkatool import codecs
     from kafkatool.errors import KafkaToolError
+    from kafkatool.record import codecs
 
 
 def TestOneInput(data: bytes) -> None:

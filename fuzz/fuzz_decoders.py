@@ -12,7 +12,7 @@ with atheris.instrument_imports():
     from kafkatool.decoders.offsets import decode_offsets_record
     from kafkatool.decoders.transactions import decode_transaction_record
     from kafkatool.errors import KafkaToolError
-    from kafkatool.fetch_response import parse_response
+    from kafkatool.fetch.response import parse_response
 
 
 def TestOneInput(data: bytes) -> None:

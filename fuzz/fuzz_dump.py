@@ -11,8 +11,8 @@ import _common  # noqa: F401
 import atheris
 
 with atheris.instrument_imports():
-    from kafkatool.dump import DumpEngine
-    from kafkatool.dump_events import DumpOptions
+    from kafkatool.dump.engine import DumpEngine
+    from kafkatool.dump.events import DumpOptions
     from kafkatool.errors import KafkaToolError
 
 TMP = tempfile.mkdtemp(prefix="kafkatool-fuzz-dump-")

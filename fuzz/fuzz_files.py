@@ -12,8 +12,9 @@ import _common  # noqa: F401
 import atheris
 
 with atheris.instrument_imports():
-    from kafkatool import checkpoints, index, recover, snapshot, txn_index
     from kafkatool.errors import KafkaToolError
+    from kafkatool.log import checkpoints, index, snapshot, txn_index
+    from kafkatool.log.recovery import reference as recover
 
 TMP = tempfile.mkdtemp(prefix="kafkatool-fuzz-")
 NAMES = ["00000000000000000100.index", "00000000000000000100.timeindex", "00000000000000000100.txnindex",

@@ -14,9 +14,9 @@ import _common  # noqa: F401
 import atheris
 
 with atheris.instrument_imports():
-    from kafkatool import default_records as v2
     from kafkatool.errors import KafkaToolError
-    from kafkatool.file_records import LogInputStream
+    from kafkatool.record import default_records as v2
+    from kafkatool.record.file_records import LogInputStream
 
 
 def reseal(data: bytes) -> bytes:

@@ -11,8 +11,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
-from kafkatool import codecs, default_records, legacy_records  # noqa: E402
-from kafkatool.codecs import Codec  # noqa: E402
+from kafkatool import legacy_records  # noqa: E402
+from kafkatool.record import codecs, default_records
+from kafkatool.record.codecs import Codec  # noqa: E402
 
 
 def put(target: str, data: bytes) -> None:
@@ -66,7 +67,7 @@ def main() -> None:
 def seed_decoders() -> None:
     """fuzz_decoders: byte 0 % 3 picks the decoder (offsets, transactions, FetchResponse), byte 1 the split."""
     from kafkatool.decoders.offsets import offset_commit_key, offset_commit_value
-    from kafkatool.fetch_response import PartitionHeader, framing
+    from kafkatool.fetch.response import PartitionHeader, framing
 
     key = offset_commit_key("group-1", "orders", 3)
     value = offset_commit_value(42, commit_timestamp=1_700_000_000_000, metadata="m")

@@ -37,10 +37,7 @@ def load() -> ModuleType | None:
         return None
     if not all(hasattr(_speedups, name) for name in REQUIRED):
         return None
-    from kafkatool.batch import Header, Record
-
-    _speedups.configure(Record, Header)
-    return _speedups
+    return _speedups  # kafkatool.record.batch hands it the Record and Header classes (configure) when it loads
 
 
 speedups = load()

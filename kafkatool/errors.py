@@ -29,11 +29,14 @@ class KafkaToolError(Exception):
     exit_code: ExitCode = ExitCode.USAGE
 
     def __init__(self, message: str, *, path: str | os.PathLike[str] | None = None,
-                 position: int | None = None) -> None:
+                 position: int | None = None, field: str | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.path = os.fspath(path) if path is not None else None
         self.position = position
+        # The request field a usage error is about, by its library name (``to_magic``): the CLI shows the option
+        # that sets it (``--to-magic``); the library's own words never name a command-line flag.
+        self.field = field
 
     def at(self, path: str | os.PathLike[str] | None = None, base: int = 0) -> KafkaToolError:
         """Attach the file name and shift the position by ``base`` (the buffer's file offset)."""
@@ -54,6 +57,8 @@ class KafkaToolError(Exception):
             where += ": "
         elif self.position is not None:
             where = f"at byte {self.position}: "
+        elif self.field is not None:
+            where = f"{self.field}: "
         return where + self.message
 
 

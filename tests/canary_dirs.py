@@ -13,10 +13,10 @@ import hashlib
 import os
 from pathlib import Path
 
-from kafkatool.batch import TimestampType
-from kafkatool.codecs import Codec
-from kafkatool.sample import generate_sample
-from kafkatool.sample_spec import IntRange, SampleSpec, TopicSpec, demo_topics
+from kafkatool.record.batch import TimestampType
+from kafkatool.record.codecs import Codec
+from kafkatool.sample.generate import generate_sample
+from kafkatool.sample.spec import IntRange, SampleSpec, TopicSpec, demo_topics
 
 LEGACY_COMPACTED = TopicSpec("legacy-compacted", records=1500, magics=(0, 1, 2),
                              codecs=(Codec.NONE, Codec.GZIP, Codec.SNAPPY, Codec.LZ4), compacted=True,

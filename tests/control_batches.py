@@ -18,8 +18,8 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from kafkatool.codecs import Codec, compress
-from kafkatool.default_records import crc32c
+from kafkatool.record.codecs import Codec, compress
+from kafkatool.record.default_records import crc32c
 
 VECTOR = Path(__file__).parent / "vectors" / "reindex" / "txn-0" / "00000000000000000100.log"
 MARKER_AT = 2196

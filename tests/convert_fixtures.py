@@ -10,12 +10,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from kafkatool import default_records as v2
-from kafkatool import legacy_records as legacy
-from kafkatool.batch import TimestampType
-from kafkatool.checkpoints import EpochEntry, encode_leader_epoch_checkpoint, encode_partition_metadata
-from kafkatool.codecs import Codec
-from kafkatool.file_records import iter_batches
+from kafkatool.log.checkpoints import EpochEntry, encode_leader_epoch_checkpoint, encode_partition_metadata
+from kafkatool.record import default_records as v2
+from kafkatool.record import legacy_records as legacy
+from kafkatool.record.batch import TimestampType
+from kafkatool.record.codecs import Codec
+from kafkatool.record.file_records import iter_batches
 
 TS = 1_700_000_000_000
 TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAQ"

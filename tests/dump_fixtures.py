@@ -10,9 +10,9 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
-from kafkatool import default_records as v2
-from kafkatool.index import encode_offset_index, encode_time_index
-from kafkatool.recover import recover_segment
+from kafkatool.log.index import encode_offset_index, encode_time_index
+from kafkatool.log.recovery import recover_segment
+from kafkatool.record import default_records as v2
 from tests.conftest import VECTORS, golden
 
 TS = 1_700_000_000_000

@@ -13,21 +13,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafkatool.batch import MAGIC_V2
-from kafkatool.checkpoints import read_leader_epoch_checkpoint, read_partition_metadata
-from kafkatool.default_records import DefaultRecordBatch, parse_control_type, parse_end_txn_marker
-from kafkatool.file_records import FileRecords
-from kafkatool.index import (
+from kafkatool.log.checkpoints import read_leader_epoch_checkpoint, read_partition_metadata
+from kafkatool.log.index import (
     encode_offset_index,
     encode_time_index,
     preallocated_length,
     read_offset_index,
     read_time_index,
 )
-from kafkatool.logdir import PartitionDir
-from kafkatool.recover import recover_segment
-from kafkatool.snapshot import ProducerSnapshotEntry, read_snapshot
-from kafkatool.txn_index import AbortedTxn, read_txn_index
+from kafkatool.log.layout import PartitionDir
+from kafkatool.log.recovery import recover_segment
+from kafkatool.log.snapshot import ProducerSnapshotEntry, read_snapshot
+from kafkatool.log.txn_index import AbortedTxn, read_txn_index
+from kafkatool.record.batch import MAGIC_V2
+from kafkatool.record.default_records import DefaultRecordBatch, parse_control_type, parse_end_txn_marker
+from kafkatool.record.file_records import FileRecords
 
 
 @dataclass

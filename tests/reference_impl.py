@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import struct
 
-from kafkatool.batch import MAGIC_V0, MAGIC_V1, NO_SEQUENCE, NO_TIMESTAMP, Header, Record, increment_sequence
-from kafkatool.codecs import Codec, crc32, decompress
-from kafkatool.default_records import MIN_RECORD_SIZE, _parse_headers
 from kafkatool.errors import CorruptRecordError, InvalidRecordError, KafkaToolError, TruncatedError
-from kafkatool.legacy_records import (
+from kafkatool.record.batch import MAGIC_V0, MAGIC_V1, NO_SEQUENCE, NO_TIMESTAMP, Header, Record, increment_sequence
+from kafkatool.record.codecs import Codec, crc32, decompress
+from kafkatool.record.default_records import MIN_RECORD_SIZE, _parse_headers
+from kafkatool.record.legacy_records import (
     ATTRIBUTES_OFFSET,
     COMPRESSION_CODEC_MASK,
     MAGIC_OFFSET,
@@ -26,7 +26,7 @@ from kafkatool.legacy_records import (
     LegacyRecordBatch,
     _key_value,
 )
-from kafkatool.varint import read_varint, read_varlong
+from kafkatool.record.varint import read_varint, read_varlong
 
 
 def parse_records(d: bytes, p: int, end: int, count: int, base_offset: int, base_timestamp: int,

@@ -13,11 +13,11 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from kafkatool.batch import MAGIC_V2, Record
-from kafkatool.default_records import parse_control_type, parse_end_txn_marker
 from kafkatool.errors import CorruptRecordError, InvalidRecordError, KafkaToolError, LimitExceededError
-from kafkatool.file_records import FileRecords, RecordBatch
-from kafkatool.legacy_records import LegacyRecordBatch
+from kafkatool.record.batch import MAGIC_V2, Record
+from kafkatool.record.default_records import parse_control_type, parse_end_txn_marker
+from kafkatool.record.file_records import FileRecords, RecordBatch
+from kafkatool.record.legacy_records import LegacyRecordBatch
 from tests.kafkaref import CORRUPT, OK, TRAILING, Dump, b64
 
 EXCEPTION = "<exception>"  # a getter that threw (kafka-ref prints {"exception":..., "message":...})

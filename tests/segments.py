@@ -10,11 +10,11 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
-from kafkatool.batch import TimestampType
-from kafkatool.codecs import Codec
-from kafkatool.default_records import build_batch
-from kafkatool.legacy_records import build_entries
-from kafkatool.logdir import filename_prefix_from_offset
+from kafkatool.log.layout import filename_prefix_from_offset
+from kafkatool.record.batch import TimestampType
+from kafkatool.record.codecs import Codec
+from kafkatool.record.default_records import build_batch
+from kafkatool.record.legacy_records import build_entries
 
 T0 = 1_700_000_000_000
 
@@ -73,7 +73,7 @@ def append_path_indexes(batches: list[bytes], chunks: list[int] | None = None, *
     chunk, position of its first batch). ``record_level`` is a <= 3.6 leader: for an uncompressed v2
     CreateTime batch, the shallow offset of the max timestamp is the *record's* offset, not the batch's last.
     """
-    from kafkatool.file_records import iter_batches
+    from kafkatool.record.file_records import iter_batches
 
     parsed = list(iter_batches(b"".join(batches)))
     chunks = chunks or [1] * len(parsed)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from kafkatool.atomic import TEMP_PREFIX, replace_with_backup
+from kafkatool.util.atomic import TEMP_PREFIX, replace_with_backup
 
 
 def test_backup_already_linked_to_the_file(tmp_path):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kafkatool import budget
 from kafkatool.errors import UsageError
+from kafkatool.util import budget
 
 MiB = 1024 * 1024
 

@@ -22,7 +22,7 @@ from kafkatool.canary.loader import complete_swaps, predict
 from kafkatool.canary.manifest import PartitionEntry, Workdir, hash_file
 from kafkatool.canary.run import run_canary
 from kafkatool.canary.verify import verify_workdir
-from kafkatool.checkpoints import EpochEntry, encode_leader_epoch_checkpoint, read_leader_epoch_checkpoint
+from kafkatool.log.checkpoints import EpochEntry, encode_leader_epoch_checkpoint, read_leader_epoch_checkpoint
 from tests.broker_lock import JavaLockHolder
 from tests.canary_dirs import small_dir, tree
 from tests.conftest import ROOT, run_cli

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from kafkatool.atomic import TEMP_PREFIX, temp_name
 from kafkatool.canary.loader import BrokerLoadError, complete_swaps, predict
-from kafkatool.logdir import CLEANED_SUFFIX, SNAPSHOT_SUFFIX, SWAP_SUFFIX
+from kafkatool.log.layout import CLEANED_SUFFIX, SNAPSHOT_SUFFIX, SWAP_SUFFIX
+from kafkatool.util.atomic import TEMP_PREFIX, temp_name
 from tests.segments import T0, v2_sized, write_segment
 
 KAFKA_PARSED = (".log", ".index", ".timeindex", ".txnindex", SNAPSHOT_SUFFIX, SWAP_SUFFIX, CLEANED_SUFFIX)
@@ -62,7 +62,7 @@ def test_kafkatools_temp_names_are_left_alone(tmp_path: Path) -> None:
 def test_every_temp_file_kafkatool_writes_in_a_partition_dir_is_ignored_by_kafka(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The temp names of atomic_write (mkstemp) and replace_with_backup, as they are renamed into place."""
-    from kafkatool import atomic
+    from kafkatool.util import atomic
 
     seen: list[str] = []
     real_replace = os.replace

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from kafkatool.batch import ControlRecordType
 from kafkatool.canary.clients import capability, parse_clients
 from kafkatool.canary.inventory import InventoryOptions, inventory_log_dir, legacy_message_as_v2_size
-from kafkatool.codecs import Codec
-from kafkatool.default_records import build_batch
 from kafkatool.errors import UsageError
+from kafkatool.record.batch import ControlRecordType
+from kafkatool.record.codecs import Codec
+from kafkatool.record.default_records import build_batch
 from tests.canary_dirs import mixed_dir
 from tests.conftest import run_cli
 from tests.logdir_check import read_partition

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from kafkatool.canary.manifest import Workdir
-from kafkatool.default_records import crc32c
-from kafkatool.file_records import FileRecords
+from kafkatool.record.default_records import crc32c
+from kafkatool.record.file_records import FileRecords
 from tests.canary_dirs import mixed_dir, tree
 from tests.conftest import run_cli
 

@@ -29,7 +29,8 @@ from pathlib import Path
 import pytest
 import typer
 
-from kafkatool.commands._common import (
+from kafkatool.commands.app import get_app
+from kafkatool.commands.options import (
     OPTION_KINDS,
     SIZE,
     SIZE_LIST,
@@ -39,10 +40,9 @@ from kafkatool.commands._common import (
     TopicSizes,
     parse_memory_value,
 )
-from kafkatool.commands.app import get_app
-from kafkatool.sample import generate_sample
-from kafkatool.sample_spec import IntRange, SampleSpec, TopicSpec
-from kafkatool.units import parse_size
+from kafkatool.sample.generate import generate_sample
+from kafkatool.sample.spec import IntRange, SampleSpec, TopicSpec
+from kafkatool.util.units import parse_size
 from tests.canary_dirs import small_dir
 from tests.conftest import ROOT, run_cli, run_on_pty
 
@@ -410,7 +410,7 @@ def test_memory_too_small_says_the_minimum(command, dirs, tmp_path):
 def test_memory_help_is_one_story():
     """Every command's --memory says the same (the shared text); spark-scan's adds how Spark splits it and the
     minimum; the root's says a command's own wins."""
-    from kafkatool.commands._common import MEMORY_HELP
+    from kafkatool.commands.options import MEMORY_HELP
     from kafkatool.commands.spark_scan import SPARK_MEMORY_HELP
 
     seen = set()

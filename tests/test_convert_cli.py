@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from kafkatool.codecs import Codec
+from kafkatool.record.codecs import Codec
 from tests.conftest import ROOT, pty_session, run_cli
 from tests.convert_fixtures import (
     legacy_log,
@@ -113,8 +113,8 @@ def test_refuses_to_write_into_a_log_dir_a_live_broker_holds(tmp_path):
 KILLER = """
 import os, signal, sys
 sys.path.insert(0, {root!r})
-from kafkatool import convert_io
-from kafkatool.convert import ConvertOptions, convert_log
+from kafkatool.convert import files as convert_io
+from kafkatool.convert.engine import ConvertOptions, convert_log
 
 target, calls = {where!r}, [0]
 # "append": every write, a unit's or a compiled run's units at once, goes through append_run

@@ -7,16 +7,16 @@ import struct
 
 import pytest
 
-from kafkatool.batch import TimestampType
-from kafkatool.codecs import Codec, decompress
-from kafkatool.convert import ConvertOptions, convert_log
-from kafkatool.down_convert import ZstdDownConversionError, down_convert
+from kafkatool.convert.engine import ConvertOptions, convert_log
 from kafkatool.errors import CorruptRecordError, KafkaToolError, LimitExceededError, UsageError
-from kafkatool.file_records import iter_batches
-from kafkatool.index import encode_offset_index, encode_time_index
-from kafkatool.recover import recover_segment
-from kafkatool.snapshot import encode_snapshot
-from kafkatool.txn_index import AbortedTxn, encode_txn_index, read_txn_index
+from kafkatool.log.index import encode_offset_index, encode_time_index
+from kafkatool.log.recovery import recover_segment
+from kafkatool.log.snapshot import encode_snapshot
+from kafkatool.log.txn_index import AbortedTxn, encode_txn_index, read_txn_index
+from kafkatool.record.batch import TimestampType
+from kafkatool.record.codecs import Codec, decompress
+from kafkatool.record.down_convert import ZstdDownConversionError, down_convert
+from kafkatool.record.file_records import iter_batches
 from tests.convert_fixtures import (
     TS,
     legacy_log,
@@ -296,7 +296,7 @@ def test_uncompressed_message_larger_than_the_limit_names_its_offset(tmp_path):
 
 
 def test_offsets_preserved_with_compaction_gaps(tmp_path):
-    from kafkatool import default_records as v2
+    from kafkatool.record import default_records as v2
 
     gappy = v2.build_batch([(3, TS, b"a", b"1", ()), (7, TS + 1, b"b", b"2", ()), (20, TS + 2, None, None, ())],
                            base_offset=0, codec=Codec.GZIP)
@@ -316,7 +316,7 @@ def test_offsets_preserved_with_compaction_gaps(tmp_path):
 
 
 def test_up_splits_a_wrapper_whose_v2_batch_would_be_too_large(tmp_path):
-    from kafkatool import legacy_records as legacy
+    from kafkatool.record import legacy_records as legacy
 
     recs = [(i, TS + i, None, os.urandom(500)) for i in range(30)]
     wrapper = legacy.build_entries(recs, magic=1, codec=Codec.GZIP)
@@ -331,7 +331,7 @@ def test_up_splits_a_wrapper_whose_v2_batch_would_be_too_large(tmp_path):
 
 
 def test_errors_inside_batches_name_the_segment_file(tmp_path):
-    from kafkatool import default_records as v2
+    from kafkatool.record import default_records as v2
 
     good = v2.build_batch([(0, TS, b"k", b"v", ())])
     bad = bytearray(good)
@@ -408,7 +408,7 @@ def test_down_codec_groups_plain_legacy_messages_up_to_batch_bytes(tmp_path):
 
 
 def test_down_codec_reencoded_wrapper_is_split_when_too_large(tmp_path):
-    from kafkatool import legacy_records as legacy
+    from kafkatool.record import legacy_records as legacy
 
     recs = [(i, TS + i, None, os.urandom(500)) for i in range(30)]
     wrapper = legacy.build_entries(recs, magic=1, codec=Codec.LZ4)
@@ -428,7 +428,7 @@ def _header_fields(b):
 
 
 def test_up_codec_reencodes_v2_batches_keeping_every_header_field(tmp_path):
-    from kafkatool import default_records as v2
+    from kafkatool.record import default_records as v2
 
     txn = v2_txn_log(0, batches=6, codec=Codec.LZ4)
     # a compacted batch: base offset below its first record, last offset past its last one, delete horizon set
@@ -463,7 +463,7 @@ def test_up_codec_reencodes_v2_batches_keeping_every_header_field(tmp_path):
 
 
 def test_up_codec_split_keeps_producer_sequences_and_the_last_offset(tmp_path):
-    from kafkatool import default_records as v2
+    from kafkatool.record import default_records as v2
 
     recs = [(10 + 2 * i, TS + i, f"k{i}".encode(), os.urandom(300), [("h", b"v")]) for i in range(20)]
     big = v2.build_batch(recs, base_offset=8, codec=Codec.LZ4, producer_id=5, producer_epoch=2,
@@ -499,7 +499,7 @@ def _rss() -> int:
 def test_peak_memory_is_each_partitions_own(tmp_path, monkeypatch):
     # Between the two partitions the process holds 256 MiB and frees it. The second partition's peak is
     # its own (VmHWM reset before it); where the mark cannot be reset the summary says it is the process's.
-    from kafkatool.convert import ConvertObserver
+    from kafkatool.convert.engine import ConvertObserver
 
     logs = tmp_path / "logs"
     make_partition(logs, "a-0", {0: v2_log()})
@@ -524,7 +524,7 @@ def test_peak_memory_is_each_partitions_own(tmp_path, monkeypatch):
     assert first.peak_rss_scope == second.peak_rss_scope and first.as_dict()["peak_rss_scope"] in (
         "partition", "process")
     # Without the reset the figure is the process's peak (getrusage), and the summary says which it is.
-    monkeypatch.setattr("kafkatool.convert._CLEAR_REFS", str(tmp_path / "no-such-dir" / "clear_refs"))
+    monkeypatch.setattr("kafkatool.convert.engine._CLEAR_REFS", str(tmp_path / "no-such-dir" / "clear_refs"))
     rss = _rss()
     (third,) = convert(logs / "a-0", tmp_path / "out2", to_magic=1)
     assert third.peak_rss_scope == "process" and third.peak_rss_bytes >= rss - (1 << 20)  # counters lag a little

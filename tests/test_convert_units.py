@@ -7,14 +7,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafkatool import default_records as v2
-from kafkatool import legacy_records as legacy
-from kafkatool.batch import TimestampType
-from kafkatool.codecs import Codec
-from kafkatool.default_records import encode_record
-from kafkatool.down_convert import ZstdDownConversionError, down_convert, iter_chunks, reframe_v2_batch
 from kafkatool.errors import InvalidRecordError, LimitExceededError
-from kafkatool.estimator import (
+from kafkatool.record import default_records as v2
+from kafkatool.record import legacy_records as legacy
+from kafkatool.record.batch import TimestampType
+from kafkatool.record.codecs import Codec
+from kafkatool.record.default_records import encode_record
+from kafkatool.record.down_convert import ZstdDownConversionError, down_convert, iter_chunks, reframe_v2_batch
+from kafkatool.record.estimator import (
     BatchPlanner,
     CompressionRatioEstimator,
     build_within_limit,
@@ -24,7 +24,7 @@ from kafkatool.estimator import (
     upper_bound_size,
     v2_record_size,
 )
-from kafkatool.file_records import iter_batches
+from kafkatool.record.file_records import iter_batches
 from tests.conftest import VECTORS, golden
 
 G = golden()
@@ -195,10 +195,10 @@ def test_plan_groups_cuts_by_estimate():
 def test_split_rate_counts_a_batch_split_twice_once(monkeypatch):
     # A batch whose split parts are still too large is split again: Kafka's producer counts one batch
     # that had to be split; the rate is per planned batch, not per split event.
-    from kafkatool import convert as convert_mod
-    from kafkatool.batch import Record, TimestampType
-    from kafkatool.convert import ConvertOptions, DownConverter, PartitionStats
-    from kafkatool.up_convert import ConversionCounters
+    from kafkatool.convert.engine import ConvertOptions, DownConverter, PartitionStats
+    from kafkatool.convert import engine as convert_mod
+    from kafkatool.record.batch import Record, TimestampType
+    from kafkatool.record.up_convert import ConversionCounters
 
     c = ConversionCounters()
     conv = DownConverter(ConvertOptions(to_magic=1, max_message_bytes=2500), CompressionRatioEstimator(), "t", c)

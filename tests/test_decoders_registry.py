@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from kafkatool.batch import Record
 from kafkatool.decoders import (
     DecoderError,
     available_decoders,
@@ -19,6 +18,7 @@ from kafkatool.decoders import (
 )
 from kafkatool.decoders.offsets import MissingKeyError
 from kafkatool.errors import ExitCode, UsageError
+from kafkatool.record.batch import Record
 from tests.conftest import ROOT
 
 
@@ -148,7 +148,7 @@ def test_plugin_failures_are_reported_not_raised(plugin_dist: Path) -> None:
 
 def test_plugin_discovery_in_a_fresh_interpreter(plugin_dist: Path) -> None:
     code = textwrap.dedent("""
-        from kafkatool.batch import Record
+        from kafkatool.record.batch import Record
         from kafkatool.decoders import resolve_parser
         print(resolve_parser(decoder="klen").parse(Record(12, 0, b"a", b"bcd")))
     """)

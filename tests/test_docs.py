@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkatool.commands import _docs
+from kafkatool.commands import docs as _docs
 from tests.conftest import ROOT
 
 TREE = _docs.command_tree()
@@ -20,10 +20,10 @@ COMMANDS = _docs._all(TREE)
 
 
 def test_generated_files_are_fresh():
-    """Fails when a command or option changed without `python -m kafkatool.commands._docs`."""
+    """Fails when a command or option changed without `python -m kafkatool.commands.docs`."""
     stale = [rel for rel, text in _docs.generated_files(TREE).items()
              if not (ROOT / rel).exists() or (ROOT / rel).read_text() != text]
-    assert not stale, f"regenerate with `python -m kafkatool.commands._docs`: {stale}"
+    assert not stale, f"regenerate with `python -m kafkatool.commands.docs`: {stale}"
     assert _docs.main(["--check"]) == 0
 
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from kafkatool import default_records as v2
-from kafkatool.batch import ControlRecordType
-from kafkatool.checkpoints import EpochEntry, encode_leader_epoch_checkpoint, encode_partition_metadata
+from kafkatool.log.checkpoints import EpochEntry, encode_leader_epoch_checkpoint, encode_partition_metadata
+from kafkatool.record import default_records as v2
+from kafkatool.record.batch import ControlRecordType
 from tests.conftest import ROOT, run_cli
 from tests.dump_fixtures import TS, G, golden_commit_marker, patch_index_entry, v2_batches, write_segment
 

@@ -25,11 +25,11 @@ from pathlib import Path
 
 import pytest
 
-from kafkatool import default_records as v2
-from kafkatool.batch import Record
 from kafkatool.decoders.offsets import offset_commit_record, partition_for_group, read_offset_commit_key
 from kafkatool.decoders.transactions import transaction_record
-from kafkatool.file_records import RecordBatch, iter_batches
+from kafkatool.record import default_records as v2
+from kafkatool.record.batch import Record
+from kafkatool.record.file_records import RecordBatch, iter_batches
 from tests.conftest import ROOT, VECTORS, run_cli
 from tests.test_decoders_registry import ENTRY_POINTS, PLUGIN_MODULE
 

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from kafkatool import default_records as v2
-from kafkatool.batch import ControlRecordType
-from kafkatool.dump import DumpEngine
-from kafkatool.dump_events import DumpOptions, FileEnd, Finding
-from kafkatool.dumplog_format import DumpLogWriter, PairSpool, make_decoder, snapshot_line
-from kafkatool.snapshot import ProducerSnapshotEntry, encode_snapshot
-from kafkatool.txn_index import AbortedTxn, encode_txn_index
+from kafkatool.dump.dumplog import DumpLogWriter, PairSpool, make_decoder, snapshot_line
+from kafkatool.dump.engine import DumpEngine
+from kafkatool.dump.events import DumpOptions, FileEnd, Finding
+from kafkatool.log.snapshot import ProducerSnapshotEntry, encode_snapshot
+from kafkatool.log.txn_index import AbortedTxn, encode_txn_index
+from kafkatool.record import default_records as v2
+from kafkatool.record.batch import ControlRecordType
 from tests.dump_fixtures import TS, G, golden_commit_marker, v2_batches, write_segment
 
 V2_DEFAULTS = ("baseSequence: -1 lastSequence: -1 producerId: -1 producerEpoch: -1 partitionLeaderEpoch: -1 "

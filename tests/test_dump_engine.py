@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from kafkatool import default_records as v2
-from kafkatool import legacy_records as legacy
-from kafkatool.codecs import Codec, compress
-from kafkatool.dump import DumpEngine
-from kafkatool.dump_events import BatchEvent, DumpOptions, FileEnd, Finding, Severity, Summary
-from kafkatool.dump_resync import find_next_batch
+from kafkatool.dump.engine import DumpEngine
+from kafkatool.dump.events import BatchEvent, DumpOptions, FileEnd, Finding, Severity, Summary
+from kafkatool.dump.resync import find_next_batch
+from kafkatool.record import default_records as v2
+from kafkatool.record import legacy_records as legacy
+from kafkatool.record.codecs import Codec, compress
 from tests.dump_fixtures import TS, v2_batches, write_segment
 
 BATCHES = v2_batches(10)  # offsets 0..49, 5 records each; first two batches 651 bytes, then 656
@@ -262,9 +262,9 @@ def test_legacy_batches_counted_exactly_on_request(tmp_path, magic, codec):
 
 
 def _sniff_cases() -> dict[str, tuple[bytes, str | None]]:
-    from kafkatool.index import OffsetPosition, TimestampOffset, encode_offset_index, encode_time_index
-    from kafkatool.snapshot import ProducerSnapshotEntry, encode_snapshot
-    from kafkatool.txn_index import AbortedTxn, encode_txn_index
+    from kafkatool.log.index import OffsetPosition, TimestampOffset, encode_offset_index, encode_time_index
+    from kafkatool.log.snapshot import ProducerSnapshotEntry, encode_snapshot
+    from kafkatool.log.txn_index import AbortedTxn, encode_txn_index
 
     return {
         "index": (encode_offset_index([OffsetPosition(7, 4096), OffsetPosition(19, 8192)], 0) + bytes(64),

@@ -4,14 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kafkatool.checkpoints import (
-    EpochEntry,
-    encode_leader_epoch_checkpoint,
-    encode_offset_checkpoint,
-    encode_partition_metadata,
-)
-from kafkatool.dump import DumpEngine
-from kafkatool.dump_events import (
+from kafkatool.dump.engine import DumpEngine
+from kafkatool.dump.events import (
     DumpOptions,
     EntryKind,
     FileStart,
@@ -20,11 +14,17 @@ from kafkatool.dump_events import (
     Notice,
     NoticeKind,
 )
-from kafkatool.dump_files import partition_files
-from kafkatool.index import OffsetPosition, TimestampOffset
-from kafkatool.logdir import PartitionDir, TopicPartition
-from kafkatool.snapshot import ProducerSnapshotEntry, encode_snapshot
-from kafkatool.txn_index import AbortedTxn, encode_txn_index
+from kafkatool.dump.paths import partition_files
+from kafkatool.log.checkpoints import (
+    EpochEntry,
+    encode_leader_epoch_checkpoint,
+    encode_offset_checkpoint,
+    encode_partition_metadata,
+)
+from kafkatool.log.index import OffsetPosition, TimestampOffset
+from kafkatool.log.layout import PartitionDir, TopicPartition
+from kafkatool.log.snapshot import ProducerSnapshotEntry, encode_snapshot
+from kafkatool.log.txn_index import AbortedTxn, encode_txn_index
 from tests.dump_fixtures import TS, patch_index_entry, patch_time_entry, v2_batches, write_segment
 
 

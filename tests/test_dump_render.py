@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from kafkatool.dump_render import TextWriter, json_value_encoder, text_bytes
-from kafkatool.units import format_time_ms
+from kafkatool.dump.render import TextWriter, json_value_encoder, text_bytes
+from kafkatool.util.units import format_time_ms
 
 
 @pytest.mark.parametrize("raw,shown", [
@@ -37,7 +37,7 @@ def test_text_timestamps_match_the_slow_formatter():
 
 
 def test_timestamp_formatter_matches_format_time_ms_out_of_order() -> None:
-    from kafkatool.units import TimestampFormatter, format_time_ms
+    from kafkatool.util.units import TimestampFormatter, format_time_ms
     fmt = TimestampFormatter()
     # increasing, repeated, backwards, across a second and a day, negative and out of datetime's range
     stamps = [1_700_000_000_999, 1_700_000_001_000, 1_700_000_001_000, 1_699_999_999_001, 86_399_999,

@@ -17,12 +17,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafkatool import default_records as v2
-from kafkatool import legacy_records as legacy
-from kafkatool.batch import TimestampType
-from kafkatool.codecs import Codec
 from kafkatool.errors import KafkaToolError
-from kafkatool.file_records import FileRecords, LogInputStream, verify_segment
+from kafkatool.record import default_records as v2
+from kafkatool.record import legacy_records as legacy
+from kafkatool.record.batch import TimestampType
+from kafkatool.record.codecs import Codec
+from kafkatool.record.file_records import FileRecords, LogInputStream, verify_segment
 from tests import reference_impl as ref
 
 TS = 1_700_000_000_000
@@ -236,7 +236,7 @@ def test_build_entries_equals_message_by_message_encoding(recs: list[tuple[int, 
 def test_legacy_crc_matches_zlib() -> None:
     import zlib
 
-    from kafkatool.codecs import crc32
+    from kafkatool.record.codecs import crc32
 
     for n in (0, 1, 15, 1100, 70000):
         data = os.urandom(n)
@@ -264,7 +264,7 @@ def legacy_wrapper(draw: st.DrawFn) -> bytes:
     if inner and draw(st.booleans()):
         inner = inner[:draw(st.integers(0, len(inner)))]
     codec = draw(st.sampled_from([Codec.GZIP, Codec.LZ4, Codec.SNAPPY]))
-    from kafkatool.codecs import compress
+    from kafkatool.record.codecs import compress
 
     lat = draw(st.booleans()) and wrapper_magic == 1
     attrs = int(codec) | (legacy.TIMESTAMP_TYPE_MASK if lat else 0)

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from kafkatool.batch import MAGIC_V1
-from kafkatool.codecs import Codec
-from kafkatool.default_records import build_batch, build_end_txn_marker
-from kafkatool.fetch_response import UNSUPPORTED_COMPRESSION_TYPE
-from kafkatool.fetch_sim import FetchOptions, PartitionFetch, PartitionLog, PartitionRequest, simulate
-from kafkatool.file_records import iter_batches
-from kafkatool.lazy_down_convert import iter_chunks, overflow_buffer
-from kafkatool.logdir import TopicPartition
+from kafkatool.fetch.lazy import iter_chunks, overflow_buffer
+from kafkatool.fetch.response import UNSUPPORTED_COMPRESSION_TYPE
+from kafkatool.fetch.simulate import FetchOptions, PartitionFetch, PartitionLog, PartitionRequest, simulate
+from kafkatool.log.layout import TopicPartition
+from kafkatool.record.batch import MAGIC_V1
+from kafkatool.record.codecs import Codec
+from kafkatool.record.default_records import build_batch, build_end_txn_marker
+from kafkatool.record.file_records import iter_batches
 from tests.conftest import VECTORS, golden
 
 TS = 1700000000000

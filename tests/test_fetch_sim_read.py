@@ -6,11 +6,11 @@ import io
 import json
 from pathlib import Path
 
-from kafkatool.default_records import build_batch
-from kafkatool.fetch_response import OFFSET_OUT_OF_RANGE, parse_response
-from kafkatool.fetch_sim import FetchOptions, PartitionLog, PartitionRequest, read_partition, simulate
-from kafkatool.index import OffsetPosition, encode_offset_index
-from kafkatool.logdir import PartitionDir
+from kafkatool.fetch.response import OFFSET_OUT_OF_RANGE, parse_response
+from kafkatool.fetch.simulate import FetchOptions, PartitionLog, PartitionRequest, read_partition, simulate
+from kafkatool.log.index import OffsetPosition, encode_offset_index
+from kafkatool.log.layout import PartitionDir
+from kafkatool.record.default_records import build_batch
 from tests.conftest import run_cli
 
 TS = 1700000000000

@@ -8,9 +8,9 @@ import struct
 import pytest
 
 from kafkatool.errors import CorruptDataError
-from kafkatool.fetch_response import PartitionHeader, framing, parse_response, response_size
-from kafkatool.fetch_sim import FetchOptions, PartitionLog, PartitionRequest, simulate
-from kafkatool.logdir import TopicPartition
+from kafkatool.fetch.response import PartitionHeader, framing, parse_response, response_size
+from kafkatool.fetch.simulate import FetchOptions, PartitionLog, PartitionRequest, simulate
+from kafkatool.log.layout import TopicPartition
 from tests.conftest import VECTORS
 
 FR = VECTORS / "fetch_response"

@@ -27,7 +27,7 @@ def test_legacy_message_with_null_key_and_no_room_for_the_value_length():
     # fuzz_records: byte 0 even = no CRC re-seal; a v0 entry whose key length is negative (read as null, as
     # Kafka does) and whose message ends before the value length field.
     from kafkatool.errors import KafkaToolError
-    from kafkatool.file_records import LogInputStream
+    from kafkatool.record.file_records import LogInputStream
 
     data = (FOUND / "records-legacy-null-key-no-value-length.bin").read_bytes()
     body = data[1:] if data[0] & 1 else data
@@ -46,7 +46,7 @@ def test_fetch_response_with_a_topic_name_that_is_not_utf8():
     import pytest
 
     from kafkatool.errors import CorruptDataError
-    from kafkatool.fetch_response import parse_response
+    from kafkatool.fetch.response import parse_response
 
     data = (FOUND / "decoders-fetch-response-non-utf8-topic.bin").read_bytes()
     assert data[0] % 3 == 2

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from kafkatool import index, recover, snapshot
 from kafkatool.errors import KafkaToolError
-from kafkatool.file_records import FileRecords
+from kafkatool.log import index, snapshot
+from kafkatool.log import recovery as recover
+from kafkatool.record.file_records import FileRecords
 
 HOSTILE = Path(__file__).parent / "hostile"
 MANIFEST = json.loads((HOSTILE / "MANIFEST.json").read_text())
@@ -69,7 +70,7 @@ def test_log_corpus_defect_is_found_where_the_manifest_says(name):
 _BOMB_PROBE = """
 import json, sys, tracemalloc
 from kafkatool.errors import KafkaToolError
-from kafkatool.file_records import FileRecords
+from kafkatool.record.file_records import FileRecords
 
 def status_kib(field):
     with open("/proc/self/status") as f:
@@ -121,7 +122,7 @@ def test_the_bomb_measurement_sees_a_decode_past_the_bounds():
 
 def test_garbage_in_the_middle_leaves_later_batches_reachable():
     data = (HOSTILE / "garbage-in-the-middle.log").read_bytes()
-    from kafkatool.file_records import LogInputStream
+    from kafkatool.record.file_records import LogInputStream
 
     # The batches after the garbage start where the third-from-last batch header parses with a valid CRC.
     later = [p for p in range(len(data) - 61) if data[p + 16] == 2 and _valid_at(data, p)]
@@ -130,7 +131,7 @@ def test_garbage_in_the_middle_leaves_later_batches_reachable():
 
 
 def _valid_at(data: bytes, p: int) -> bool:
-    from kafkatool.file_records import LogInputStream
+    from kafkatool.record.file_records import LogInputStream
 
     try:
         b = next(iter(LogInputStream(data, start=p)))

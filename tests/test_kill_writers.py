@@ -1,5 +1,5 @@
 """Writers under ``kill -9``: the real CLI SIGKILLs itself at its k-th durable step (``KAFKATOOL_CRASH_AFTER=k``,
-:mod:`kafkatool.crash`), for every k until a run completes. After each kill:
+:mod:`kafkatool.util.crash`), for every k until a run completes. After each kill:
 
 * every input file is byte-identical (SHA-256, size, mtime, mode, inode: :mod:`tests.tree_state`);
 * the output is absent or complete, never half: every file under a name a broker or a reader would take (no
@@ -28,8 +28,8 @@ from pathlib import Path
 
 import pytest
 
-from kafkatool.atomic import TEMP_PREFIX
-from kafkatool.crash import COUNT_ENV, CRASH_ENV
+from kafkatool.util.atomic import TEMP_PREFIX
+from kafkatool.util.crash import COUNT_ENV, CRASH_ENV
 from tests.canary_dirs import small_dir
 from tests.conftest import ROOT, run_cli
 from tests.tree_state import changes, snapshot

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkatool.crash import CRASH_ENV, SIGNAL_ENV
+from kafkatool.util.crash import CRASH_ENV, SIGNAL_ENV
 from tests.broker_lock import JavaLockHolder
 from tests.canary_dirs import small_dir
 from tests.conftest import ROOT, run_cli

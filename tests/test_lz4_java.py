@@ -6,7 +6,7 @@ from __future__ import annotations
 import lz4.block
 import pytest
 
-from kafkatool.codecs import LZ4_BLOCK, Codec, compress, decompress
+from kafkatool.record.codecs import LZ4_BLOCK, Codec, compress, decompress
 from tests.conftest import VECTORS
 
 D = VECTORS / "lz4_java"

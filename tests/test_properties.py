@@ -8,13 +8,13 @@ import struct
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafkatool import codecs
-from kafkatool import default_records as v2
-from kafkatool import legacy_records as legacy
-from kafkatool.batch import TimestampType
-from kafkatool.codecs import Codec
 from kafkatool.errors import KafkaToolError
-from kafkatool.file_records import LogInputStream
+from kafkatool.record import codecs
+from kafkatool.record import default_records as v2
+from kafkatool.record import legacy_records as legacy
+from kafkatool.record.batch import TimestampType
+from kafkatool.record.codecs import Codec
+from kafkatool.record.file_records import LogInputStream
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -13,14 +13,14 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafkatool import checkpoints, index, snapshot, txn_index
-from kafkatool.checkpoints import EpochEntry
 from kafkatool.errors import KafkaToolError
-from kafkatool.fetch_response import ParsedPartition, PartitionHeader, framing, parse_response
-from kafkatool.index import OffsetPosition, TimestampOffset
-from kafkatool.logdir import TopicPartition
-from kafkatool.snapshot import ProducerSnapshotEntry
-from kafkatool.txn_index import AbortedTxn
+from kafkatool.fetch.response import ParsedPartition, PartitionHeader, framing, parse_response
+from kafkatool.log import checkpoints, index, snapshot, txn_index
+from kafkatool.log.checkpoints import EpochEntry
+from kafkatool.log.index import OffsetPosition, TimestampOffset
+from kafkatool.log.layout import TopicPartition
+from kafkatool.log.snapshot import ProducerSnapshotEntry
+from kafkatool.log.txn_index import AbortedTxn
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 BASE = 100

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 import typer
 
-from kafkatool.commands import _docs
+from kafkatool.commands import docs as _docs
 from kafkatool.commands.app import get_app
 from tests.canary_dirs import small_dir
 from tests.conftest import ROOT

@@ -7,12 +7,12 @@ import struct
 
 import pytest
 
-from kafkatool import default_records as v2
-from kafkatool import legacy_records as legacy
-from kafkatool.batch import ControlRecordType, Header, TimestampType
-from kafkatool.codecs import Codec
 from kafkatool.errors import CorruptRecordError, InvalidRecordError
-from kafkatool.file_records import LogInputStream, iter_batches
+from kafkatool.record import default_records as v2
+from kafkatool.record import legacy_records as legacy
+from kafkatool.record.batch import ControlRecordType, Header, TimestampType
+from kafkatool.record.codecs import Codec
+from kafkatool.record.file_records import LogInputStream, iter_batches
 from tests.conftest import golden
 
 TS = 1_700_000_000_000

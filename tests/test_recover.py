@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import pytest
 
-from kafkatool.codecs import Codec
-from kafkatool.default_records import build_empty_batch, build_end_txn_marker
-from kafkatool.index import OffsetPosition, TimestampOffset
-from kafkatool.recover import recover_segment
+from kafkatool.log.index import OffsetPosition, TimestampOffset
+from kafkatool.log.recovery import recover_segment
+from kafkatool.record.codecs import Codec
+from kafkatool.record.default_records import build_empty_batch, build_end_txn_marker
 from tests.segments import T0, legacy, positions, v2, v2_sized, write_segment
 
 METHODS = ["fast", "reference"]

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from kafkatool.recover import recover_segment
-from kafkatool.recover_control import check_control_batch
+from kafkatool.log.recovery import recover_segment
+from kafkatool.log.recovery.control import check_control_batch
 from tests.conftest import run_cli
 from tests.control_batches import CASES, Case
 from tests.segments import T0, v2_sized

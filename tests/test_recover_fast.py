@@ -14,10 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafkatool import recover_fast
-from kafkatool.codecs import Codec
-from kafkatool.default_records import build_empty_batch
-from kafkatool.recover import recover_segment
+from kafkatool.log.recovery import fast as recover_fast
+from kafkatool.log.recovery import recover_segment
+from kafkatool.record.codecs import Codec
+from kafkatool.record.default_records import build_empty_batch
 from tests.segments import T0, legacy, v2, write_segment
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import hashlib
 
-from kafkatool.checkpoints import encode_offset_checkpoint
-from kafkatool.logdir import LogDir, PartitionDir, TopicPartition
-from kafkatool.recover import recover_segment
-from kafkatool.recovery_report import LogDirState, simulate
+from kafkatool.log.checkpoints import encode_offset_checkpoint
+from kafkatool.log.layout import LogDir, PartitionDir, TopicPartition
+from kafkatool.log.loader import LogDirState, simulate
+from kafkatool.log.recovery import recover_segment
 from tests.segments import T0, v2, v2_sized, write_segment
 
 TP = TopicPartition("orders", 0)

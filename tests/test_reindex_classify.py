@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import struct
 
-from kafkatool.default_records import build_batch, build_empty_batch
-from kafkatool.index_verify import Severity
-from kafkatool.logdir import resolve_inputs
-from kafkatool.recover import recover_segment
-from kafkatool.reindex import ReindexOptions, check_segment, plan
+from kafkatool.log.layout import resolve_inputs
+from kafkatool.log.recovery import recover_segment
+from kafkatool.record.default_records import build_batch, build_empty_batch
+from kafkatool.reindex.engine import ReindexOptions, check_segment, plan
+from kafkatool.reindex.verify import Severity
 from tests.segments import T0, append_path_indexes, legacy, v2, v2_sized, write_segment
 
 BASE2 = 1000  # base offset of the partition's second (active) segment

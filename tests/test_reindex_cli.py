@@ -14,9 +14,9 @@ import textwrap
 
 import pytest
 
-from kafkatool.checkpoints import encode_offset_checkpoint
-from kafkatool.logdir import TopicPartition
-from kafkatool.recover import recover_segment
+from kafkatool.log.checkpoints import encode_offset_checkpoint
+from kafkatool.log.layout import TopicPartition
+from kafkatool.log.recovery import recover_segment
 from tests.conftest import run_cli, run_on_pty
 from tests.segments import T0, v2_sized, write_segment
 

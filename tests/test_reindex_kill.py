@@ -18,8 +18,8 @@ import time
 
 import pytest
 
-from kafkatool.atomic import TEMP_PREFIX
-from kafkatool.recover import recover_segment
+from kafkatool.log.recovery import recover_segment
+from kafkatool.util.atomic import TEMP_PREFIX
 from tests.conftest import ROOT
 from tests.segments import T0, v2_sized, write_segment
 

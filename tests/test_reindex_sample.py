@@ -9,11 +9,11 @@ import json
 
 import pytest
 
-from kafkatool.index_verify import Severity
-from kafkatool.logdir import resolve_inputs
-from kafkatool.reindex import ReindexOptions, plan, run
-from kafkatool.sample import generate_sample
-from kafkatool.sample_spec import IntRange, SampleSpec, TopicSpec, demo_topics
+from kafkatool.log.layout import resolve_inputs
+from kafkatool.reindex.engine import ReindexOptions, plan, run
+from kafkatool.reindex.verify import Severity
+from kafkatool.sample.generate import generate_sample
+from kafkatool.sample.spec import IntRange, SampleSpec, TopicSpec, demo_topics
 from tests.conftest import run_cli
 
 

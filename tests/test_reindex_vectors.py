@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkatool.recover import recover_segment
+from kafkatool.log.recovery import recover_segment
 from tests.conftest import run_cli
 
 VECTORS = Path(__file__).parent / "vectors" / "reindex"

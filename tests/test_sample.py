@@ -13,9 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from kafkatool.batch import TimestampType
-from kafkatool.checkpoints import read_offset_checkpoint, read_properties
-from kafkatool.codecs import Codec
 from kafkatool.decoders.message import java_string_hash
 from kafkatool.decoders.offsets import (
     offset_commit_key,
@@ -24,13 +21,16 @@ from kafkatool.decoders.offsets import (
     read_offset_commit_key,
     read_offset_commit_value,
 )
-from kafkatool.default_records import build_batch, encode_record, encode_records
-from kafkatool.legacy_records import encode_entries, encode_entry, encode_message
-from kafkatool.logdir import TopicPartition
-from kafkatool.sample import generate_sample, iter_files
-from kafkatool.sample_log import java_hashmap_order
-from kafkatool.sample_spec import IntRange, SampleSpec, TopicSpec, demo_topics
-from kafkatool.snapshot import read_snapshot
+from kafkatool.log.checkpoints import read_offset_checkpoint, read_properties
+from kafkatool.log.layout import TopicPartition
+from kafkatool.log.snapshot import read_snapshot
+from kafkatool.record.batch import TimestampType
+from kafkatool.record.codecs import Codec
+from kafkatool.record.default_records import build_batch, encode_record, encode_records
+from kafkatool.record.legacy_records import encode_entries, encode_entry, encode_message
+from kafkatool.sample.generate import generate_sample, iter_files
+from kafkatool.sample.partition import java_hashmap_order
+from kafkatool.sample.spec import IntRange, SampleSpec, TopicSpec, demo_topics
 from tests.conftest import run_cli
 from tests.logdir_check import check_partition, read_partition
 
@@ -362,7 +362,7 @@ def test_encode_entries_is_byte_identical_to_encode_message(magic):
 def test_build_batch_override_last_offset():
     b = build_batch([(10, 5, b"k", b"v", ())], override_last_offset=14, producer_id=3, producer_epoch=0,
                     base_sequence=100)
-    from kafkatool.file_records import iter_batches
+    from kafkatool.record.file_records import iter_batches
 
     (batch,) = list(iter_batches(b))
     assert batch.is_valid() and batch.last_offset == 14 and batch.last_sequence == 104

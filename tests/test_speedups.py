@@ -30,13 +30,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafkatool import _accel
-from kafkatool import default_records as v2
-from kafkatool import down_convert as dc
-from kafkatool import legacy_records as lr
-from kafkatool.batch import Header, Record
-from kafkatool.codecs import Codec
 from kafkatool.errors import KafkaToolError
-from kafkatool.file_records import verify_segment
+from kafkatool.record import default_records as v2
+from kafkatool.record import down_convert as dc
+from kafkatool.record import legacy_records as lr
+from kafkatool.record.batch import Header, Record
+from kafkatool.record.codecs import Codec
+from kafkatool.record.file_records import verify_segment
 from tests.test_convert_units import v2_batches
 from tests.test_fast_paths import as_file, err, segment
 
@@ -53,8 +53,8 @@ HOSTILE = Path(__file__).parent / "hostile"
 SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # Every module that dispatches to the extension through ``_C``.
-DISPATCHING = ("kafkatool.default_records", "kafkatool.down_convert", "kafkatool.file_records",
-               "kafkatool.recover_fast", "kafkatool.dump", "kafkatool.convert")
+DISPATCHING = ("kafkatool.record.default_records", "kafkatool.record.down_convert", "kafkatool.record.file_records",
+               "kafkatool.log.recovery.fast", "kafkatool.dump.engine", "kafkatool.convert.engine")
 
 
 @pytest.fixture
@@ -319,7 +319,7 @@ def test_legacy_wrapper_equals_python(magic: int, attributes: int, ts: int, last
 def test_down_convert_batch_same_with_and_without(data: bytes, to_magic: int, first: int) -> None:
     """downconvert's hot branch (a v2 batch with its own codec: the compiled reframe called directly) gives
     the ConvertedBatch and every statistic of the pure path, and the bytes of reframe_v2_batch."""
-    from kafkatool.file_records import iter_batches
+    from kafkatool.record.file_records import iter_batches
 
     results = []
     for on in (False, True):
@@ -388,8 +388,8 @@ def test_hostile_corpus_same_with_and_without(path: Path) -> None:
 
 def deep_read(path: Path) -> list[Any]:
     """Every batch's records (or error), and every v2 batch down-converted to v1 and v0 (or the error)."""
-    from kafkatool.down_convert import down_convert
-    from kafkatool.file_records import FileRecords
+    from kafkatool.record.down_convert import down_convert
+    from kafkatool.record.file_records import FileRecords
 
     out: list[Any] = []
     with FileRecords(path) as fr:
@@ -407,7 +407,10 @@ def test_pure_env_var_runs_python_only(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    code = ("from kafkatool import _accel, default_records, down_convert, file_records, recover_fast, dump\n"
+    code = ("from kafkatool import _accel\n"
+            "from kafkatool.record import default_records, down_convert, file_records\n"
+            "from kafkatool.log.recovery import fast\n"
+            "from kafkatool.dump import engine as dump\n"
             "print(_accel.speedups is None, default_records._C is None, dump._C is None)")
     root = Path(__file__).resolve().parent.parent
     env = {**os.environ, "PYTHONPATH": str(root), "KAFKATOOL_PURE": "1"}
@@ -421,8 +424,8 @@ def test_pure_env_var_runs_python_only(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------------- dump
 
 def dump_events(path: str, **opts: Any) -> list[Any]:
-    from kafkatool.dump import DumpEngine
-    from kafkatool.dump_events import DumpOptions
+    from kafkatool.dump.engine import DumpEngine
+    from kafkatool.dump.events import DumpOptions
 
     return list(DumpEngine(DumpOptions(emit_data=False, **opts)).run([path]))
 
@@ -453,8 +456,8 @@ def test_hostile_corpus_dump_same_with_and_without(path: Path) -> None:
 def test_dump_walk_resumes_after_every_kind_of_batch(tmp_path: Path) -> None:
     """Runs of plain batches around everything the compiled walk leaves to Python: a CRC failure, a gap, an
     offset going back, legacy entries, a control batch, a batch whose records do not decode, a torn tail."""
-    from kafkatool import legacy_records as legacy
-    from kafkatool.codecs import Codec
+    from kafkatool.record import legacy_records as legacy
+    from kafkatool.record.codecs import Codec
 
     def batch(base: int, n: int = 3, codec: Codec = Codec.NONE) -> bytes:
         return v2.build_batch([(base + i, TS + i, b"k%d" % i, b"v" * 40, ()) for i in range(n)], codec=codec)
@@ -490,10 +493,10 @@ def test_dump_walk_resumes_after_every_kind_of_batch(tmp_path: Path) -> None:
 def every_format_sample(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     """The .log files of a generated sample with every magic and every codec it allows (zstd only in v2),
     headers, transactions with aborts and control batches, log-append time and compaction (offset gaps)."""
-    from kafkatool.batch import TimestampType
-    from kafkatool.codecs import Codec
-    from kafkatool.sample import generate_sample
-    from kafkatool.sample_spec import IntRange, SampleSpec, TopicSpec
+    from kafkatool.record.batch import TimestampType
+    from kafkatool.record.codecs import Codec
+    from kafkatool.sample.generate import generate_sample
+    from kafkatool.sample.spec import IntRange, SampleSpec, TopicSpec
 
     legacy_codecs = (Codec.NONE, Codec.GZIP, Codec.SNAPPY, Codec.LZ4)
     root = tmp_path_factory.mktemp("every-format") / "logs"
@@ -514,7 +517,7 @@ def every_format_sample(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 
 
 def test_generated_sample_covers_every_magic_and_codec(every_format_sample: list[Path]) -> None:
-    from kafkatool.file_records import FileRecords
+    from kafkatool.record.file_records import FileRecords
 
     seen = set()
     for path in every_format_sample:
@@ -527,7 +530,7 @@ def test_generated_sample_dump_same_with_and_without(every_format_sample: list[P
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     import types
 
-    from kafkatool import dump
+    from kafkatool.dump import engine as dump
 
     assert SP is not None
     taken = [0]  # batches the compiled walk took: the comparison must cover it, not just the Python loop
@@ -578,7 +581,7 @@ def test_dump_walk_never_swallows_an_interrupt(sp: ModuleType) -> None:
     (other exceptions make it stop and leave the batch to Python, which raises its own error)."""
     import crc32c
 
-    from kafkatool.codecs import Codec, decompress
+    from kafkatool.record.codecs import Codec, decompress
 
     data = v2.build_batch([(0, TS, b"k", b"v" * 100, ())], codec=Codec.LZ4)
 
@@ -606,7 +609,7 @@ def converted(src: Path, dst: Path, **opts: Any) -> Any:
     """``convert_log``'s outcome: the output tree (every file's bytes) and the statistics, or its error."""
     from dataclasses import asdict
 
-    from kafkatool.convert import ConvertOptions, convert_log
+    from kafkatool.convert.engine import ConvertOptions, convert_log
 
     def run() -> Any:
         stats = convert_log(src, dst, ConvertOptions(**opts))
@@ -639,7 +642,7 @@ def test_generated_sample_downconvert_same_with_and_without(every_format_sample:
     of the sample, with segment rolls and splits falling inside runs."""
     import types
 
-    from kafkatool import convert
+    from kafkatool.convert import engine as convert
 
     assert SP is not None
     taken = [0]
@@ -691,7 +694,7 @@ def test_downconvert_run_never_swallows_an_interrupt(sp: ModuleType) -> None:
     exceptions stop it before that batch (the Python path then raises its own error)."""
     import crc32c
 
-    from kafkatool import codecs
+    from kafkatool.record import codecs
 
     data = v2.build_batch([(0, TS, b"k", b"v" * 100, ())], codec=Codec.LZ4) + v2.build_batch(
         [(1, TS, b"k", b"v" * 100, ())], codec=Codec.LZ4)
@@ -742,11 +745,11 @@ def test_downconvert_run_keeps_the_kip126_estimate(tmp_path: Path) -> None:
     ``DownConverter.add`` does, batch by batch (in downconvert's output only a split shows it, and a split resets
     it first: the state itself is compared); and a batch over --max-message-bytes after a run is split into the
     same pieces."""
-    from kafkatool.convert import ConvertOptions, DownConverter, PartitionStats
-    from kafkatool.convert_io import SegmentWriter
-    from kafkatool.estimator import CompressionRatioEstimator
-    from kafkatool.file_records import FileRecords
-    from kafkatool.up_convert import ConversionCounters
+    from kafkatool.convert.engine import ConvertOptions, DownConverter, PartitionStats
+    from kafkatool.convert.files import SegmentWriter
+    from kafkatool.record.estimator import CompressionRatioEstimator
+    from kafkatool.record.file_records import FileRecords
+    from kafkatool.record.up_convert import ConversionCounters
     from tests.convert_fixtures import make_partition, v2_log
 
     small = v2_log(0, batches=150, per_batch=5, codec=Codec.LZ4, value_bytes=200)

@@ -36,13 +36,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafkatool import crash
-from kafkatool.atomic import fsync_dir, is_temp_name, temp_name
 from kafkatool.canary.manifest import FileEntry, Manifest, PartitionEntry, Workdir, copy_file, hash_file, matches
-from kafkatool.checkpoints import read_leader_epoch_checkpoint
 from kafkatool.errors import BrokerLockHeldError, ExitCode, KafkaToolError, UsageError
-from kafkatool.lock import hold_log_dir, refuse_if_live
-from kafkatool.logdir import CLEANED_SUFFIX, DELETED_SUFFIX, LEADER_EPOCH_CHECKPOINT, LOCK_FILE, SWAP_SUFFIX
+from kafkatool.log.checkpoints import read_leader_epoch_checkpoint
+from kafkatool.log.layout import CLEANED_SUFFIX, DELETED_SUFFIX, LEADER_EPOCH_CHECKPOINT, LOCK_FILE, SWAP_SUFFIX
+from kafkatool.log.lock import hold_log_dir, refuse_if_live
+from kafkatool.util import crash
+from kafkatool.util.atomic import fsync_dir, is_temp_name, temp_name
 
 CRASH_ENV = crash.CRASH_ENV
 SEGMENT_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex")  # the order swaps are written and renamed
@@ -57,7 +57,7 @@ class CanaryStateError(KafkaToolError):
 
 class Steps:
     """Counts durable steps (fsynced writes, renames, deletes); ``KAFKATOOL_CRASH_AFTER=N`` kills the process
-    with SIGKILL right after the Nth (:mod:`kafkatool.crash`), to test recovery at every point."""
+    with SIGKILL right after the Nth (:mod:`kafkatool.util.crash`), to test recovery at every point."""
 
     def __init__(self) -> None:
         self.count = 0

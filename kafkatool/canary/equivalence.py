@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from kafkatool.batch import (
+from kafkatool.errors import KafkaToolError
+from kafkatool.record.batch import (
     MAGIC_V0,
     MAGIC_V2,
     NO_PARTITION_LEADER_EPOCH,
@@ -30,10 +31,9 @@ from kafkatool.batch import (
     Header,
     TimestampType,
 )
-from kafkatool.default_records import DefaultRecordBatch
-from kafkatool.errors import KafkaToolError
-from kafkatool.file_records import FileRecords, RecordBatch
-from kafkatool.legacy_records import LegacyRecordBatch
+from kafkatool.record.default_records import DefaultRecordBatch
+from kafkatool.record.file_records import FileRecords, RecordBatch
+from kafkatool.record.legacy_records import LegacyRecordBatch
 
 _TS_NAMES = {int(t): t.label for t in TimestampType}
 

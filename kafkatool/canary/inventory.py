@@ -29,15 +29,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kafkatool.batch import MAGIC_V0, MAGIC_V2, NO_TIMESTAMP, TimestampType
-from kafkatool.checkpoints import read_offset_checkpoint, read_properties
-from kafkatool.codecs import Codec
-from kafkatool.default_records import DefaultRecordBatch, parse_control_type
 from kafkatool.errors import InputError, KafkaToolError
-from kafkatool.file_records import FileRecords
-from kafkatool.legacy_records import LegacyRecordBatch
-from kafkatool.logdir import META_PROPERTIES, LogDir, PartitionDir, TopicPartition, is_log_dir, resolve_inputs
-from kafkatool.varint import size_of_varint
+from kafkatool.log.checkpoints import read_offset_checkpoint, read_properties
+from kafkatool.log.layout import META_PROPERTIES, LogDir, PartitionDir, TopicPartition, is_log_dir, resolve_inputs
+from kafkatool.record.batch import MAGIC_V0, MAGIC_V2, NO_TIMESTAMP, TimestampType
+from kafkatool.record.codecs import Codec
+from kafkatool.record.default_records import DefaultRecordBatch, parse_control_type
+from kafkatool.record.file_records import FileRecords
+from kafkatool.record.legacy_records import LegacyRecordBatch
+from kafkatool.record.varint import size_of_varint
 
 DEFAULT_MAX_MESSAGE_BYTES = 1048588  # message.max.bytes / max.message.bytes (1 MiB + LOG_OVERHEAD), 3.9 default
 INTERNAL_COMPACTED_TOPICS = ("__consumer_offsets", "__transaction_state")

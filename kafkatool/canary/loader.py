@@ -33,10 +33,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafkatool.atomic import is_temp_name
 from kafkatool.errors import KafkaToolError
-from kafkatool.file_records import FileRecords
-from kafkatool.logdir import (
+from kafkatool.log.layout import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
     INDEX_SUFFIX,
@@ -46,6 +44,8 @@ from kafkatool.logdir import (
     TIME_INDEX_SUFFIX,
     TXN_INDEX_SUFFIX,
 )
+from kafkatool.record.file_records import FileRecords
+from kafkatool.util.atomic import is_temp_name
 
 PREALLOCATED_INDEX_BYTES = 10 * 1024 * 1024  # roundDown(segment.index.bytes default, 8)
 SNAPSHOT_DELETE_SUFFIX = ".checkpoint.deleted"  # Snapshots.DELETE_SUFFIX: KRaft snapshots, left to KafkaMetadataLog

@@ -23,8 +23,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kafkatool.atomic import TEMP_PREFIX, atomic_write_bytes
 from kafkatool.errors import InputError
+from kafkatool.util.atomic import TEMP_PREFIX, atomic_write_bytes
 
 MANIFEST = "manifest.json"
 VERIFIED = "verify.json"

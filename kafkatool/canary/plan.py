@@ -1,7 +1,7 @@
 """``kafkatool canary plan``: the upgrade plan in phases, its risks, and what down-conversion costs.
 
 Inputs: the inventory (:mod:`.inventory`), the consumers (:mod:`.clients`) and a target message format.
-Down-conversion costs come from the fetch simulator (:mod:`kafkatool.fetch_sim`, Kafka 3.9's
+Down-conversion costs come from the fetch simulator (:mod:`kafkatool.fetch.simulate`, Kafka 3.9's
 ``LazyDownConversionRecords`` byte for byte): for each Fetch version <= 3 among the clients, one fetch per
 partition from the start of its active segment (where live consumers read), with the consumer's default
 ``max.partition.fetch.bytes`` (1 MiB); plus, exactly from the inventory, the bytes each client needs converted
@@ -21,11 +21,11 @@ from typing import Any
 from kafkatool.canary.clients import ClientCapability
 from kafkatool.canary.inventory import LogDirInventory, PartitionInventory
 from kafkatool.errors import KafkaToolError, UsageError
-from kafkatool.fetch_response import error_name
-from kafkatool.fetch_sim import DEFAULT_PARTITION_MAX_BYTES, FetchOptions, PartitionLog, PartitionRequest, simulate
-from kafkatool.fetch_sim_report import partition_problem
-from kafkatool.logdir import PartitionDir
-from kafkatool.units import format_size
+from kafkatool.fetch.report import partition_problem
+from kafkatool.fetch.response import error_name
+from kafkatool.fetch.simulate import DEFAULT_PARTITION_MAX_BYTES, FetchOptions, PartitionLog, PartitionRequest, simulate
+from kafkatool.log.layout import PartitionDir
+from kafkatool.util.units import format_size
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,7 @@ For each partition matching ``--partitions``:
 1. every file of the partition dir is copied into ``W/originals/<partition>`` (SHA-256 computed on the
    bytes copied, mtimes kept); a file that changes while it is copied (a live broker appending) fails the
    run for that partition;
-2. the copy is converted to v2 by the convert engine (:func:`kafkatool.convert.convert_partition`, Kafka 4's
+2. the copy is converted to v2 by the convert engine (:func:`kafkatool.convert.engine.convert_partition`, Kafka 4's
    cleaner rules: each compressed legacy wrapper -> one v2 batch, each uncompressed legacy message -> its
    own v2 batch with ``batch_bytes=0``, v0 -> CreateTime -1, LogAppendTime kept; v2 batches copied; indexes
    as ``LogSegment.recover`` builds them) into ``W/canary/<partition>``. Segments are not re-rolled: each
@@ -30,8 +30,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from kafkatool import __version__, crash
-from kafkatool.atomic import fsync_dir, is_temp_name
+from kafkatool import __version__
 from kafkatool.canary.inventory import DEFAULT_MAX_MESSAGE_BYTES, scan_partitions
 from kafkatool.canary.manifest import (
     CANARY,
@@ -44,10 +43,12 @@ from kafkatool.canary.manifest import (
     dir_entries,
     remove_tree,
 )
-from kafkatool.codecs import Codec
 from kafkatool.errors import InputError, KafkaToolError, UsageError
-from kafkatool.lock import refuse_if_live
-from kafkatool.logdir import LOG_SUFFIX, PartitionDir, is_log_dir, offset_from_filename
+from kafkatool.log.layout import LOG_SUFFIX, PartitionDir, is_log_dir, offset_from_filename
+from kafkatool.log.lock import refuse_if_live
+from kafkatool.record.codecs import Codec
+from kafkatool.util import crash
+from kafkatool.util.atomic import fsync_dir, is_temp_name
 
 Progress = Callable[[str], None]
 
@@ -190,9 +191,9 @@ def convert_partition_to_v2(src: Path, dst_root: Path, opts: RunOptions) -> dict
     Options as Kafka 4's cleaner rewrites legacy data, except that a built batch over ``max.message.bytes`` is
     split (KIP-126) where the cleaner would fail; segments are never re-rolled (``segment_bytes`` at its int32
     maximum), so output segments map 1:1 onto input segments."""
-    from kafkatool.convert import MAX_SEGMENT_BYTES, ConvertObserver, ConvertOptions, convert_partition
-    from kafkatool.convert_io import resolve_sources
-    from kafkatool.estimator import CompressionRatioEstimator
+    from kafkatool.convert.engine import MAX_SEGMENT_BYTES, ConvertObserver, ConvertOptions, convert_partition
+    from kafkatool.convert.files import resolve_sources
+    from kafkatool.record.estimator import CompressionRatioEstimator
 
     copts = ConvertOptions(to_magic=opts.target_format,
                            codec=None if opts.codec is None else Codec.from_label(opts.codec),

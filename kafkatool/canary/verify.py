@@ -9,7 +9,7 @@ Per partition of the manifest:
   else is; every canary batch is v2 and passes ``ensureValid``;
 * segments: the same base offsets and the same log end offset as the original;
 * indexes: each canary ``.index``/``.timeindex`` is byte-identical to what ``LogSegment.recover`` (3.9) builds
-  from the canary's batches (:func:`kafkatool.recover.recover_segment`), and ``.txnindex`` lists the same
+  from the canary's batches (:func:`kafkatool.log.recovery.recover_segment`), and ``.txnindex`` lists the same
   aborted transactions as the original's;
 * carried files (producer snapshots, ``leader-epoch-checkpoint``, ``partition.metadata``) are the originals;
 * ``max.message.bytes``: a canary batch over the limit fails unless its original was over it already;
@@ -38,10 +38,10 @@ from kafkatool.canary.equivalence import Comparison, StreamStats, compare, read_
 from kafkatool.canary.loader import predict
 from kafkatool.canary.manifest import PartitionEntry, Workdir, hash_file, matches
 from kafkatool.errors import KafkaToolError
-from kafkatool.index import encode_offset_index, encode_time_index
-from kafkatool.lock import live_lock, refuse_if_live
-from kafkatool.recover import recover_segment
-from kafkatool.txn_index import read_txn_index
+from kafkatool.log.index import encode_offset_index, encode_time_index
+from kafkatool.log.lock import live_lock, refuse_if_live
+from kafkatool.log.recovery import recover_segment
+from kafkatool.log.txn_index import read_txn_index
 
 Progress = Callable[[str], None]
 

@@ -6,12 +6,12 @@ import importlib
 import os
 import signal
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 import kafkatool
-from kafkatool.commands._common import memory_opt, set_root_memory
+from kafkatool.commands.options import memory_opt, set_root_memory
 from kafkatool.errors import ExitCode, KafkaToolError
 
 
@@ -140,7 +140,10 @@ def main(argv: list[str] | None = None) -> None:
             import traceback
 
             traceback.print_exc()
-        _err(f"kafkatool: error: {e}")
+        if e.field is not None and e.path is None and e.position is None:
+            _err(f"kafkatool: error: {option_for(args, e.field)}: {e.message}")
+        else:
+            _err(f"kafkatool: error: {e}")
         rc = e.exit_code
     except KeyboardInterrupt:
         _err("kafkatool: interrupted")
@@ -166,6 +169,22 @@ def main(argv: list[str] | None = None) -> None:
         _err(f"kafkatool: internal error: {type(e).__name__}: {e} (rerun with --traceback and report it)")
         rc = ExitCode.USAGE
     _exit(rc)
+
+
+def option_for(args: list[str], field: str) -> str:
+    """The option of the command ``args`` run that sets the library field ``field`` (``to_magic`` ->
+    ``--to-magic``): the parameter of that name, its longest spelling; ``--`` + the field otherwise."""
+    command: Any = typer.main.get_command(app)
+    for a in args:
+        subs = getattr(command, "commands", None)
+        if subs is None:
+            break
+        if a in subs:
+            command = subs[a]
+    for param in getattr(command, "params", []):
+        if param.name == field and param.opts:
+            return str(max(param.opts, key=len))
+    return "--" + field.replace("_", "-")
 
 
 def _plain_help(cmd: object) -> None:

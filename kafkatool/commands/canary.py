@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from kafkatool.commands._common import (
+from kafkatool.commands.options import (
     FormatOpt,
     LiveOpt,
     MemoryOpt,
@@ -24,7 +24,7 @@ from kafkatool.commands._common import (
     use_budget,
 )
 from kafkatool.errors import ExitCode
-from kafkatool.lock import live_notice
+from kafkatool.log.lock import live_notice
 
 HELP = """Plan a message-format upgrade (v0 -> v1 -> v2, and the move to Kafka 4) and rehearse it on a few partitions.
 
@@ -103,7 +103,7 @@ def plan_cmd(
     from kafkatool.canary.clients import read_clients
     from kafkatool.canary.inventory import DEFAULT_MAX_MESSAGE_BYTES, InventoryOptions, inventory_log_dir
     from kafkatool.canary.plan import PlanOptions, make_plan, plan_json_lines
-    from kafkatool.commands.canary_render import console, render_plan
+    from kafkatool.commands.render.canary import console, render_plan
 
     output = Output(quiet=quiet)
     use_budget(memory)
@@ -168,7 +168,7 @@ def run_cmd(
     traceback: TracebackOpt = False,
 ) -> int:
     from kafkatool.canary.run import RunOptions, run_canary
-    from kafkatool.commands.canary_render import console, render_run
+    from kafkatool.commands.render.canary import console, render_run
 
     output = Output(quiet=quiet)
     use_budget(memory)
@@ -219,7 +219,7 @@ def verify_cmd(
     traceback: TracebackOpt = False,
 ) -> int:
     from kafkatool.canary.verify import verify_workdir
-    from kafkatool.commands.canary_render import console, render_verify, verify_findings
+    from kafkatool.commands.render.canary import console, render_verify, verify_findings
 
     output = Output(quiet=quiet)
     use_budget(memory)
@@ -273,7 +273,7 @@ Example: kafkatool canary rollback /var/tmp/c1""",
 def _swap(op: str, workdir: Path, partitions: list[str] | None, memory: str | None, fmt: OutputFormat | None,
           quiet: bool) -> int:
     from kafkatool.canary.apply import swap
-    from kafkatool.commands.canary_render import console, render_swap
+    from kafkatool.commands.render.canary import console, render_swap
 
     output = Output(quiet=quiet)
     use_budget(memory)

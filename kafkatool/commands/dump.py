@@ -16,9 +16,21 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
+from kafkatool.commands.options import (
+    LiveOpt,
+    MemoryOpt,
+    QuietOpt,
+    TracebackOpt,
+    check_live,
+    size_opt,
+    time_opt,
+    use_budget,
+)
+from kafkatool.commands.render.dump_table import TableWriter
 from kafkatool.decoders import resolve_parser
-from kafkatool.dump import DumpEngine
-from kafkatool.dump_events import (
+from kafkatool.dump.dumplog import DumpLogWriter, make_decoder
+from kafkatool.dump.engine import DumpEngine
+from kafkatool.dump.events import (
     DEFAULT_RESYNC_LIMIT,
     DumpOptions,
     Event,
@@ -28,14 +40,10 @@ from kafkatool.dump_events import (
     Notice,
     Summary,
 )
-from kafkatool.dump_events import Progress as ProgressEvent
-from kafkatool.dump_filter import RecordFilter
-from kafkatool.dump_render import JsonWriter, TextWriter, summary_text
-from kafkatool.dumplog_format import DumpLogWriter, make_decoder
+from kafkatool.dump.events import Progress as ProgressEvent
+from kafkatool.dump.filter import RecordFilter
+from kafkatool.dump.render import JsonWriter, TextWriter, summary_text
 from kafkatool.errors import ExitCode, InputError, UsageError
-
-from ._common import LiveOpt, MemoryOpt, QuietOpt, TracebackOpt, check_live, size_opt, time_opt, use_budget
-from ._dump_table import TableWriter
 
 
 class DumpFormat(str, enum.Enum):

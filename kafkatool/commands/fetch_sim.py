@@ -8,9 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from kafkatool.atomic import atomic_write
-from kafkatool.batch import Record
-from kafkatool.commands._common import (
+from kafkatool.commands.options import (
     FormatOpt,
     LiveOpt,
     MemoryOpt,
@@ -25,8 +23,10 @@ from kafkatool.commands._common import (
     use_budget,
 )
 from kafkatool.errors import ExitCode, UsageError
-from kafkatool.fetch_response import response_size
-from kafkatool.fetch_sim import (
+from kafkatool.fetch.lazy import MAX_READ_SIZE
+from kafkatool.fetch.report import partition_problem, partition_report, sweep
+from kafkatool.fetch.response import response_size
+from kafkatool.fetch.simulate import (
     DEFAULT_BROKER_FETCH_MAX_BYTES,
     DEFAULT_FETCH_MAX_BYTES,
     DEFAULT_PARTITION_MAX_BYTES,
@@ -39,12 +39,12 @@ from kafkatool.fetch_sim import (
     to_magic_for_version,
     version_for_magic,
 )
-from kafkatool.fetch_sim_report import partition_problem, partition_report, sweep
-from kafkatool.lazy_down_convert import MAX_READ_SIZE
-from kafkatool.lock import hold_for_write, refuse_if_live
-from kafkatool.logdir import TopicPartition
-from kafkatool.png_chart import Series, bar_chart
-from kafkatool.units import format_size
+from kafkatool.log.layout import TopicPartition
+from kafkatool.log.lock import hold_for_write, refuse_if_live
+from kafkatool.record.batch import Record
+from kafkatool.util.atomic import atomic_write
+from kafkatool.util.png_chart import Series, bar_chart
+from kafkatool.util.units import format_size
 
 HELP = """Simulate a fetch by a consumer that only understands an older message format (Fetch v0-3).
 

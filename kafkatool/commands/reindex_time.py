@@ -1,7 +1,7 @@
 """``kafkatool reindex-time``: check or rebuild .timeindex/.index files offline, by Kafka 3.9's recover rules.
 
-Only option parsing lives here (imported by every ``kafkatool`` run); the work, with numpy and the
-library, is imported when the command runs (``reindex_time_run``).
+Options are parsed here; the work is ``kafkatool.reindex.run.reindex_time`` (imported when the command runs,
+with numpy), rendered by ``kafkatool.commands.render.reindex``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,19 @@ from typing import Annotated
 
 import typer
 
-from kafkatool.commands._common import FormatOpt, JobsOpt, LiveOpt, MemoryOpt, QuietOpt, TracebackOpt, size_opt
+from kafkatool.commands.options import (
+    FormatOpt,
+    JobsOpt,
+    LiveOpt,
+    MemoryOpt,
+    Output,
+    OutputFormat,
+    QuietOpt,
+    TracebackOpt,
+    memory_option,
+    require,
+    size_opt,
+)
 
 DEFAULT_INDEX_INTERVAL_BYTES = 4096  # index.interval.bytes (ServerLogConfigs), as recover.py uses it
 
@@ -79,9 +91,22 @@ def reindex_time(
     quiet: QuietOpt = False,
     traceback: TracebackOpt = False,
 ) -> int:
-    from kafkatool.commands.reindex_time_run import reindex_time_run
+    out = Output(quiet=quiet)
+    form = out.resolve_format(fmt, tty_default=OutputFormat.text)
+    require(sum([check, output is not None, in_place, recovery_report]) <= 1,
+            "--check, --output, --in-place and --recovery-report are alternatives: give one")
+    require(not (no_backup or keep_valid) or in_place, "--no-backup and --keep-valid go with --in-place")
+    from kafkatool.reindex.run import ReindexRequest, reindex_time
 
-    return reindex_time_run(paths, check=check, output=output, in_place=in_place, no_backup=no_backup,
-                            keep_valid=keep_valid, recovery_report=recovery_report, no_offset_index=no_offset_index,
-                            index_interval_bytes=index_interval_bytes, verify=verify, verbose=verbose, jobs=jobs,
-                            memory=memory, fmt=fmt, quiet=quiet, live=live)
+    mode = "in-place" if in_place else "output" if output is not None else \
+        "recovery-report" if recovery_report else "check"
+    request = ReindexRequest(paths, mode, output, backup=not no_backup, keep_valid=keep_valid,
+                             offset_index=not no_offset_index, index_interval_bytes=index_interval_bytes,
+                             verify=verify, jobs=jobs, live=live, memory=memory_option(memory))
+    from kafkatool.commands.render.reindex import ReindexRenderer
+
+    renderer = ReindexRenderer(out, form, verbose, "recovery-report" if recovery_report else "reindex-time")
+    with renderer:
+        outcome = reindex_time(request, renderer)
+    renderer.summary(outcome)
+    return outcome.exit_code

@@ -13,10 +13,20 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from kafkatool.batch import TimestampType
-from kafkatool.codecs import CODEC_LABELS, Codec
+from kafkatool.commands.options import (
+    MemoryOpt,
+    Output,
+    QuietOpt,
+    TracebackOpt,
+    size_opt,
+    size_range_opt,
+    time_opt,
+    use_budget,
+)
 from kafkatool.errors import ExitCode, UsageError
-from kafkatool.sample_spec import (
+from kafkatool.record.batch import TimestampType
+from kafkatool.record.codecs import CODEC_LABELS, Codec
+from kafkatool.sample.spec import (
     DEFAULT_START_MS,
     IntRange,
     SampleSpec,
@@ -24,13 +34,11 @@ from kafkatool.sample_spec import (
     bench_topic,
     demo_topics,
 )
-from kafkatool.units import format_size
-
-from ._common import MemoryOpt, Output, QuietOpt, TracebackOpt, size_opt, size_range_opt, time_opt, use_budget
+from kafkatool.util.units import format_size
 
 if TYPE_CHECKING:  # the generator imports numpy: only when the command runs, not when the CLI starts
-    from kafkatool.sample import SampleResult
-    from kafkatool.sample_log import PartitionSummary
+    from kafkatool.sample.generate import SampleResult
+    from kafkatool.sample.partition import PartitionSummary
 
 
 class Profile(str, enum.Enum):
@@ -199,7 +207,7 @@ def sample(
                       start_ms=start_time if start_time is not None else DEFAULT_START_MS,
                       clean_shutdown=active_indexes == ActiveIndexes.trimmed, profile=chosen.value)
 
-    from kafkatool.sample import generate_sample
+    from kafkatool.sample.generate import generate_sample
 
     header = [fmt == SampleFormat.text]  # printed with the first partition: a refused run prints no data
 

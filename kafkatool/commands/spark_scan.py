@@ -9,8 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from kafkatool.budget import DEFAULT_TOTAL, activate, default_total
-from kafkatool.commands._common import (
+from kafkatool.commands.options import (
     FormatOpt,
     LiveOpt,
     Output,
@@ -25,14 +24,14 @@ from kafkatool.commands._common import (
     size_opt,
     time_opt,
 )
-from kafkatool.commands._scan_render import (
+from kafkatool.commands.render.scan import (
     render_export,
     render_index_checks,
     render_keyshare,
     render_stats,
 )
 from kafkatool.errors import ExitCode, UsageError
-from kafkatool.lock import hold_for_write, refuse_if_live
+from kafkatool.log.lock import hold_for_write, refuse_if_live
 from kafkatool.spark.memory import (
     DEFAULT_BUDGET,
     HEAP_SHARE,
@@ -42,7 +41,8 @@ from kafkatool.spark.memory import (
     MIN_WORKER,
     minimum_budget,
 )
-from kafkatool.units import format_size, parse_size
+from kafkatool.util.budget import DEFAULT_TOTAL, activate, default_total
+from kafkatool.util.units import format_size, parse_size
 
 SPARK_MEMORY_HELP = (
     "The run's one memory budget (e.g. 2GiB), split top-down. With Spark and local[N] it is the whole run on "
@@ -211,7 +211,7 @@ def spark_scan(
     if split < 1 or task_bytes < 1:
         raise UsageError("--split-size and --task-size must be positive")
     want_stats = stats or not (export_records or verify_index or key_sharing)
-    from kafkatool.spark.source import is_url
+    from kafkatool.scan.source import is_url
 
     if output and is_url(output):
         raise UsageError("--output writes to a local directory (the figures are small); give a local path")
@@ -222,10 +222,10 @@ def spark_scan(
             refuse_if_live(target)  # never written into a live log dir, --live or not
     check_live([p for p in paths if not is_url(p)], live, out.finding, "spark-scan")
 
-    from kafkatool.scan import ScanOptions
-    from kafkatool.scan_report import keyshare_setup
+    from kafkatool.scan.engine import ScanOptions
+    from kafkatool.scan.plan import discover, make_plan
+    from kafkatool.scan.report import keyshare_setup
     from kafkatool.spark.memory import default_budget, is_local_master, local_cores, plan_memory, plan_processes
-    from kafkatool.spark.plan import discover, make_plan
 
     found = discover(paths, topic or ())
     for note in found.notes:
@@ -299,7 +299,7 @@ def spark_scan(
         if export_records:
             _export(spark, plan, export_records, opts, flt_from, flt_to, engine, cores, out, form)
         if output and tables:
-            from kafkatool.scan_report import write_parquet
+            from kafkatool.scan.report import write_parquet
 
             with hold_for_write(output):
                 written = write_parquet(output, tables)
@@ -318,8 +318,8 @@ def _positive(v: str, topic: str) -> int:
 
 def _stats(spark: Any, plan: Any, opts: Any, engine: str, cores: int, out: Output, form: OutputFormat, level: str,
            want_stats: bool, setup: Any, hot: int, tables: dict[str, list[dict[str, Any]]]) -> ExitCode:
-    from kafkatool.scan import run_local
-    from kafkatool.scan_report import keyshare_tables, stats_tables, topic_shares
+    from kafkatool.scan.engine import run_local
+    from kafkatool.scan.report import keyshare_tables, stats_tables, topic_shares
 
     progress = ProgressLine(out, "scan")
     if engine == "spark":
@@ -343,7 +343,7 @@ def _stats(spark: Any, plan: Any, opts: Any, engine: str, cores: int, out: Outpu
 
 def _verify(spark: Any, plan: Any, interval: int, engine: str, cores: int, parallelism: int, out: Output,
             form: OutputFormat, tables: dict[str, list[dict[str, Any]]]) -> ExitCode:
-    from kafkatool.spark.verify import verify_local
+    from kafkatool.scan.verify import verify_local
 
     progress = ProgressLine(out, "verify-index")
     if engine == "spark":
@@ -362,8 +362,8 @@ def _verify(spark: Any, plan: Any, interval: int, engine: str, cores: int, paral
 
 def _export(spark: Any, plan: Any, directory: str, opts: Any, lo: int | None, hi: int | None, engine: str,
             cores: int, out: Output, form: OutputFormat) -> None:
-    from kafkatool.spark.export import ExportFilter, export_local
-    from kafkatool.spark.source import is_url
+    from kafkatool.scan.export import ExportFilter, export_local
+    from kafkatool.scan.source import is_url
 
     flt = ExportFilter(lo, hi)
     progress = ProgressLine(out, "export")

@@ -7,19 +7,7 @@ from typing import Annotated
 
 import typer
 
-from kafkatool.commands._common import (
-    FormatOpt,
-    LiveOpt,
-    MemoryOpt,
-    Output,
-    OutputFormat,
-    QuietOpt,
-    TracebackOpt,
-    check_live,
-    size_opt,
-    use_budget,
-)
-from kafkatool.commands._convert import (
+from kafkatool.commands.conversion import (
     DEFAULT_CHUNK_SIZE,
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_SEGMENT_BYTES,
@@ -31,9 +19,21 @@ from kafkatool.commands._convert import (
     codec_or_keep,
     render_total,
 )
-from kafkatool.convert import ConvertOptions, convert_log
+from kafkatool.commands.options import (
+    FormatOpt,
+    LiveOpt,
+    MemoryOpt,
+    Output,
+    OutputFormat,
+    QuietOpt,
+    TracebackOpt,
+    check_live,
+    size_opt,
+    use_budget,
+)
+from kafkatool.convert.engine import ConvertOptions, convert_log
 from kafkatool.errors import ExitCode
-from kafkatool.lock import refuse_if_live
+from kafkatool.log.lock import refuse_if_live
 
 HELP = "\n\n".join([
     'Convert the v0/v1 data of SRC (a .log segment, a partition dir or a log dir) to message format v2 in '

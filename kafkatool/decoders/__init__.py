@@ -28,11 +28,11 @@ from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from typing import Protocol, runtime_checkable
 
-from kafkatool.batch import Record
 from kafkatool.decoders.message import java_utf8
 from kafkatool.decoders.offsets import decode_offsets_record
 from kafkatool.decoders.transactions import decode_transaction_record
 from kafkatool.errors import ExitCode, KafkaToolError, UsageError
+from kafkatool.record.batch import Record
 
 ENTRY_POINT_GROUP = "kafkatool.decoders"
 

@@ -18,15 +18,15 @@ from typing import Any
 
 import pyarrow as pa
 
-from kafkatool import crash
-from kafkatool.atomic import staged_directory
 from kafkatool.errors import KafkaToolError, UsageError
-from kafkatool.scan import DEFAULT_OPTIONS, RangeResult, ScanOptions, ScanReport, merge_results, scan_range
+from kafkatool.scan.engine import DEFAULT_OPTIONS, RangeResult, ScanOptions, ScanReport, merge_results, scan_range
+from kafkatool.scan.export import NO_FILTER, ExportFilter, prepare_output
+from kafkatool.scan.plan import Plan, SegmentFile, balance_segments
+from kafkatool.scan.schemas import INDEX_CHECK_SCHEMA, RECORD_SCHEMA, STATS_SCHEMA, result_from_row, spark_schema
+from kafkatool.scan.source import is_url
 from kafkatool.spark.executor import export_fn, index_check_fn, stats_fn
-from kafkatool.spark.export import NO_FILTER, ExportFilter, prepare_output
-from kafkatool.spark.plan import Plan, SegmentFile, balance_segments
-from kafkatool.spark.schemas import INDEX_CHECK_SCHEMA, RECORD_SCHEMA, STATS_SCHEMA, result_from_row, spark_schema
-from kafkatool.spark.source import is_url
+from kafkatool.util import crash
+from kafkatool.util.atomic import staged_directory
 
 Progress = Callable[[int, int, int, int], None]
 

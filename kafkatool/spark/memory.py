@@ -6,7 +6,7 @@ between its JVM heap and its Python workers (one per executor core, counted in t
 ``memoryOverhead`` as YARN and Kubernetes account for them); the driver, on this machine, takes a
 quarter of it (0.5 to 2 GiB): it only merges small per-range figures.
 
-The Python side is then divided by the run's budget rules (``kafkatool.budget``: reserved overhead
+The Python side is then divided by the run's budget rules (``kafkatool.util.budget``: reserved overhead
 per process, then per worker the chunk buffers and the largest decompressed batch with the records
 made from it). Per Python worker (one task at a time) that bounds a task: the largest decompressed
 batch it accepts (``decompress_limit``), the remote read chunk and the Arrow batch being filled
@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kafkatool import budget as run_budget
 from kafkatool.errors import UsageError
-from kafkatool.units import format_size
+from kafkatool.util import budget as run_budget
+from kafkatool.util.units import format_size
 
 MiB = 1 << 20
 GiB = 1 << 30
@@ -138,7 +138,7 @@ def is_local_master(master: str) -> bool:
 
 
 def plan_processes(total: int | None, jobs: int) -> run_budget.MemoryBudget:
-    """``--engine local-processes``: no JVM, so the whole budget is the process pool's (``kafkatool.budget``:
+    """``--engine local-processes``: no JVM, so the whole budget is the process pool's (``kafkatool.util.budget``:
     the parent and ``jobs`` forked workers when ``jobs`` > 1)."""
     probe = run_budget.plan(total, workers=jobs)
     chunk = _clamp(probe.worker.total // 16, run_budget.DEFAULT_CHUNK, 64 * MiB)

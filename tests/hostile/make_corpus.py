@@ -30,11 +30,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
 import lz4.block  # noqa: E402
 import zstandard  # noqa: E402
 
-from kafkatool import default_records as v2  # noqa: E402
-from kafkatool import legacy_records as legacy  # noqa: E402
 from kafkatool import snapshot  # noqa: E402
-from kafkatool.codecs import XERIAL_HEADER, Codec  # noqa: E402
-from kafkatool.index import OffsetPosition, TimestampOffset, encode_offset_index, encode_time_index  # noqa: E402
+from kafkatool.log.index import OffsetPosition, TimestampOffset, encode_offset_index, encode_time_index  # noqa: E402
+from kafkatool.record import default_records as v2  # noqa: E402
+from kafkatool.record import legacy_records as legacy  # noqa: E402
+from kafkatool.record.codecs import XERIAL_HEADER, Codec  # noqa: E402
 
 TS = 1_700_000_000_000
 MANIFEST: dict[str, dict[str, object]] = {}

@@ -12,7 +12,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from kafkatool.recover_control import check_control_batch
+from kafkatool.log.recovery.control import check_control_batch
 from tests.control_batches import CASES
 from tests.kafkaref import KafkaRef
 

@@ -188,8 +188,8 @@ def test_lz4_downconvert_is_byte_identical_too(tmp_path, to_magic):
 def test_conversion_stats_match_records_util(tmp_path, codec):
     # RecordValidationStats of one RecordsUtil.downConvert over the whole file: records converted and
     # temporaryMemoryBytes (source batch sizes + MemoryRecordsBuilder.uncompressedBytesWritten()).
-    from kafkatool.down_convert import down_convert
-    from kafkatool.file_records import FileRecords
+    from kafkatool.record.down_convert import down_convert
+    from kafkatool.record.file_records import FileRecords
 
     log = gen(tmp_path / "in.log", codec=codec, **SOURCES["v2-txn-headers"])
     for to_magic in (0, 1):

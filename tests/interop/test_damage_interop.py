@@ -26,9 +26,9 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from kafkatool import default_records as v2
-from kafkatool.default_records import crc32c
-from kafkatool.file_records import iter_batches
+from kafkatool.record import default_records as v2
+from kafkatool.record.default_records import crc32c
+from kafkatool.record.file_records import iter_batches
 from tests.conftest import run_cli
 from tests.interop.corpus import Corpus
 from tests.kafkaref import CORRUPT, OK, TRAILING, Dump, KafkaRef

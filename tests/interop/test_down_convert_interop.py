@@ -1,4 +1,4 @@
-"""``kafkatool.down_convert.down_convert`` against Kafka's ``RecordsUtil.downConvert`` (kafka-clients 3.9.1,
+"""``kafkatool.record.down_convert.down_convert`` against Kafka's ``RecordsUtil.downConvert`` (kafka-clients 3.9.1,
 ``kafka-ref downconvert --api recordsutil``): the routine behind every 3.x broker down-conversion.
 
 * uncompressed sources (v2 with transaction markers and headers, LogAppendTime, idempotent; v1; mixed
@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from kafkatool.down_convert import ZstdDownConversionError, down_convert
-from kafkatool.file_records import FileRecords
+from kafkatool.record.down_convert import ZstdDownConversionError, down_convert
+from kafkatool.record.file_records import FileRecords
 from tests.kafkaref import OK, REFUSED, Dump, KafkaRef
 from tests.refjson import assert_same_batches, ignore_codec_bytes
 

@@ -29,14 +29,15 @@ from typing import Any
 
 import pytest
 
-from kafkatool import budget, codecs
-from kafkatool.codecs import Codec
 from kafkatool.commands.app import main as app_main
-from kafkatool.fetch_sim import FetchOptions, PartitionLog, PartitionRequest, simulate, version_for_magic
-from kafkatool.file_records import FileRecords
-from kafkatool.index import encode_offset_index
-from kafkatool.logdir import TopicPartition
-from kafkatool.recover import recover_segment
+from kafkatool.fetch.simulate import FetchOptions, PartitionLog, PartitionRequest, simulate, version_for_magic
+from kafkatool.log.index import encode_offset_index
+from kafkatool.log.layout import TopicPartition
+from kafkatool.log.recovery import recover_segment
+from kafkatool.record import codecs
+from kafkatool.record.codecs import Codec
+from kafkatool.record.file_records import FileRecords
+from kafkatool.util import budget
 from tests.conftest import run_cli
 from tests.kafkaref import KafkaRef
 

@@ -1,6 +1,6 @@
 """Kafka writes, kafkatool reads: every segment of the session corpus (written by kafka-clients 3.9.1's
 ``MemoryRecordsBuilder`` + ``FileRecords.append`` through ``kafka-ref gen``) is read by
-``kafkatool.file_records.FileRecords`` into exactly the batches and records Kafka's own reader reports
+``kafkatool.record.file_records.FileRecords`` into exactly the batches and records Kafka's own reader reports
 (``kafka-ref dump --deep``), field for field: offsets, timestamps and their types, sequences, producer
 state, control markers, keys, values and headers byte for byte, CRCs and sizes."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafkatool.file_records import FileRecords
+from kafkatool.record.file_records import FileRecords
 from tests.interop.corpus import BY_NAME, SCENARIOS, Corpus
 from tests.kafkaref import OK, unb64
 from tests.refjson import assert_same_dump, our_dump
@@ -79,8 +79,8 @@ def test_raw_snappy_as_librdkafka_writes_it_reads_as_kafka_reads_it(kafka_ref, t
     producer bytes as they are; Kafka reads them through snappy-java's fallback. Batches whose records area is
     one raw block (small and above one 32 KiB xerial chunk) read as Kafka reads them, field for field, and are
     really raw (no xerial magic)."""
-    from kafkatool.codecs import Codec, snappy_raw_compress
-    from kafkatool.default_records import _assemble, encode_records
+    from kafkatool.record.codecs import Codec, snappy_raw_compress
+    from kafkatool.record.default_records import _assemble, encode_records
 
     out = bytearray()
     offset = 0

@@ -13,7 +13,7 @@ import struct
 
 import pytest
 
-from kafkatool.recover import recover_segment
+from kafkatool.log.recovery import recover_segment
 from tests.kafkaref import KafkaRef
 
 CASES = {
@@ -106,8 +106,8 @@ def test_rebuild_matches_kafka_batches(kafka_segments, name):
 def test_rebuild_of_sample_segments_matches_kafka_batches(kafka_ref: KafkaRef, tmp_path):
     """Every segment of the ``kafkatool sample`` demo dir (format upgrades, cleaner output with offset gaps,
     empty batches and delete horizons, transactions, LogAppendTime), read by Kafka."""
-    from kafkatool.sample import generate_sample
-    from kafkatool.sample_spec import SampleSpec, demo_topics
+    from kafkatool.sample.generate import generate_sample
+    from kafkatool.sample.spec import SampleSpec, demo_topics
 
     root = tmp_path / "logs"
     generate_sample(root, SampleSpec(demo_topics()), fsync=False)

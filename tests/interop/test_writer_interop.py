@@ -22,11 +22,11 @@ from typing import Any
 
 import pytest
 
-from kafkatool import default_records as v2
-from kafkatool import legacy_records as legacy
-from kafkatool.batch import MAGIC_V2, ControlRecordType, TimestampType
-from kafkatool.codecs import Codec
-from kafkatool.file_records import FileRecords, RecordBatch
+from kafkatool.record import default_records as v2
+from kafkatool.record import legacy_records as legacy
+from kafkatool.record.batch import MAGIC_V2, ControlRecordType, TimestampType
+from kafkatool.record.codecs import Codec
+from kafkatool.record.file_records import FileRecords, RecordBatch
 from tests.interop.corpus import SCENARIOS, Corpus
 from tests.kafkaref import OK, Dump, KafkaRef, b64
 from tests.refjson import assert_same_batches, assert_same_dump, ignore_codec_bytes, our_dump

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from kafkatool.sample import generate_sample
-from kafkatool.sample_spec import SampleSpec, demo_topics
+from kafkatool.sample.generate import generate_sample
+from kafkatool.sample.spec import SampleSpec, demo_topics
 from tests.kafkaref import KafkaRef
 from tests.scan.dump_totals import dump_totals
 from tests.scan.mixed_logdir import build_mixed_logdir

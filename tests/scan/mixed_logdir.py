@@ -28,13 +28,13 @@ import subprocess
 import zlib
 from pathlib import Path
 
-from kafkatool import default_records as v2
-from kafkatool import legacy_records as legacy
-from kafkatool.batch import TimestampType
-from kafkatool.codecs import Codec
-from kafkatool.index import encode_offset_index, encode_time_index
-from kafkatool.keyshare import partition_for_key
-from kafkatool.recover import recover_segment
+from kafkatool.log.index import encode_offset_index, encode_time_index
+from kafkatool.log.recovery import recover_segment
+from kafkatool.record import default_records as v2
+from kafkatool.record import legacy_records as legacy
+from kafkatool.record.batch import TimestampType
+from kafkatool.record.codecs import Codec
+from kafkatool.scan.keyshare import partition_for_key
 
 TS = 1_700_000_000_000
 CODECS = [Codec.NONE, Codec.GZIP, Codec.SNAPPY, Codec.LZ4, Codec.ZSTD]

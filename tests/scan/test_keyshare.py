@@ -12,9 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafkatool import default_records as v2
-from kafkatool.codecs import Codec
-from kafkatool.keyshare import (
+from kafkatool.record import default_records as v2
+from kafkatool.record.codecs import Codec
+from kafkatool.scan.engine import run_local
+from kafkatool.scan.keyshare import (
     HASH_SPACE,
     assign,
     hash64_many,
@@ -28,10 +29,9 @@ from kafkatool.keyshare import (
     slot_of,
     to_positive,
 )
-from kafkatool.scan import run_local
-from kafkatool.scan_report import keyshare_setup, topic_shares
-from kafkatool.sketches import HotKeys, HyperLogLog
-from kafkatool.spark.plan import discover, make_plan
+from kafkatool.scan.plan import discover, make_plan
+from kafkatool.scan.report import keyshare_setup, topic_shares
+from kafkatool.scan.sketches import HotKeys, HyperLogLog
 
 # KAFKA-FORMATS.md §7.1 (Kafka's UtilsTest, and a run of kafka-clients 3.9.1).
 SPEC_VECTORS = [(b"21", -973932308), (b"foobar", -790332482), (b"abc", 479470107), (b"", 275646681),

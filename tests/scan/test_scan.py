@@ -11,14 +11,14 @@ from pathlib import Path
 import pyarrow.dataset as ds
 import pytest
 
-from kafkatool import default_records as v2
 from kafkatool.errors import KafkaToolError
-from kafkatool.file_records import FileRecords
-from kafkatool.scan import ScanOptions, run_local
-from kafkatool.scan_report import format_rows, partition_row, segment_row, stats_fields
-from kafkatool.spark.export import ExportFilter, export_local
-from kafkatool.spark.plan import Plan, cut_points, discover, make_plan
-from kafkatool.spark.verify import verify_local
+from kafkatool.record import default_records as v2
+from kafkatool.record.file_records import FileRecords
+from kafkatool.scan.engine import ScanOptions, run_local
+from kafkatool.scan.export import ExportFilter, export_local
+from kafkatool.scan.plan import Plan, cut_points, discover, make_plan
+from kafkatool.scan.report import format_rows, partition_row, segment_row, stats_fields
+from kafkatool.scan.verify import verify_local
 
 TS = 1_700_000_000_000
 

@@ -10,11 +10,11 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
 
-from kafkatool.scan import ScanOptions, run_local
-from kafkatool.scan_report import keyshare_setup, keyshare_tables, topic_shares
-from kafkatool.spark.export import export_local
-from kafkatool.spark.plan import discover, make_plan
-from kafkatool.spark.verify import verify_local
+from kafkatool.scan.engine import ScanOptions, run_local
+from kafkatool.scan.export import export_local
+from kafkatool.scan.plan import discover, make_plan
+from kafkatool.scan.report import keyshare_setup, keyshare_tables, topic_shares
+from kafkatool.scan.verify import verify_local
 from tests.conftest import run_cli
 from tests.scan.dump_totals import assert_scan_equals_dump
 from tests.scan.test_scan import comparable

@@ -20,9 +20,9 @@ import pyarrow.parquet as pq
 import pytest
 
 import kafkatool
-from kafkatool.scan import run_local
-from kafkatool.scan_report import keyshare_setup, keyshare_tables, segment_row, topic_shares
-from kafkatool.spark.plan import discover, make_plan
+from kafkatool.scan.engine import run_local
+from kafkatool.scan.plan import discover, make_plan
+from kafkatool.scan.report import keyshare_setup, keyshare_tables, segment_row, topic_shares
 from tests.conftest import ROOT, CliResult
 from tests.scan.dump_totals import assert_scan_equals_dump
 
@@ -174,5 +174,5 @@ def test_spark_scan_on_a_standalone_cluster_equals_the_single_process_scan(clust
     with zipfile.ZipFile(shipped) as z:
         names = set(z.namelist())
         assert names == {f"kafkatool/{p.relative_to(root)}" for p in root.rglob("*.py")} | {"kafkatool/py.typed"}
-        for name in ("kafkatool/scan.py", "kafkatool/spark/executor.py", "kafkatool/spark/ship.py"):
+        for name in ("kafkatool/scan/engine.py", "kafkatool/spark/executor.py", "kafkatool/spark/ship.py"):
             assert z.read(name) == (root.parent / name).read_bytes(), name

@@ -8,8 +8,8 @@ import os
 
 import pyarrow.parquet as pq
 
-from kafkatool.scan import run_local
-from kafkatool.spark.plan import discover, make_plan
+from kafkatool.scan.engine import run_local
+from kafkatool.scan.plan import discover, make_plan
 from tests.conftest import ROOT, run_cli
 
 LOCAL = ("--engine", "local-processes", "-j", "2", "--split-size", "4KiB")

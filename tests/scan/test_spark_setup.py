@@ -9,6 +9,7 @@ import zipfile
 import pytest
 
 from kafkatool.errors import UsageError
+from kafkatool.scan.plan import SegmentFile, WorkItem, balance, balance_segments
 from kafkatool.spark.memory import (
     DEFAULT_BUDGET,
     MIN_WORKER,
@@ -20,10 +21,9 @@ from kafkatool.spark.memory import (
     plan_memory,
     plan_processes,
 )
-from kafkatool.spark.plan import SegmentFile, WorkItem, balance, balance_segments
 from kafkatool.spark.session import FAST_JVM_OPTS, SessionSettings, session_conf, spark_home_warning
 from kafkatool.spark.ship import archive_settings, package_zip
-from kafkatool.units import format_size
+from kafkatool.util.units import format_size
 
 
 def test_local_budget_is_split_between_the_jvm_and_one_python_worker_per_core():
@@ -32,7 +32,7 @@ def test_local_budget_is_split_between_the_jvm_and_one_python_worker_per_core():
     assert m.python_worker_memory == (2 * GiB - m.executor_memory - 384 * MiB) // 2
     assert m.chunk_bytes == m.python_worker_memory // 16
     # The Python side follows the run's budget rules: reserved per process, then chunks, then batches.
-    from kafkatool import budget
+    from kafkatool.util import budget
 
     b = budget.plan(2 * GiB - m.executor_memory - 384 * MiB, workers=2, chunk_bytes=m.chunk_bytes, processes=2)
     assert m.decompress_limit == b.worker.decompress_limit
@@ -99,7 +99,7 @@ def test_spark_home_of_another_version_is_warned_about(tmp_path, monkeypatch):
 
 def test_package_zip_ships_the_pure_python_package(tmp_path):
     names = zipfile.ZipFile(package_zip(str(tmp_path))).namelist()
-    assert "kafkatool/__init__.py" in names and "kafkatool/spark/plan.py" in names
+    assert "kafkatool/__init__.py" in names and "kafkatool/scan/plan.py" in names
     assert "kafkatool/py.typed" in names and not any("__pycache__" in n for n in names)
     conf, env = archive_settings("venv.tar.gz")
     assert conf["spark.archives"] == "venv.tar.gz#environment"

@@ -1,0 +1,147 @@
+"""``reindex-time``'s output: findings on stderr, written files (or JSON lines) on stdout, a progress bar on a
+terminal, the closing summary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
+
+from kafkatool.commands.options import Output, OutputFormat
+from kafkatool.log.loader import LogDirState, PartitionRecovery
+from kafkatool.reindex.engine import SegmentResult, result_records
+from kafkatool.reindex.run import ReindexListener, ReindexOutcome
+from kafkatool.reindex.verify import OK, Severity
+from kafkatool.util.units import format_size
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "s")
+
+
+class ReindexRenderer(ReindexListener):
+    def __init__(self, out: Output, form: OutputFormat, verbose: bool, label: str) -> None:
+        self.out, self.form, self.verbose, self.label = out, form, verbose, label
+        self._progress: Progress | None = None
+        self._bar: TaskID | None = None
+        self._units = 0
+        self._done = 0
+        self._unit = ""
+
+    def __enter__(self) -> ReindexRenderer:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+
+    # ------------------------------------------------------------------ listener
+    def warning(self, text: str) -> None:
+        self.out.finding(f"kafkatool reindex-time: {text}")
+
+    def note(self, text: str) -> None:
+        self.out.note(text)
+
+    def start(self, total_bytes: int, units: int, unit: str) -> None:
+        self._units, self._unit = units, unit
+        if self.out.quiet or not self.out.err.is_terminal or not units:
+            return
+        self._progress = Progress(TextColumn(f"[bold]{self.label}"), BarColumn(),
+                                  TextColumn("{task.fields[units]}"), DownloadColumn(), TransferSpeedColumn(),
+                                  TimeRemainingColumn(), console=self.out.err, transient=True)
+        self._bar = self._progress.add_task(self.label, total=total_bytes, units=f"0/{units} {unit}")
+        self._progress.start()
+
+    def advance(self, nbytes: int) -> None:
+        self._done += 1
+        if self._progress is not None and self._bar is not None:
+            self._progress.update(self._bar, advance=nbytes, units=f"{self._done}/{self._units} {self._unit}")
+
+    def segment(self, res: SegmentResult) -> None:
+        if self.form == OutputFormat.json:
+            for rec in result_records(res):
+                if self.verbose or rec["severity"] is not None or "action" in rec:
+                    self.out.json(rec)
+            return
+        # Findings (what is wrong with a file) on stderr, as every command reports them; on stdout the data: the
+        # files written or replaced and, with --verbose, the files that are fine.
+        out, t = self.out, res.task
+        for f in res.log_findings:
+            out.finding(f"{t.partition}/{t.log.name}: {f.kind} ({f.severity.value}): {f.message}")
+        for c in res.checks:
+            name = f"{t.partition}/{c.path.name}"
+            if c.status == OK:
+                if self.verbose:
+                    out.line(f"{name}: ok ({c.on_disk_entries} entries)")
+            for f in c.findings:
+                out.finding(f"{name}: {f.kind} ({f.severity.value}): {f.message}")
+            for a in res.actions:
+                if a.path.name == c.path.name and (a.action != "skipped" or self.verbose):
+                    extra = f" (backup {a.backup.name})" if a.backup else f" ({a.reason})" if a.reason else ""
+                    out.line(f"{name}: {a.action} {a.path}{extra}")
+
+    def log_dir(self, path: Path, state: LogDirState) -> None:
+        if self.form == OutputFormat.json:
+            self.out.json({"type": "log-dir", "path": str(path), "clean_shutdown": state.clean_shutdown,
+                           "notes": list(state.notes)})
+            return
+        shutdown = "clean shutdown (.kafka_cleanshutdown present)" if state.clean_shutdown else \
+            "unclean shutdown (no .kafka_cleanshutdown)"
+        self.out.line(f"log dir {path}: {shutdown}" + "".join(f"; {n}" for n in state.notes))
+
+    def partition(self, part: PartitionRecovery) -> None:
+        out = self.out
+        if self.form == OutputFormat.json:
+            for s in part.steps:
+                rec: dict[str, Any] = {"type": "recovery", "partition": part.partition, "action": s.action,
+                                       "file": s.path, "detail": s.detail, "loses_data": s.loses_data,
+                                       "fails": s.fails}
+                if s.action == "recover":
+                    rec["truncate_at"] = s.truncate_at
+                    rec["truncated_bytes"] = s.truncated_bytes
+                if s.deleted_bytes is not None:
+                    rec["deleted_bytes"] = s.deleted_bytes
+                out.json(rec)
+            out.json({"type": "partition", "partition": part.partition, "path": str(part.path),
+                      "recovery_point": part.recovery_point, "log_start_offset": part.log_start_offset,
+                      "rebuilt_segments": part.rebuilt_segments, "loses_data": part.loses_data, "fails": part.fails,
+                      "lost_bytes": part.lost_bytes})
+            return
+        out.line(f"{part.partition} (recovery point {part.recovery_point}, log start offset {part.log_start_offset}):")
+        for s in part.steps:
+            flag = " [data loss]" if s.loses_data else " [fails]" if s.fails else ""
+            where = f" {s.path}:" if s.path else ":"
+            out.line(f"  {s.action}{where} {s.detail}{flag}")
+
+    # ------------------------------------------------------------------ the end
+    def summary(self, o: ReindexOutcome) -> None:
+        out = self.out
+        if o.mode == "recovery-report":
+            out.note("the broker would lose data or fail to load at startup" if o.loses_data else
+                     "the broker's startup recovery would not lose data")
+            return
+        rate = f", {format_size(int(o.bytes / o.seconds))}/s" if o.seconds > 0 else ""
+        verb = {"check": "checked", "output": "rebuilt", "in-place": "rebuilt"}[o.mode]
+        text = (f"{verb} {_n(o.units, 'segment')} ({format_size(o.bytes)}) in {o.seconds:.2f} s{rate}: "
+                f"{_n(o.counts[Severity.ERROR], 'error')}, {_n(o.counts[Severity.WARNING], 'warning')}, "
+                f"{o.counts[Severity.INFO]} info")
+        if o.mode != "check":
+            text += f"; {_n(o.files_written, 'file')} written"
+        if self.form == OutputFormat.json:
+            out.json({"type": "summary", "mode": o.mode, "segments": o.units, "bytes": o.bytes,
+                      "seconds": round(o.seconds, 6), "errors": o.counts[Severity.ERROR],
+                      "warnings": o.counts[Severity.WARNING], "info": o.counts[Severity.INFO],
+                      "files_written": o.files_written, "exit": int(o.exit_code)})
+        out.note(text)

@@ -1,0 +1,203 @@
+"""Rendering ``spark-scan`` results: aligned tables (text/table formats) or JSON lines (schema 1)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from kafkatool.commands.options import Output, OutputFormat
+from kafkatool.scan.engine import ScanReport
+from kafkatool.scan.report import (
+    TopicShare,
+    consumer_range_text,
+    failure_rows,
+    format_rows,
+    partition_row,
+    segment_row,
+    stats_fields,
+)
+from kafkatool.util.units import format_time_ms
+
+MAX_FINDING_LINES = 20
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    """Columns padded to their widest cell; numbers right-aligned, text left-aligned."""
+    cells = [[_cell(v) for v in r] for r in rows]
+    widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
+    numeric = [all(isinstance(r[i], int | float) and not isinstance(r[i], bool) for r in rows) and bool(rows)
+               for i in range(len(headers))]
+
+    def line(vals: Sequence[str]) -> str:
+        return "  ".join(v.rjust(w) if num else v.ljust(w) for v, w, num in zip(vals, widths, numeric, strict=True))
+
+    return [line(list(headers)).rstrip(), *(line(r).rstrip() for r in cells)]
+
+
+def _cell(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.2f}"
+    return str(v)
+
+
+def _time(ms: int | None) -> str:
+    return "-" if ms is None else format_time_ms(ms)
+
+
+def _offsets(first: int | None, last: int | None) -> str:
+    return "-" if first is None else f"{first}..{last}"
+
+
+def key_text(key: bytes, limit: int = 40) -> str:
+    """A key as text when it is printable ASCII, else hex (both cut at ``limit``)."""
+    if key and all(32 <= b < 127 for b in key):
+        s = key.decode("ascii")
+        return s if len(s) <= limit else s[:limit - 3] + "..."
+    h = key.hex()
+    return "0x" + (h if len(h) <= limit else h[:limit - 3] + "...")
+
+
+_STATS_HEADERS = ["BATCHES", "RECORDS", "BYTES", "UNCOMPRESSED", "RATIO", "OFFSETS", "FIRST-TIMESTAMP",
+                  "LAST-TIMESTAMP", "OOO-TS", "CRC-FAIL", "TXN", "CTRL", "MAX-BATCH", "~KEYS"]
+
+
+def _stats_cells(f: dict[str, Any]) -> list[Any]:
+    return [f["batches"], f["records"], f["bytes"], f["uncompressed_bytes"], f["compression_ratio"],
+            _offsets(f["first_offset"], f["last_offset"]), _time(f["min_timestamp"]), _time(f["max_timestamp"]),
+            f["out_of_order_timestamps"], f["crc_failures"] + f["decode_failures"], f["transactional_batches"],
+            f["control_batches"], f["largest_batch"], f["distinct_keys"]]
+
+
+def render_stats(report: ScanReport, out: Output, form: OutputFormat, level: str) -> None:
+    failures = failure_rows(report)
+    if form == OutputFormat.json:
+        for seg in report.segments:
+            out.json({"type": "segment", **segment_row(seg), "formats": format_rows(seg.stats)})
+        for p in report.partitions:
+            out.json({"type": "partition", **partition_row(p), "formats": format_rows(p.stats)})
+        for t in report.topics:
+            out.json({"type": "topic", "topic": t.topic, "partitions": t.partitions, "segments": t.segments,
+                      **stats_fields(t.stats), "formats": format_rows(t.stats)})
+        for f in failures:
+            out.json({"type": "failure", **f})
+        out.json({"type": "total", "topics": len(report.topics), "partitions": len(report.partitions),
+                  "segments": len(report.segments), **stats_fields(report.total),
+                  "formats": format_rows(report.total), "findings": report.findings})
+    else:
+        if level == "segment":
+            rows = [[s.topic, s.partition, s.base_offset, *_stats_cells(stats_fields(s.stats)),
+                     "ok" if not s.end.abnormal else s.end.kind] for s in report.segments]
+            lines = table(["TOPIC", "PARTITION", "SEGMENT", *_STATS_HEADERS, "END"], rows)
+        elif level == "partition":
+            copies = len({(p.topic, p.partition) for p in report.partitions}) < len(report.partitions)
+            rows = [[p.topic, p.partition, *([p.dir] if copies else []), p.segments,
+                     *_stats_cells(stats_fields(p.stats))] for p in report.partitions]
+            lines = table(["TOPIC", "PARTITION", *(["DIR"] if copies else []), "SEGMENTS", *_STATS_HEADERS], rows)
+        else:
+            rows = [[t.topic, t.partitions, t.segments, *_stats_cells(stats_fields(t.stats))] for t in report.topics]
+            lines = table(["TOPIC", "PARTITIONS", "SEGMENTS", *_STATS_HEADERS], rows)
+        for line in lines:
+            out.line(line)
+        out.line("")
+        fmt_rows = [[t.topic, f["magic"], f["codec"], f["batches"], f["records"], f["bytes"], f["uncompressed_bytes"],
+                     f["compression_ratio"]] for t in report.topics for f in format_rows(t.stats)]
+        for line in table(["TOPIC", "MAGIC", "CODEC", "BATCHES", "RECORDS", "BYTES", "UNCOMPRESSED", "RATIO"],
+                          fmt_rows):
+            out.line(line)
+        out.line("")
+        tot = report.total
+        out.line(f"total: {len(report.topics)} topics, {len(report.partitions)} partitions, {len(report.segments)} "
+                 f"segments, {tot.batches} batches, {tot.records} records, {tot.bytes} bytes "
+                 f"({tot.uncompressed_bytes} uncompressed, ratio {tot.compression_ratio:.2f}), "
+                 f"{tot.oversized_batches} batches over max.message.bytes (largest {tot.largest_batch}), "
+                 f"{tot.crc_failures} CRC failures, {tot.decode_failures} decode failures")
+    for f in failures[:MAX_FINDING_LINES]:
+        out.finding(f"kafkatool: finding: {f['path']} at byte {f['position']}: {f['kind']}: {f['message']}")
+    if len(failures) > MAX_FINDING_LINES:
+        out.finding(f"kafkatool: ... {len(failures) - MAX_FINDING_LINES} more findings (--format json, or "
+                    "failures.parquet with --output)")
+
+
+def render_keyshare(shares: Sequence[TopicShare], out: Output, form: OutputFormat) -> None:
+    for t in shares:
+        plain = {c.consumer: c for c in t.plain}
+        a = t.assignment
+        if form == OutputFormat.json:
+            out.json({"type": "keyshare", "topic": t.topic, "consumers": a.consumers, "partitions": a.partitions,
+                      "partitions_assumed": t.partitions_assumed, "assignment": a.describe(),
+                      "sharing_max_records": t.sharing_skew.max_records,
+                      "sharing_skew": round(t.sharing_skew.records_ratio, 4),
+                      "plain_max_records": t.plain_skew.max_records,
+                      "plain_skew": round(t.plain_skew.records_ratio, 4),
+                      "mean_records": round(t.sharing_skew.mean_records, 4),
+                      "speedup": round(t.speedup, 4), "hottest_key_records": t.bound_records})
+            for c in t.sharing:
+                out.json({"type": "keyshare_consumer", "topic": t.topic, "consumer": f"M{c.consumer + 1}",
+                          "ranges": consumer_range_text(c), "records": c.records, "bytes": c.bytes,
+                          "plain_records": plain[c.consumer].records, "plain_bytes": plain[c.consumer].bytes})
+            for p in t.partitions:
+                out.json({"type": "keyshare_partition", "topic": t.topic, "partition": p.partition,
+                          "range_records": list(p.slot_records), "range_bytes": list(p.slot_bytes),
+                          "keyed_records": p.keyed_records, "null_key_records": p.null_records,
+                          "murmur2_match": p.murmur2_match, "crc32_match": p.crc32_match,
+                          "partitioner": p.partitioner})
+            for h in t.hot_keys:
+                out.json({"type": "hot_key", "topic": t.topic, "partition": h.partition, "key": key_text(h.key, 200),
+                          "records": h.records, "bytes": h.bytes, "consumer": f"M{h.consumer + 1}",
+                          "share_of_consumer": round(h.share_of_consumer, 4)})
+            continue
+        origin = "highest partition found + 1" if t.partitions_assumed else "--partitions"
+        out.line(f"key sharing: {t.topic}: {a.consumers} consumers on {a.partitions} partition"
+                 f"{'s' if a.partitions != 1 else ''} ({origin}): "
+                 + "  ".join(a.describe()))
+        rows = [[f"M{c.consumer + 1}", consumer_range_text(c), c.records, c.bytes, plain[c.consumer].records,
+                 plain[c.consumer].bytes] for c in t.sharing]
+        for line in table(["CONSUMER", "HASH-RANGES", "RECORDS", "BYTES", "PLAIN-RECORDS", "PLAIN-BYTES"], rows):
+            out.line("  " + line)
+        s, pl = t.sharing_skew, t.plain_skew
+        out.line(f"  busiest consumer: {s.max_records} records with key sharing (max/mean {s.records_ratio:.2f}), "
+                 f"{pl.max_records} with plain assignment (max/mean {pl.records_ratio:.2f}, {pl.busy_consumers} of "
+                 f"{a.consumers} consumers busy): {t.speedup:.2f}x; the hottest key alone has {t.bound_records} "
+                 "records")
+        rows = [[p.partition, p.keyed_records, p.null_records, _pct(p.murmur2_match), _pct(p.crc32_match),
+                 p.partitioner] for p in t.partitions]
+        for line in table(["PARTITION", "KEYED", "NULL-KEY", "MURMUR2", "CRC32", "PARTITIONER"], rows):
+            out.line("  " + line)
+        rows = [[h.partition, key_text(h.key), h.records, h.bytes, f"M{h.consumer + 1}",
+                 f"{h.share_of_consumer:.1%}"] for h in t.hot_keys]
+        for line in table(["PARTITION", "HOT-KEY", "RECORDS", "BYTES", "CONSUMER", "SHARE"], rows):
+            out.line("  " + line)
+        out.line("")
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{v:.1%}"
+
+
+def render_index_checks(rows: Sequence[dict[str, Any]], out: Output, form: OutputFormat) -> None:
+    if form == OutputFormat.json:
+        for r in rows:
+            out.json({"type": "index_check", **r})
+    else:
+        cells = [[r["topic"], r["partition"], r["base_offset"], r["classification"],
+                  f"{r['offset_entries_on_disk']}/{r['offset_entries_rebuilt']}",
+                  f"{r['time_entries_on_disk']}/{r['time_entries_rebuilt']}", r["detail"] or ""] for r in rows]
+        for line in table(["TOPIC", "PARTITION", "SEGMENT", "INDEX", "OFFSET-ENTRIES", "TIME-ENTRIES", "DETAIL"],
+                          cells):
+            out.line(line)
+        counts: dict[str, int] = {}
+        for r in rows:
+            counts[r["classification"]] = counts.get(r["classification"], 0) + 1
+        out.line("index check: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
+    for r in rows:
+        if r["severity"] in ("error", "warning"):
+            out.finding(f"kafkatool: {r['severity']}: {r['path']}: index {r['classification']}: {r['detail']}")
+
+
+def render_export(n: int, directory: str, out: Output, form: OutputFormat) -> None:
+    if form == OutputFormat.json:
+        out.json({"type": "export", "records": n, "path": directory, "partitioned_by": ["topic", "partition"]})
+    else:
+        out.line(f"export: {n} records written to {directory} (Parquet, partitioned by topic, partition)")

@@ -1,0 +1,601 @@
+"""Offline conversion of a segment, a partition or a log dir between message formats v2, v1 and v0.
+
+``downconvert`` serves consumers that only read v0/v1 without a broker spending CPU and heap on
+conversion at fetch time (the problem of KIP-283); ``upconvert`` removes v0/v1 data that Kafka 4 no
+longer writes (KIP-724). The output is a new directory holding one partition dir per input partition,
+loadable by a broker:
+
+* every source segment yields one or more output segments, the first named by the source's base
+  offset; a new one is rolled as the broker's ``LogSegment.shouldRoll`` would (``--segment-bytes``
+  reached, or an offset that would not fit the 4-byte relative index); each finished ``.log`` gets its
+  ``.index``/``.timeindex`` from :func:`kafkatool.log.recovery.recover_segment` (Kafka 3.9 ``LogSegment.recover``);
+* offsets are preserved; if dropped control batches would lower the log end offset, an empty segment
+  named by the source's log end offset keeps it (consumers' committed offsets stay valid);
+* ``leader-epoch-checkpoint`` and ``partition.metadata`` are carried over; up-conversion also carries the
+  producer snapshots and the aborted-transaction index (v2 batches are copied unchanged), down-conversion
+  drops both (v0/v1 have no producer state and no transaction markers);
+* work proceeds batch by batch, each converted batch written before the next is read; the common
+  down-conversion case (a v2 batch keeping its codec) runs compiled, up to ``--chunk-size`` of source
+  (128 KiB as Kafka's ``LazyDownConversionRecords``) at a time: memory depends on the chunk size and
+  the largest batch only;
+* crash safety: a partition is written into ``DST/.kafkatool-tmp-<name>.tmp``, every file fsynced, then the
+  directory is renamed to ``DST/<name>``; a failed run removes what it wrote. After a ``kill -9`` every
+  ``DST/<name>`` is complete and only a ``.kafkatool-tmp-*`` dir can be partial (a broker started on DST
+  refuses it by name: ``<name>.tmp`` is no topic-partition). DST inside a log dir a live broker holds is
+  refused (exit 3); inside a stopped broker's log dir, its ``.lock`` is held while the run writes.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import struct
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import crc32c as _crc32c
+
+from kafkatool._accel import speedups as _C
+from kafkatool.convert.files import (
+    PartitionSource,
+    SegmentWriter,
+    check_destination,
+    resolve_sources,
+    scan_for_zstd,
+    valid_batches,
+)
+from kafkatool.errors import KafkaToolError, LimitExceededError, UsageError
+from kafkatool.log.lock import hold_for_write
+from kafkatool.log.txn_index import read_txn_index
+from kafkatool.record.batch import MAGIC_V2, NO_TIMESTAMP, Record, TimestampType
+from kafkatool.record.codecs import (
+    Codec,
+    compress,
+    decompress,
+    lz4_fast_block,
+    lz4_unblock,
+    snappy_block,
+    snappy_block_len,
+    snappy_unblock,
+)
+from kafkatool.record.down_convert import MAX_READ_SIZE, WRAPPER_HEADER, DownConverted, down_convert_batch
+from kafkatool.record.estimator import (
+    ESTIMATION_STEPS,
+    BatchPlanner,
+    CompressionRatioEstimator,
+    build_within_limit,
+    compressed_payload,
+    legacy_entry_size,
+)
+from kafkatool.record.file_records import FileRecords, RecordBatch
+from kafkatool.record.legacy_records import build_entries
+from kafkatool.record.up_convert import ConversionCounters, Unit, UpConverter, oversized_copy
+from kafkatool.util import budget as _budget
+from kafkatool.util import crash
+from kafkatool.util.atomic import fsync_dir, temp_name
+
+__all__ = ["ConvertObserver", "ConvertOptions", "PartitionSource", "PartitionStats", "convert_log"]
+
+DEFAULT_SEGMENT_BYTES = 1 << 30  # segment.bytes
+DEFAULT_MAX_MESSAGE_BYTES = 1048588  # max.message.bytes (1 MiB + LOG_OVERHEAD)
+DEFAULT_BATCH_BYTES = 16384  # producer batch.size
+MAX_SEGMENT_BYTES = 0x7FFFFFFF  # positions in .index are int32
+
+
+@dataclass(frozen=True, slots=True)
+class ConvertOptions:
+    to_magic: int  # 0 or 1: downconvert; 2: upconvert
+    codec: Codec | None = None  # None: keep each batch's codec
+    zstd_to: Codec | None = None  # downconvert: what zstd batches become (None: refuse them, as Kafka does)
+    chunk_size: int = MAX_READ_SIZE
+    segment_bytes: int = DEFAULT_SEGMENT_BYTES
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    batch_bytes: int = DEFAULT_BATCH_BYTES  # upconvert: group uncompressed legacy messages up to this (0: one each)
+    index_interval_bytes: int = 4096
+    decompress_limit: int | None = None
+    dry_run: bool = False
+
+    @property
+    def up(self) -> bool:
+        return self.to_magic >= MAGIC_V2
+
+    def validate(self) -> None:
+        if self.to_magic not in (0, 1, 2):
+            raise UsageError(f"--to-magic must be 0 or 1 (got {self.to_magic})")
+        if not self.up and Codec.ZSTD in (self.codec, self.zstd_to):
+            raise UsageError("zstd cannot be written below magic 2: choose gzip, lz4, snappy or none")
+        if self.chunk_size < 1:
+            raise UsageError("--chunk-size must be at least 1 byte")
+        if not 1 <= self.segment_bytes <= MAX_SEGMENT_BYTES:
+            raise UsageError(f"--segment-bytes must be between 1 and {MAX_SEGMENT_BYTES} (positions are int32)")
+        if self.max_message_bytes < 1:
+            raise UsageError("--max-message-bytes must be at least 1")
+        if self.batch_bytes < 0:
+            raise UsageError("--batch-bytes must be >= 0")
+
+
+@dataclass(slots=True)
+class PartitionStats:
+    """The per-partition summary (``--format json`` prints it as one ``partition`` line)."""
+
+    partition: str
+    source: str
+    output: str | None
+    to_magic: int
+    segments_in: int = 0
+    segments_out: int = 0
+    bytes_in: int = 0
+    bytes_out: int = 0
+    batches_in: int = 0
+    counters: ConversionCounters = field(default_factory=ConversionCounters)
+    control_batches_dropped: int = 0
+    empty_batches_dropped: int = 0
+    headers_dropped: int = 0  # records whose headers v0/v1 cannot hold
+    producer_fields_dropped: int = 0  # batches whose producer id/epoch/sequence were lost
+    trailing_bytes_skipped: int = 0  # torn tails the broker's recovery would truncate too
+    log_end_offset_in: int = -1
+    log_end_offset_out: int = -1
+    files_carried: list[str] = field(default_factory=list)
+    files_dropped: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    elapsed_s: float = 0.0
+    peak_rss_bytes: int = 0
+    # "partition": the peak RSS while this partition was converted (Linux: VmHWM reset before it);
+    # "process": the process's peak so far (ru_maxrss), where the high-water mark cannot be reset.
+    peak_rss_scope: str = "process"
+
+    @property
+    def split_rate(self) -> float:
+        """Planned batches that had to be split, per planned batch (Kafka's ``batch-split-rate`` per batch).
+        A planned batch is counted once however often its parts were split again: the planned batches are
+        the built ones with each split batch's final parts counted as the one batch they came from."""
+        c = self.counters
+        planned = c.batches_built - c.split_batches + c.batches_split
+        return c.batches_split / planned if planned else 0.0
+
+    def warn(self, text: str) -> None:
+        self.warnings.append(text)
+
+    def skipped(self, text: str, n_bytes: int) -> None:
+        self.warnings.append(text)
+        self.trailing_bytes_skipped += n_bytes
+
+    def as_dict(self) -> dict[str, Any]:
+        d = {k: v for k, v in asdict(self).items() if k != "counters"}
+        d.update(asdict(self.counters))
+        d["split_rate"] = round(self.split_rate, 6)
+        d["elapsed_s"] = round(self.elapsed_s, 3)
+        return d
+
+
+class ConvertObserver:
+    """Hooks for progress and per-partition results (the command renders them; the library prints nothing)."""
+
+    def start(self, sources: list[PartitionSource], total_bytes: int) -> None:
+        pass
+
+    def advance(self, n_bytes: int, partition: str) -> None:
+        pass
+
+    def partition_done(self, stats: PartitionStats) -> None:
+        pass
+
+
+class DownConverter:
+    """One partition's batches -> v0/v1 output units, ``RecordsUtil.downConvert`` rules plus KIP-126 splits.
+
+    With ``--codec``, batches already at or below the target magic (which Kafka copies) are re-encoded in
+    their own magic; consecutive uncompressed legacy messages are grouped into one compressed wrapper up to
+    ``batch_bytes`` (the producer's batch.size and KIP-126 estimate, as upconvert groups them), a group
+    breaking where the magic, the timestamp type or the log append time changes."""
+
+    def __init__(self, opts: ConvertOptions, estimator: CompressionRatioEstimator, topic: str,
+                 counters: ConversionCounters) -> None:
+        self.opts = opts
+        self.estimator = estimator
+        self.topic = topic
+        self.c = counters
+        self.dc = DownConverted(b"")
+        self._pending: list[Record] = []
+        self._pending_key: tuple[int, Codec, TimestampType, int] | None = None
+        self._planner: BatchPlanner | None = None
+        self._run_codecs: tuple[Any, ...] | None = None  # what run() hands the compiled run, built once
+
+    def add(self, batch: RecordBatch) -> list[Unit]:
+        opts = self.opts
+        override = opts.codec
+        if override is None and batch.codec_id == Codec.ZSTD:
+            override = opts.zstd_to
+        if (override is not None and override != Codec.NONE and batch.magic <= opts.to_magic
+                and not batch.is_compressed):
+            return self._group(batch, override)
+        if self._pending:
+            units = self.flush()
+            units.extend(self._add(batch, override))
+            return units
+        return self._add(batch, override)
+
+    @property
+    def can_run(self) -> bool:
+        """Whether :meth:`run` may take batches: the compiled extension is there and batches keep their codec."""
+        return _C is not None and self.opts.codec is None and not self.opts.up
+
+    def run(self, buf: Any, p: int, end: int, writer: SegmentWriter, stats: PartitionStats) -> tuple[int, int] | None:
+        """Convert the batches from ``buf[p]`` (the first one already CRC-checked) that take the common path
+        (v2, same codec, no split, no segment roll) in one compiled run, as :meth:`add` and
+        ``SegmentWriter.append`` would one by one, and write them. Returns (where the run stopped, the log end
+        offset it reached), or None when it took no batch (the caller converts that one itself). Only between
+        groups (nothing pending)."""
+        if self._pending or not self.can_run or _C is None:
+            return None
+        opts, c, dc = self.opts, self.c, self.dc
+        to_magic = opts.to_magic
+        est = self.estimator
+        topic = self.topic
+        # The limit the run's own unframing applies: the one codecs.decompress applies on the Python path.
+        limit = opts.decompress_limit if opts.decompress_limit is not None else _budget.decompress_limit()
+        if self._run_codecs is None:
+            def dec(codec_id: int, view: Any) -> bytes:
+                return decompress(codec_id, view, limit=opts.decompress_limit, magic=MAGIC_V2)
+
+            def comp(codec_id: int, data: bytes) -> bytes:
+                return compress(codec_id, data, magic=to_magic)
+
+            # _speedups.c's F_* order: the run calls these (and frames single snappy/lz4 blocks itself).
+            self._run_codecs = (_crc32c.crc32c, dec, comp, snappy_block, lz4_fast_block, snappy_block_len,
+                                snappy_unblock, lz4_unblock)
+        estimates = tuple(est.estimation(topic, cid) for cid in range(4)) + ESTIMATION_STEPS
+        r = _C.downconvert_run(buf, p, p + opts.chunk_size, end, 1, to_magic, 0, opts.max_message_bytes, writer.size,
+                               writer.base, writer.segment_bytes, WRAPPER_HEADER[to_magic], limit, self._run_codecs,
+                               estimates)
+        if r is None or r[0] == p:
+            return None
+        (q, data, batches, records, filtered, with_headers, producer, tmem, log_end, last, none_records,
+         comp_batches, _wsize, new_estimates, updated) = r
+        writer.append_run(data, last)
+        stats.batches_in += batches
+        dc.batches_in += batches
+        dc.records_filtered += filtered
+        dc.headers_dropped += with_headers
+        dc.producer_fields_dropped += producer
+        dc.batches_converted += batches
+        dc.records_converted += records
+        dc.temporary_memory_bytes += tmem
+        c.records_in += records
+        c.records_out += records
+        c.batches_out += none_records + comp_batches
+        c.batches_built += none_records + comp_batches
+        c.recompressed_batches += comp_batches
+        for cid in range(1, 4):
+            if updated & (1 << cid):
+                est.ratios[(topic, cid)] = new_estimates[cid]
+        return q, log_end
+
+    def _add(self, batch: RecordBatch, override: Codec | None) -> list[Unit]:
+        opts, c = self.opts, self.c
+        res = down_convert_batch(batch, opts.to_magic, 0, self.dc, limit=opts.decompress_limit,
+                                 codec_override=override)
+        if res is None:
+            if not batch.is_control:
+                c.records_in += int(batch.count or 0)
+            return []
+        max_bytes = opts.max_message_bytes
+        if res.copied:
+            if len(res.data) > max_bytes:
+                raise oversized_copy(batch, max_bytes)
+            n = res.records if res.records is not None else len(batch.records(limit=opts.decompress_limit))
+            c.records_in += n
+            c.records_out += n
+            c.batches_copied += 1
+            c.batches_out += 1
+            return [(res.data, res.first_offset, res.last_offset, 1)]
+        n = res.records or 0
+        c.records_in += n
+        if res.codec != batch.codec_id:
+            c.codec_changed_batches += 1
+        if res.codec == Codec.NONE:  # one message per record
+            if len(res.data) > max_bytes:
+                _check_messages(res.data, max_bytes, batch)
+            c.records_out += n
+            c.batches_out += n
+            c.batches_built += n
+            return [(res.data, res.first_offset, res.last_offset, n)]
+        if len(res.data) <= max_bytes:
+            # MemoryRecordsBuilder.close: the wrapper value over the inner messages; the producer then updates
+            # the estimate for (topic, codec), as KIP-126 does after every batch.
+            ratio = compressed_payload(res.magic, res.data) / res.uncompressed_bytes
+            self.estimator.update_estimation(self.topic, res.codec, ratio)
+            c.records_out += n
+            c.batches_out += 1
+            c.batches_built += 1
+            c.recompressed_batches += 1
+            return [(res.data, res.first_offset, res.last_offset, 1)]
+        ts_type = batch.timestamp_type
+        lat = batch.max_timestamp if ts_type == TimestampType.LOG_APPEND_TIME else NO_TIMESTAMP
+        return self._within_limit(batch.records(limit=opts.decompress_limit), res.data, res.uncompressed_bytes,
+                                  res.codec, res.magic, ts_type, lat)
+
+    def _group(self, batch: RecordBatch, codec: Codec) -> list[Unit]:
+        """One uncompressed legacy message into the pending group of its magic, timestamp type and time."""
+        c = self.c
+        (rec,) = batch.records(limit=self.opts.decompress_limit)
+        c.records_in += 1
+        c.codec_changed_batches += 1
+        ts_type = batch.timestamp_type
+        lat = batch.max_timestamp if ts_type == TimestampType.LOG_APPEND_TIME else NO_TIMESTAMP
+        key = (batch.magic, codec, ts_type, lat)
+        size = legacy_entry_size(batch.magic, rec.key, rec.value)
+        units: list[Unit] = []
+        if self._pending and (key != self._pending_key or self._planner is None
+                              or not self._planner.has_room_for(size)):
+            units = self.flush()
+        if not self._pending:
+            self._pending_key = key
+            self._planner = BatchPlanner(batch.magic, codec, self.opts.batch_bytes,
+                                         self.estimator.estimation(self.topic, codec))
+        assert self._planner is not None
+        self._planner.append(size)
+        self._pending.append(rec)
+        if self.opts.batch_bytes <= 0:
+            units.extend(self.flush())
+        return units
+
+    def flush(self) -> list[Unit]:
+        """Complete the pending group of uncompressed legacy messages (at a segment end, or before other data)."""
+        if not self._pending:
+            return []
+        recs, self._pending = self._pending, []
+        assert self._pending_key is not None
+        magic, codec, ts_type, lat = self._pending_key
+        self._planner = None
+        data = build_entries([(r.offset, r.timestamp, r.key, r.value) for r in recs], magic=magic, codec=codec,
+                             timestamp_type=ts_type, log_append_time=lat)
+        uncompressed = sum(legacy_entry_size(magic, r.key, r.value) for r in recs)
+        return self._within_limit(recs, data, uncompressed, codec, magic, ts_type, lat)
+
+    def _within_limit(self, records: list[Record], data: bytes, uncompressed: int, codec: Codec, magic: int,
+                      ts_type: TimestampType, lat: int) -> list[Unit]:
+        """KIP-126 for one built wrapper: kept when it fits ``--max-message-bytes``, else split and rebuilt."""
+        opts, c = self.opts, self.c
+
+        def build(recs: list[Any]) -> bytes:
+            return build_entries([(r.offset, r.timestamp, r.key, r.value) for r in recs], magic=magic,
+                                 codec=codec, timestamp_type=ts_type, log_append_time=lat)
+
+        result = build_within_limit(records, data, uncompressed, magic=magic, codec=codec,
+                                    max_bytes=opts.max_message_bytes, split_size=opts.max_message_bytes,
+                                    estimator=self.estimator, topic=self.topic, build=build,
+                                    describe_offset=lambda r: str(r[0]))
+        c.splits += result.splits
+        if result.splits:
+            c.split_batches += len(result.batches)
+            c.batches_split += 1
+        units: list[Unit] = []
+        for built, recs in result.batches:
+            units.append((built, recs[0].offset, recs[-1].offset, 1))
+            c.records_out += len(recs)
+            c.batches_out += 1
+            c.batches_built += 1
+            c.recompressed_batches += 1
+        return units
+
+
+_LOG = struct.Struct(">qi")
+
+
+def _check_messages(data: bytes, max_bytes: int, batch: RecordBatch) -> None:
+    p = 0
+    while p < len(data):
+        offset, size = _LOG.unpack_from(data, p)
+        if size + 12 > max_bytes:
+            raise LimitExceededError(
+                f"record at offset {offset} becomes a {size + 12}-byte message, more than --max-message-bytes "
+                f"{max_bytes} (Kafka: RecordTooLargeException); raise the limit to convert it",
+                position=batch.position)
+        p += size + 12
+
+
+_CLEAR_REFS = "/proc/self/clear_refs"
+_STATUS = "/proc/self/status"
+
+
+def reset_peak_rss() -> bool:
+    """Start a new peak-RSS measurement: Linux resets the process's high-water mark (``VmHWM``) to its
+    current RSS when ``5`` is written to ``/proc/self/clear_refs``. False where that is not possible."""
+    try:
+        with open(_CLEAR_REFS, "w") as f:
+            f.write("5")
+        return _vm_hwm() is not None
+    except OSError:
+        return False
+
+
+def _vm_hwm() -> int | None:
+    try:
+        with open(_STATUS) as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def peak_rss(since_reset: bool) -> int:
+    """Peak RSS in bytes: ``VmHWM`` since the last :func:`reset_peak_rss` when it succeeded, else the process's
+    peak so far (``getrusage`` ``ru_maxrss``, which nothing can reset)."""
+    if since_reset:
+        hwm = _vm_hwm()
+        if hwm is not None:
+            return hwm
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
+def convert_log(src: str | os.PathLike[str], dst: str | os.PathLike[str], opts: ConvertOptions,
+                observer: ConvertObserver | None = None) -> list[PartitionStats]:
+    """Convert every partition under ``src`` (a segment, a partition dir or a log dir) into ``dst``."""
+    opts.validate()
+    obs = observer or ConvertObserver()
+    src_p, dst_p = Path(src), Path(dst)
+    sources = resolve_sources(src_p)
+    check_destination(src_p, dst_p)
+    if not opts.up and opts.codec is None and opts.zstd_to is None:
+        scan_for_zstd(sources)
+    obs.start(sources, sum(s.total_bytes() for s in sources))
+    if opts.dry_run:
+        return _convert_all(sources, dst_p, opts, obs)
+    with hold_for_write(dst_p):
+        return _convert_all(sources, dst_p, opts, obs)
+
+
+def _convert_all(sources: list[PartitionSource], dst_p: Path, opts: ConvertOptions,
+                 obs: ConvertObserver) -> list[PartitionStats]:
+    created = False
+    if not opts.dry_run and not dst_p.exists():
+        dst_p.mkdir(parents=True)
+        fsync_dir(dst_p.absolute().parent)
+        created = True
+    estimator = CompressionRatioEstimator()
+    results: list[PartitionStats] = []
+    written: list[Path] = []
+    try:
+        for source in sources:
+            stats = convert_partition(source, None if opts.dry_run else dst_p, opts, estimator, obs)
+            if stats.output:
+                written.append(Path(stats.output))
+            results.append(stats)
+            obs.partition_done(stats)
+    except BaseException:
+        for d in written:
+            shutil.rmtree(d, ignore_errors=True)
+        if created:
+            shutil.rmtree(dst_p, ignore_errors=True)
+        raise
+    return results
+
+
+def convert_partition(source: PartitionSource, dst_root: Path | None, opts: ConvertOptions,
+                      estimator: CompressionRatioEstimator, obs: ConvertObserver) -> PartitionStats:
+    t0 = time.perf_counter()
+    stats = PartitionStats(source.name, str(source.origin), None, opts.to_magic)
+    own_peak = reset_peak_rss()
+    tmp: Path | None = None
+    if dst_root is not None:
+        tmp = dst_root / temp_name(source.name)
+        tmp.mkdir()
+    try:
+        _convert_into(source, tmp, opts, estimator, obs, stats)
+        if tmp is not None and dst_root is not None:
+            fsync_dir(tmp)
+            final = dst_root / source.name
+            os.rename(tmp, final)
+            fsync_dir(dst_root)
+            crash.point()
+            stats.output = str(final)
+    except BaseException:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    stats.elapsed_s = time.perf_counter() - t0
+    stats.peak_rss_bytes = peak_rss(own_peak)
+    stats.peak_rss_scope = "partition" if own_peak else "process"
+    return stats
+
+
+def _convert_into(source: PartitionSource, tmp: Path | None, opts: ConvertOptions,
+                  estimator: CompressionRatioEstimator, obs: ConvertObserver, stats: PartitionStats) -> None:
+    c = stats.counters
+    conv: UpConverter | DownConverter
+    if opts.up:
+        conv = UpConverter(codec=opts.codec, batch_bytes=opts.batch_bytes, max_message_bytes=opts.max_message_bytes,
+                           estimator=estimator, topic=source.topic, counters=c, limit=opts.decompress_limit)
+    else:
+        conv = DownConverter(opts, estimator, source.topic, c)
+    writer = SegmentWriter(tmp, opts.segment_bytes, opts.index_interval_bytes)
+    log_end = -1
+    for i, seg in enumerate(source.segments):
+        stats.segments_in += 1
+        writer.begin_source_segment(seg.base_offset)
+        log_end = max(log_end, seg.base_offset)
+        with FileRecords(seg.log) as fr:
+            stats.bytes_in += fr.size
+            stream = fr.batches()
+            # The compiled run converts and writes the common batches (v2 keeping its codec) many at a time;
+            # the loop below takes every other one, and each batch where a run stops.
+            run = conv.run if isinstance(conv, DownConverter) and conv.can_run else None
+            done = 0  # bytes converted since the last progress report (one per --chunk-size of source)
+            try:
+                for batch in valid_batches(fr, stats.skipped, last=i == len(source.segments) - 1, stream=stream):
+                    pos = batch.position
+                    r = run(fr.buf, pos, stream.end, writer, stats) if run is not None else None
+                    if r is not None:
+                        q, end_offset = r
+                        log_end = max(log_end, end_offset)
+                        stream.jump(q)
+                        done += q - pos
+                    else:
+                        stats.batches_in += 1
+                        log_end = max(log_end, batch.last_offset + 1)
+                        for unit in conv.add(batch):
+                            writer.append(unit)
+                        done += batch.size
+                    if done >= opts.chunk_size:
+                        obs.advance(done, source.name)
+                        done = 0
+                if done:
+                    obs.advance(done, source.name)
+                for unit in conv.flush():
+                    writer.append(unit)
+            except KafkaToolError as e:
+                raise e.at(fr.path) from None  # errors of records and batches name the segment they are in
+        txn = []
+        if opts.up and seg.txn_index.exists():
+            txn = read_txn_index(seg.txn_index)
+        elif seg.txn_index.exists():
+            stats.files_dropped.append(seg.txn_index.name)
+        writer.end_source_segment(txn)
+    writer.finish(log_end)
+    stats.log_end_offset_in = log_end
+    stats.log_end_offset_out = writer.log_end_offset
+    if writer.tail_segment is not None:
+        stats.warn(f"dropped batches at the end lowered the log end offset: empty segment "
+                   f"{writer.tail_segment:020d}.log keeps it at {log_end}")
+    stats.segments_out = writer.segments
+    stats.bytes_out = writer.bytes_written
+    dc = getattr(conv, "dc", None)
+    if isinstance(dc, DownConverted):
+        stats.control_batches_dropped = dc.control_batches_dropped
+        stats.empty_batches_dropped = dc.batches_empty
+        stats.headers_dropped = dc.headers_dropped
+        stats.producer_fields_dropped = dc.producer_fields_dropped
+    _carry_files(source, tmp, opts, stats)
+
+
+def _carry_files(source: PartitionSource, tmp: Path | None, opts: ConvertOptions, stats: PartitionStats) -> None:
+    """Partition metadata files: copied byte for byte (offsets are preserved, so they stay true)."""
+    carry = [p for p in source.metadata_files() if p.exists()]
+    if opts.up:
+        carry += source.snapshots
+    else:
+        stats.files_dropped += [p.name for p in source.snapshots]
+    for p in carry:
+        stats.files_carried.append(p.name)
+        if tmp is not None:
+            _copy_fsync(p, tmp / p.name)
+    for p in source.unknown_files:
+        stats.warn(f"not carried over (not a file kafkatool knows): {p.name}")
+    if source.pending:
+        stats.warn("the source has unfinished cleaner/split files (" + ", ".join(p.name for p in source.pending)
+                   + "): they are not converted; start and stop the broker once to complete them first")
+
+
+def _copy_fsync(src: Path, dst: Path) -> None:
+    with open(src, "rb") as fi, open(dst, "xb") as fo:
+        shutil.copyfileobj(fi, fo, 1 << 20)
+        fo.flush()
+        os.fsync(fo.fileno())
+    crash.point()
+

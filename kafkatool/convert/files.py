@@ -1,0 +1,303 @@
+"""The file side of log conversion: what SRC holds, where DST may be, reading source batches with the
+broker's stop rules, and writing output segments the way the broker would have rolled and indexed them."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+from kafkatool.errors import CorruptRecordError, InputError, KafkaToolError, UsageError
+from kafkatool.log.layout import (
+    LEADER_EPOCH_CHECKPOINT,
+    PARTITION_METADATA,
+    PartitionDir,
+    Segment,
+    filename_prefix_from_offset,
+    offset_from_filename,
+    parse_partition_dir_name,
+    resolve_inputs,
+)
+from kafkatool.log.lock import refuse_if_live
+from kafkatool.log.recovery import recover_segment
+from kafkatool.log.recovery.result import INT32_MAX
+from kafkatool.log.txn_index import AbortedTxn, encode_txn_index
+from kafkatool.record.batch import MAGIC_V2
+from kafkatool.record.codecs import Codec
+from kafkatool.record.down_convert import ZstdDownConversionError
+from kafkatool.record.file_records import FileRecords, LogInputStream, RecordBatch
+from kafkatool.util import budget as _budget
+from kafkatool.util import crash
+
+METADATA_TOPIC = "__cluster_metadata"  # KRaft's own log: never converted
+
+
+@dataclass(slots=True)
+class PartitionSource:
+    """One input partition: the segments to convert and the files around them."""
+
+    name: str  # the output partition dir's name
+    topic: str
+    origin: Path  # what the operator named (a .log file or a partition dir)
+    dir: Path | None  # the partition dir holding metadata files, if any
+    segments: list[Segment]
+    snapshots: list[Path] = field(default_factory=list)
+    pending: list[Path] = field(default_factory=list)
+    unknown_files: list[Path] = field(default_factory=list)
+
+    def metadata_files(self) -> list[Path]:
+        if self.dir is None:
+            return []
+        return [self.dir / LEADER_EPOCH_CHECKPOINT, self.dir / PARTITION_METADATA]
+
+    def total_bytes(self) -> int:
+        return sum(os.path.getsize(s.log) for s in self.segments if s.log.exists())
+
+
+def _from_partition_dir(part: PartitionDir) -> PartitionSource:
+    tp = part.topic_partition
+    known = {LEADER_EPOCH_CHECKPOINT, PARTITION_METADATA}
+    return PartitionSource(part.path.name, tp.topic if tp else part.path.name, part.path, part.path,
+                           list(part.segments), list(part.snapshots), list(part.pending),
+                           [p for p in part.other if p.name not in known and not p.is_dir()])
+
+
+def resolve_sources(src: Path) -> list[PartitionSource]:
+    """SRC is a ``.log`` segment, a partition dir or a log dir (its normal partitions, not KRaft's
+    ``__cluster_metadata`` nor ``-delete``/``-future``/``-stray`` dirs)."""
+    inputs = resolve_inputs([src])
+    out: list[PartitionSource] = []
+    for f in inputs.files:
+        if not f.name.endswith(".log"):
+            raise InputError("not a segment (.log) file, partition dir or log dir", path=f)
+        base = offset_from_filename(f.name)
+        if f.name != filename_prefix_from_offset(base) + ".log":
+            raise InputError("a segment file is named <20-digit base offset>.log", path=f)
+        parent = f.resolve().parent
+        parsed = parse_partition_dir_name(parent.name)
+        topic = parsed[0].topic if parsed else parent.name
+        out.append(PartitionSource(parent.name, topic, f, parent if parsed else None, [Segment(base, parent)]))
+    for part in inputs.partitions:
+        out.append(_from_partition_dir(part))
+    for log_dir in inputs.log_dirs:
+        for part in log_dir.partitions:
+            tp = part.topic_partition
+            if part.kind or (tp is not None and tp.topic == METADATA_TOPIC):
+                continue
+            out.append(_from_partition_dir(part))
+    if not out:
+        raise InputError("no partitions to convert", path=src)
+    return out
+
+
+def _inside(child: Path, parent: Path) -> bool:
+    try:
+        child.relative_to(parent)
+        return True
+    except ValueError:
+        return False
+
+
+def check_destination(src: Path, dst: Path) -> None:
+    """DST must be new or empty, not inside SRC, and not anywhere inside a log dir a live broker holds (exit 3:
+    checked first, so that nothing else about a live log dir is said)."""
+    refuse_if_live(dst)
+    src_r = src.resolve()
+    dst_r = dst.resolve()
+    src_dir = src_r.parent if src_r.is_file() else src_r
+    if _inside(dst_r, src_dir):
+        raise UsageError(f"DST must not be inside SRC ({src_dir}): choose a directory elsewhere", path=dst)
+    if dst.exists():
+        if not dst.is_dir():
+            raise UsageError("DST exists and is not a directory", path=dst)
+        if any(dst.iterdir()):
+            raise UsageError("DST must be a new or empty directory (a leftover .kafkatool-tmp-* dir is an "
+                             "interrupted run: remove DST and run again)", path=dst)
+
+
+def scan_for_zstd(sources: list[PartitionSource]) -> None:
+    """Kafka refuses to down-convert zstd; name the first zstd batch before anything is written."""
+    for source in sources:
+        for seg in source.segments:
+            with FileRecords(seg.log) as fr:
+                try:
+                    for b in fr.batches():
+                        if b.magic >= MAGIC_V2 and b.codec_id == Codec.ZSTD and not b.is_control:
+                            raise ZstdDownConversionError(
+                                f"zstd-compressed batch (offsets {b.base_offset}..{b.last_offset}) cannot be "
+                                "down-converted below magic 2 (Kafka: UnsupportedCompressionTypeException); "
+                                "recompress it with --zstd-to gzip|lz4|snappy|none", path=fr.path,
+                                position=b.position)
+                except CorruptRecordError:
+                    pass  # the conversion pass reports it with its position
+
+
+def _zero_from(fr: FileRecords, pos: int) -> bool:
+    step = 1 << 20
+    for p in range(pos, fr.size, step):
+        if bytes(fr.buf[p:min(p + step, fr.size)]).strip(b"\x00"):
+            return False
+    return True
+
+
+def valid_batches(fr: FileRecords, skipped: Callable[[str, int], None], *, last: bool = True,
+                  stream: LogInputStream | None = None) -> Iterator[RecordBatch]:
+    """The batches the broker's recovery would keep, CRC-checked. In the last segment a torn tail (size past
+    the end, too few bytes for a header) or zero padding (``log.preallocate``) is skipped with a warning, as
+    recovery truncates it; anywhere else, and for damage in the middle, the run stops with the position
+    (recovery would also delete every later segment: that is for an operator to decide, not a converter).
+    ``stream``: the walk to take them from (``fr.batches()`` unless given: a caller that converts runs of batches
+    itself jumps it past them)."""
+    if stream is None:
+        stream = fr.batches()
+    it = iter(stream)
+    while True:
+        try:
+            batch = next(it)
+        except StopIteration:
+            break
+        except CorruptRecordError:
+            end = stream.end_state
+            if last and end is not None and _zero_from(fr, end.position):
+                skipped(f"{fr.path}: {end.trailing_bytes} zero bytes from byte {end.position} (preallocated "
+                        "file) skipped", end.trailing_bytes)
+                return
+            raise
+        if batch.magic > MAGIC_V2:
+            # Kafka's file reader takes it for v2, but its consumers' reader rejects it (CorruptRecordException).
+            raise CorruptRecordError(f"Invalid magic found in record: {batch.magic}", path=fr.path,
+                                     position=batch.position)
+        try:
+            batch.ensure_valid()
+        except KafkaToolError as e:
+            raise e.at(fr.path) from None
+        yield batch
+    end = stream.end_state
+    if end is not None and end.kind != "end" and not last:
+        raise CorruptRecordError(f"{end.trailing_bytes} bytes that are not a complete batch ({end.message}) end a "
+                                 "segment that is not the last one", path=fr.path, position=end.position)
+    if end is not None and end.kind != "end":
+        skipped(f"{fr.path}: {end.trailing_bytes} bytes from byte {end.position} skipped ({end.message}); "
+                "the broker's recovery truncates them too", end.trailing_bytes)
+
+
+class SegmentWriter:
+    """Output segments of one partition, rolled by ``LogSegment.shouldRoll``'s size and offset rules and
+    indexed by ``LogSegment.recover``. ``dir`` None is a dry run: rolls are computed, nothing written."""
+
+    def __init__(self, dir: Path | None, segment_bytes: int, index_interval_bytes: int) -> None:
+        self.dir = dir
+        self.segment_bytes = segment_bytes
+        self.index_interval_bytes = index_interval_bytes
+        self.base = -1
+        self.size = 0
+        self.file: BinaryIO | None = None
+        self.next_offset = -1  # one past the last offset written
+        self.segments = 0
+        self.bytes_written = 0
+        self.tail_segment: int | None = None
+        self._for_source: list[int] = []
+
+    @property
+    def log_end_offset(self) -> int:
+        return max(self.base, self.next_offset)
+
+    def _path(self, base: int, suffix: str) -> Path:
+        assert self.dir is not None
+        return self.dir / (filename_prefix_from_offset(base) + suffix)
+
+    def _open(self, base: int) -> None:
+        if base < self.next_offset:
+            raise CorruptRecordError(f"offset {base} is below the previous segment's end {self.next_offset}: "
+                                     "offsets go backwards in the source")
+        self.base = base
+        self.size = 0
+        self.segments += 1
+        self._for_source.append(base)
+        if self.dir is not None:
+            # The write buffer is the memory budget's output share (--memory), at least 64 KiB.
+            self.file = open(self._path(base, ".log"), "xb", buffering=max(64 << 10, _budget.output_bytes()))
+
+    def _close(self) -> None:
+        if self.base < 0:
+            return
+        if self.file is not None:
+            self.file.flush()
+            os.fsync(self.file.fileno())
+            self.file.close()
+            self.file = None
+            crash.point()
+            self._write_indexes()
+
+    def _write_indexes(self) -> None:
+        rec = recover_segment(self._path(self.base, ".log"), self.base, index_interval_bytes=self.index_interval_bytes)
+        if rec.error is not None or rec.valid_bytes != self.size:
+            raise KafkaToolError(f"internal error: output segment {self.base:020d}.log does not pass the broker's "
+                                 f"recovery: {rec.error or rec.stop}")
+        # Straight from recovery's arrays: no entry objects (a 1 GiB segment has ~260 000 of each).
+        _write_fsync(self._path(self.base, ".index"), rec.encode_offset_index())
+        _write_fsync(self._path(self.base, ".timeindex"), rec.encode_time_index())
+
+    def begin_source_segment(self, base: int) -> None:
+        self._close()
+        self._open(base)
+
+    def append(self, unit: tuple[bytes, int | None, int, int]) -> None:
+        data, first, last, _ = unit
+        n = len(data)
+        # LogSegment.shouldRoll: size > segment.bytes - batch size (a non-empty segment), or the last offset
+        # would not fit an int32 relative to the base (UnifiedLog.maybeRoll picks the new base).
+        if (self.size > 0 and self.size + n > self.segment_bytes) or last - self.base > INT32_MAX:
+            new_base = first if first is not None else max(self.next_offset, last - INT32_MAX)
+            self._close()
+            self._open(new_base)
+        self.append_run(data, last)
+
+    def append_run(self, data: bytes, last: int) -> None:
+        """:meth:`append` without the roll: for a unit it has checked, and for the units of a compiled run
+        (``DownConverter.run``), which has checked that none of them rolls the segment; ``last`` is the last
+        offset they hold."""
+        if self.file is not None:
+            self.file.write(data)
+        self.size += len(data)
+        self.bytes_written += len(data)
+        self.next_offset = last + 1
+
+    def end_source_segment(self, aborted: list[AbortedTxn]) -> None:
+        """Close the current segment and give each aborted transaction to the output segment that holds
+        its end marker (as the broker appends it to the active segment's ``.txnindex``)."""
+        self._close()
+        if aborted and self.dir is not None:
+            by_segment: dict[int, list[AbortedTxn]] = {}
+            for txn in aborted:
+                owner = self._for_source[0]
+                for base in self._for_source:
+                    if base <= txn.last_offset:
+                        owner = base
+                by_segment.setdefault(owner, []).append(txn)
+            for base, entries in by_segment.items():
+                _write_fsync(self._path(base, ".txnindex"), encode_txn_index(entries))
+        self._for_source = []
+
+    def finish(self, source_log_end: int) -> None:
+        """After the last source segment: keep the source's log end offset with an empty segment."""
+        self._close()
+        if self.log_end_offset < source_log_end:
+            self._open(source_log_end)
+            self.tail_segment = source_log_end
+            self._close()
+        self._for_source = []
+
+
+def _write_fsync(path: Path, data: bytes) -> None:
+    with open(path, "xb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    crash.point()
+
+
+__all__ = ["PartitionSource", "SegmentWriter", "check_destination", "resolve_sources",
+           "scan_for_zstd", "valid_batches"]

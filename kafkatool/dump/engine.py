@@ -1,0 +1,527 @@
+"""``kafkatool dump``'s engine: walk segment, index, snapshot and checkpoint files and yield typed events.
+
+What a ``.log`` walk does, batch by batch (Kafka's ``FileLogInputStream`` rules, ``file_records``):
+
+* every batch's CRC is computed (DumpLogSegments prints ``isvalid`` for every batch); a mismatch is an
+  error finding, and the walk goes on at ``position + size`` as Kafka's reader does;
+* with ``deep``/``verify`` every record is decoded (bounded by ``decompress_limit``); a batch whose records
+  do not decode is an error finding; legacy inner messages have their own CRC, checked with ``verify``;
+* record offsets are followed as DumpLogSegments does for "Non-consecutive offsets" (deep), or batch by
+  batch in a shallow walk: a forward gap is an info finding (normal after compaction), an offset that
+  does not increase is an error;
+* where Kafka's reader stops or throws (a size field below 14, a batch running past the end) the rest of
+  the file is classified: zero padding (preallocated segments), a torn tail (nothing valid after it), or
+  corruption in the middle, in which case the walk resumes at the next position whose header parses and
+  whose CRC is valid, scanning at most ``resync_limit`` bytes. ``strict`` stops at the first invalid batch
+  instead, as the broker's recovery would truncate there.
+
+Memory does not depend on the file size: files are memory-mapped and walked once, records are decoded a
+batch at a time, nothing is collected across batches.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Iterable, Iterator
+from itertools import count as _count
+from operator import itemgetter
+from pathlib import Path
+from typing import Any
+
+import crc32c as _crc32c
+
+from kafkatool._accel import speedups as _C
+from kafkatool.dump.events import (
+    BatchEvent,
+    DumpOptions,
+    Event,
+    FileEnd,
+    FileKind,
+    FileStart,
+    Finding,
+    Notice,
+    NoticeKind,
+    Progress,
+    Severity,
+    Summary,
+)
+from kafkatool.dump.filter import RecordSelector
+from kafkatool.dump.indexes import IndexFiles
+from kafkatool.dump.paths import base_offset_of, classify, plan_files
+from kafkatool.dump.resync import (
+    INT32_MAX,
+    all_zero,
+    batch_fits,
+    find_next_batch,
+    not_a_batch_start,
+    seek_position,
+    valid_batch_at,
+)
+from kafkatool.errors import CorruptRecordError, KafkaToolError, LimitExceededError
+from kafkatool.record.batch import MAGIC_V2, Record
+from kafkatool.record.codecs import crc32 as _crc32
+from kafkatool.record.codecs import decompress
+from kafkatool.record.default_records import DefaultRecordBatch
+from kafkatool.record.file_records import FileRecords, LogInputStream
+from kafkatool.record.sniff import looks_like
+
+ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
+
+KRAFT_BOOTSTRAP_FILE = "bootstrap.checkpoint"  # BootstrapDirectory.BINARY_BOOTSTRAP_FILENAME
+_KRAFT_SNAPSHOT_RE = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
+
+_first_offsets = itemgetter(0)
+
+
+class _Totals:
+    __slots__ = ("files", "batches", "records", "records_known", "bytes", "invalid_batches", "errors", "warnings",
+                 "infos", "io_errors", "first_offset", "last_offset", "max_timestamp", "codecs", "magics", "entries")
+
+    def __init__(self) -> None:
+        self.files = self.batches = self.records = self.bytes = self.invalid_batches = 0
+        self.errors = self.warnings = self.infos = self.io_errors = self.entries = 0
+        self.records_known = True
+        self.first_offset: int | None = None
+        self.last_offset: int | None = None
+        self.max_timestamp: int | None = None
+        self.codecs: dict[int, int] = {}
+        self.magics: dict[int, int] = {}
+
+    def count(self, f: Finding) -> Finding:
+        if f.severity == ERROR:
+            self.errors += 1
+        elif f.severity == WARNING:
+            self.warnings += 1
+        else:
+            self.infos += 1
+        return f
+
+    def summary(self) -> Summary:
+        from kafkatool.record.codecs import Codec
+
+        codecs = {}
+        for cid, n in sorted(self.codecs.items()):
+            try:
+                label = Codec(cid).label
+            except ValueError:
+                label = f"unknown({cid})"
+            codecs[label] = n
+        return Summary(self.files, self.batches, self.records if self.records_known else None, self.bytes,
+                       self.invalid_batches, self.errors, self.warnings, self.infos, self.io_errors,
+                       self.first_offset, self.last_offset, self.max_timestamp, codecs,
+                       dict(sorted(self.magics.items())), self.entries)
+
+
+class DumpEngine:
+    """Yields the events of dumping ``paths`` (files, partition dirs, log dirs) under ``options``."""
+
+    def __init__(self, options: DumpOptions) -> None:
+        self.opts = options
+        self.totals = _Totals()
+        self._mute = False  # findings made while set are not counted (and dropped by the caller)
+        self._index_files = IndexFiles(options, self.finding)
+
+    def run(self, paths: Iterable[str | os.PathLike[str]]) -> Iterator[Event]:
+        for path in plan_files(paths, kafka_files_only=self.opts.kafka_compat):
+            yield from self.dump_file(path)
+        yield self.totals.summary()
+
+    def finding(self, kind: str, severity: Severity, path: str, message: str, position: int | None = None,
+                offset: int | None = None, **data: Any) -> Finding:
+        f = Finding(kind, severity, path, message, position, offset, data)
+        return f if self._mute else self.totals.count(f)
+
+    def dump_file(self, path: Path, kind: FileKind | None = None) -> Iterator[Event]:
+        kind = classify(path) if kind is None else kind
+        display = str(path)
+        self.totals.files += 1
+        try:
+            st = os.stat(path)
+            problem = None if stat.S_ISREG(st.st_mode) else "not a regular file"
+        except OSError as e:
+            st, problem = None, f"cannot read: {e.strerror}"
+        if st is None or problem is not None:
+            # Never open FIFOs or devices: a read could block forever.
+            yield FileStart(display, kind, 0)
+            self.totals.io_errors += 1
+            yield self.finding("io-error", ERROR, display, problem or "unreadable")
+            yield FileEnd(display, kind, 0)
+            return
+        size = st.st_size
+        try:
+            if kind.is_records:
+                yield from self._dump_records_file(path, display, kind, size)
+            elif kind == FileKind.UNKNOWN:
+                yield FileStart(display, kind, size)
+                yield Notice(display, NoticeKind.UNKNOWN_FILE)
+                yield FileEnd(display, kind, size)
+            else:
+                for ev in self._index_files.dump_file(path, display, kind, size):
+                    if type(ev) is FileEnd:
+                        self.totals.entries += ev.entries
+                    yield ev
+        except KafkaToolError as e:
+            # Unreadable or refused input (exit 2): report it and go on with the other files.
+            self.totals.io_errors += 1
+            e.at(display)
+            yield self.finding("io-error", ERROR, display, e.message, e.position)
+            yield FileEnd(display, kind, size)
+
+    # ------------------------------------------------------------------ .log / KRaft snapshot files
+    def _dump_records_file(self, path: Path, display: str, kind: FileKind, size: int) -> Iterator[Event]:
+        base = base_offset_of(path) if kind == FileKind.LOG else None
+        end_offset = epoch = None
+        bootstrap = False
+        if kind == FileKind.KRAFT_SNAPSHOT:
+            m = _KRAFT_SNAPSHOT_RE.match(path.name)
+            if m:
+                end_offset, epoch = int(m.group(1)), int(m.group(2))
+            bootstrap = path.name == KRAFT_BOOTSTRAP_FILE
+        fr = FileRecords(path, max_bytes=self.opts.max_bytes)
+        try:
+            yield FileStart(display, kind, size, base, end_offset, epoch, bootstrap)
+            start = 0
+            if self.opts.from_offset is not None and base is not None:
+                start = seek_position(fr, path, base, self.opts.from_offset)
+            looks = None
+            if kind == FileKind.LOG and start == 0 and fr.size and not valid_batch_at(fr.buf, 0, fr.size, fr):
+                looks = looks_like(fr.buf, fr.file_size)
+            if looks is None:
+                yield from self._walk(fr, display, kind, start, base)
+                return
+            yield self.finding("wrong-file-type", ERROR, display,
+                               f"not a log segment: no batch starts at byte 0, and the content looks like {looks}",
+                               0, looks_like=looks)
+            if not self.opts.kafka_compat:
+                yield FileEnd(display, kind, fr.file_size, invalid_bytes=fr.size, stopped="wrong-file-type",
+                              reader_stop=0)
+                return
+            # dump-log: print what Kafka's tool prints for these bytes (it reads any file as a log), without
+            # findings about batches that are not batches.
+            self._mute = True
+            try:
+                for ev in self._walk(fr, display, kind, start, base):
+                    if type(ev) is not Finding:
+                        yield ev
+            finally:
+                self._mute = False
+        finally:
+            fr.close()
+
+    def _walk(self, fr: FileRecords, display: str, kind: FileKind, start: int,
+              base_offset: int | None = None) -> Iterator[Event]:
+        opts = self.opts
+        t = self.totals
+        end = fr.size
+        buf = fr.buf
+        strict = opts.strict
+        need_records = opts.needs_records
+        exact_counts = opts.exact_counts
+        emit = opts.emit_data
+        emit_records = opts.deep and emit
+        limit = opts.decompress_limit
+        verify_inner = opts.verify
+        from_off, to_off = opts.from_offset, opts.to_offset
+        from_ts, to_ts = opts.from_time, opts.to_time
+        filter_records = opts.filters_offsets or opts.filters_time
+        flt = opts.record_filter
+        selector = None
+        if (flt is not None and flt.on_records) or (opts.parser is not None and emit_records):
+            selector = RecordSelector(flt, opts.parser)
+        select_filters = flt is not None and flt.on_records
+        v2_type = DefaultRecordBatch
+        progress_every = opts.progress_every
+        next_progress = start + progress_every
+        codecs = t.codecs
+        magics = t.magics
+        # The compiled walk takes runs of batches that need nothing from the loop below (no output, no filter,
+        # a valid CRC, offsets that follow on; with --deep, records that decode): a summary-only run.
+        fast = _C is not None and not emit and flt is None and not filter_records and selector is None
+        fast_walk = _C.dump_walk if fast and _C is not None else None
+        fast_flags = (1 if need_records else 0) | (2 if verify_inner or exact_counts else 0)
+        window = fr.window
+
+        def fast_decompress(codec_id: int, data: memoryview) -> bytes:
+            return decompress(codec_id, data, limit=limit, magic=MAGIC_V2)
+
+        last = -1  # last offset followed (DumpLogSegments' lastOffset for "Non-consecutive offsets")
+        n_batches = 0
+        n_records = 0
+        records_known = True
+        walked = 0  # bytes of every batch the walker returned (filtered or not): Kafka's validBytes
+        emitted_bytes = 0
+        stopped: str | None = None
+        reader_stop: int | None = None  # where Kafka's reader stops (the first unparseable position)
+        reader_throws = False
+        overflow_reported = False
+        p = start
+        while stopped is None:
+            stream: LogInputStream = fr.batches(p)
+            try:
+                for batch in stream:
+                    pos = batch.position
+                    if fast_walk is not None and pos < next_progress:
+                        r = fast_walk(buf, pos, min(next_progress, pos + window), stream.end, last, fast_flags,
+                                      _crc32c.crc32c, _crc32, fast_decompress)
+                        if r is not None and r[0] != pos and base_offset is not None and not overflow_reported \
+                                and not (r[6] >= base_offset and r[7] - base_offset <= INT32_MAX):
+                            # an offset in the run may not fit the segment's relative offsets: the loop below
+                            # finds the batch (offset-overflow) and walks the rest of the file
+                            fast_walk = None
+                            r = None
+                        if r is not None and r[0] != pos:
+                            q, nb, nr, unknown, nbytes, last, first_base, max_last, max_ts_, by_codec, by_magic = r
+                            walked += nbytes
+                            emitted_bytes += nbytes
+                            n_batches += nb
+                            n_records += nr
+                            if unknown:
+                                records_known = False
+                            for cid, c in enumerate(by_codec):
+                                if c:
+                                    codecs[cid] = codecs.get(cid, 0) + c
+                            for m, c in enumerate(by_magic):
+                                if c:
+                                    magics[m] = magics.get(m, 0) + c
+                            if t.first_offset is None:
+                                t.first_offset = first_base
+                            if t.last_offset is None or max_last > t.last_offset:
+                                t.last_offset = max_last
+                            if t.max_timestamp is None or max_ts_ > t.max_timestamp:
+                                t.max_timestamp = max_ts_
+                            stream.jump(q)
+                            continue
+                    size = batch.size
+                    walked += size
+                    if pos >= next_progress:
+                        yield Progress(display, pos, end)
+                        next_progress = pos + progress_every
+                    is_v2 = type(batch) is v2_type
+                    if is_v2:
+                        h = batch.h  # type: ignore[union-attr]
+                        first: int | None = h[0]
+                        last_off = h[0] + h[6]
+                        max_ts = h[8]
+                        first_ts = h[7] if not h[5] & 0x40 else None
+                        codec_id = h[5] & 7
+                        magic = h[3]
+                    else:
+                        last_off = batch.offset  # type: ignore[union-attr]
+                        codec_id = batch.attributes & 7
+                        first = last_off if not codec_id else None
+                        max_ts = first_ts = batch.timestamp  # type: ignore[union-attr]
+                        magic = batch.magic
+                    if not 0 <= magic <= MAGIC_V2:
+                        yield self.finding(
+                            "unknown-magic", ERROR, display,
+                            f"batch (offsets ..{last_off}, {size} bytes) has magic {magic}: Kafka writes 0, 1 and 2 "
+                            f"only. Its segment reader takes it for v{2 if magic > MAGIC_V2 else '0/1'}, but a broker "
+                            f"refuses it on produce and replication, and consumers fail on it (CorruptRecordException:"
+                            f" Invalid magic found in record: {magic})", pos, last_off, magic=magic)
+                    if base_offset is not None and not overflow_reported and not (
+                            0 <= last_off - base_offset <= INT32_MAX):
+                        overflow_reported = True
+                        yield self.finding(
+                            "offset-overflow", WARNING, display,
+                            f"batch offset {last_off} does not fit the segment's relative offsets ({base_offset}.."
+                            f"{base_offset + INT32_MAX}): the broker's recovery throws "
+                            "LogSegmentOffsetOverflowException and splits the segment at startup (KAFKA-6264)", pos,
+                            last_off, base_offset=base_offset)
+                    # Header-level filters (exact for offsets; for time, records are filtered again below).
+                    if from_off is not None and last_off < from_off:
+                        last = last_off
+                        continue
+                    if to_off is not None and first is not None and first > to_off:
+                        stopped = "to-offset"
+                        break
+                    if from_ts is not None and max_ts < from_ts:
+                        last = last_off
+                        continue
+                    if to_ts is not None and not need_records and first_ts is not None and first_ts > to_ts:
+                        last = last_off
+                        continue
+                    crc_ok = batch.is_valid()
+                    bad = not crc_ok
+                    if bad:
+                        t.invalid_batches += 1
+                        yield self.finding(
+                            "crc-mismatch", ERROR, display,
+                            f"batch (offsets ..{last_off}, magic {magic}, {size} bytes) is corrupt: stored crc "
+                            f"{batch.crc} != computed {batch.compute_crc()}", pos, last_off)
+                    if flt is not None and not (
+                            flt.batch_matches(h[9], h[10], bool(h[5] & 0x10), bool(h[5] & 0x20)) if is_v2
+                            else flt.batch_matches(-1, -1, False, False)):  # v0/v1: Kafka's defaults
+                        # Filtered out from its header: still CRC-checked and followed for offset gaps (at the
+                        # batch boundary), never decompressed.
+                        if first is not None and last != -1 and first != last + 1:
+                            yield self._gap(display, pos, last, first)
+                        last = last_off
+                        if strict and bad:
+                            stopped = "strict"
+                            break
+                        continue
+
+                    recs: list[Record] | None = None
+                    if need_records or (exact_counts and not is_v2 and codec_id):
+                        try:
+                            recs = batch.records(limit=limit)
+                        except KafkaToolError as e:
+                            bad = True
+                            if crc_ok:
+                                t.invalid_batches += 1
+                            kind_ = "decompress-limit" if isinstance(e, LimitExceededError) else "invalid-records"
+                            yield self.finding(kind_, ERROR, display,
+                                               f"records of the batch at byte {pos} (offsets ..{last_off}) do not "
+                                               f"decode: {e.message}", pos, last_off, error_position=e.position)
+                    if recs is not None and verify_inner and not is_v2 and codec_id:
+                        for r in recs:
+                            if r.crc_valid is False:
+                                yield self.finding("record-crc-mismatch", ERROR, display,
+                                                   f"inner message at offset {r.offset} of the wrapper at byte {pos} "
+                                                   f"has a bad crc ({r.crc})", pos, r.offset)
+
+                    base = first if first is not None else (recs[0][0] if recs else None)
+                    # Offsets, as DumpLogSegments follows them (per record when deep, else per batch).
+                    if recs:
+                        if need_records:
+                            f0 = recs[0][0]
+                            if last != -1 and f0 != last + 1:
+                                yield self._gap(display, pos, last, f0)
+                            nr = len(recs)
+                            if nr > 1 and (recs[-1][0] - f0 != nr - 1
+                                           or not all(map(int.__eq__, map(_first_offsets, recs), _count(f0)))):
+                                prev = f0
+                                for r in recs[1:]:
+                                    o = r[0]
+                                    if o != prev + 1:
+                                        yield self._gap(display, pos, prev, o)
+                                    prev = o
+                            last = recs[-1][0]
+                        else:
+                            first = recs[0][0]
+                    if not need_records:
+                        if first is not None and last != -1 and first != last + 1:
+                            yield self._gap(display, pos, last, first)
+                        last = last_off
+
+                    decoded = None
+                    if recs is not None and (filter_records or selector is not None):
+                        if filter_records:
+                            recs = [r for r in recs if (from_off is None or r[0] >= from_off)
+                                    and (to_off is None or r[0] <= to_off)
+                                    and (from_ts is None or r[1] >= from_ts) and (to_ts is None or r[1] <= to_ts)]
+                        if selector is not None and recs:
+                            recs, decoded, failures = selector.select(
+                                recs, bool(h[5] & 0x20) if is_v2 else False, emit_records)
+                            for fail in failures:
+                                yield self.finding("decode-error", WARNING, display, fail.error.message, pos,
+                                                   fail.record.offset)
+                        if not recs and (filter_records or select_filters):
+                            if strict and bad:
+                                stopped = "strict"
+                                break
+                            continue
+
+                    n_batches += 1
+                    emitted_bytes += size
+                    codecs[codec_id] = codecs.get(codec_id, 0) + 1
+                    magics[magic] = magics.get(magic, 0) + 1
+                    if recs is not None:
+                        n_records += len(recs)
+                    elif is_v2:
+                        if crc_ok:  # a damaged header's count means nothing
+                            n_records += h[12]
+                    elif not codec_id:
+                        n_records += 1
+                    else:
+                        records_known = False
+                    if t.first_offset is None:
+                        t.first_offset = base if base is not None else last_off
+                    if t.last_offset is None or last_off > t.last_offset:
+                        t.last_offset = last_off
+                    if t.max_timestamp is None or max_ts > t.max_timestamp:
+                        t.max_timestamp = max_ts
+                    if emit:
+                        yield BatchEvent(display, batch, crc_ok, recs if emit_records else None, base, decoded)
+                    if strict and bad:
+                        stopped = "strict"
+                        break
+            except CorruptRecordError:
+                pass  # the size field is below 14: end_state says where; classified below
+            if stopped is not None:
+                break
+            st = stream.end_state
+            if st is None or st.kind == "end":
+                break
+            at = st.position
+            rest = end - at
+            if reader_stop is None:
+                reader_stop, reader_throws = at, st.kind == "corrupt"
+            if end < fr.file_size and st.kind != "corrupt" and batch_fits(buf, at, fr.file_size):
+                # The cut --max-bytes asked for, through a batch that is whole in the file: not damage (Kafka
+                # prints nothing there either).
+                stopped = "max-bytes"
+                reader_stop = None
+                break
+            if all_zero(buf, at, end):
+                yield self.finding("trailing-zeros", ERROR if strict else WARNING, display,
+                                   f"{rest} zero bytes after the last batch (preallocated segment or a torn write "
+                                   "of zeros; the broker's recovery truncates them)", at, bytes=rest)
+                break
+            not_batch = not_a_batch_start(buf, at, end, last, base_offset)
+            if st.kind == "short-tail":
+                if not_batch is None:
+                    yield self.finding("torn-tail", ERROR if strict else WARNING, display,
+                                       f"{rest} bytes at the end are too few for a batch header (torn write)", at,
+                                       bytes=rest)
+                else:
+                    yield self.finding("trailing-garbage", ERROR, display,
+                                       f"{rest} bytes after the last batch are not a batch ({not_batch}); the "
+                                       "broker's recovery truncates them", at, bytes=rest, reason=not_batch)
+                break
+            if strict:
+                kind_ = "torn-tail" if st.kind == "size-past-end" and not_batch is None else "corrupt"
+                yield self.finding(kind_, ERROR, display, f"{st.message}; stopping here (--strict)", at, bytes=rest)
+                stopped = "strict"
+                break
+            q = find_next_batch(buf, at + 1, end, opts.resync_limit, fr)
+            if q is None:
+                scanned = min(rest, opts.resync_limit)
+                if scanned < rest - 1:
+                    yield self.finding("corrupt", ERROR, display,
+                                       f"{st.message}; no valid batch in the next {scanned} bytes, {rest} bytes "
+                                       "not dumped (--resync-limit)", at, bytes=rest)
+                elif not_batch is None:
+                    yield self.finding("torn-tail", WARNING, display,
+                                       f"{st.message} and no valid batch follows (torn write of the last batch)",
+                                       at, bytes=rest)
+                else:
+                    yield self.finding("trailing-garbage", ERROR, display,
+                                       f"{rest} bytes after the last batch are not a batch ({not_batch}) and no "
+                                       "valid batch follows; the broker's recovery truncates them", at, bytes=rest,
+                                       reason=not_batch)
+                break
+            yield self.finding("corrupt-region", ERROR, display,
+                               f"{q - at} unparseable bytes ({st.message}); resuming at the next valid batch at "
+                               f"byte {q}", at, bytes=q - at, resume=q,
+                               kafka_reader="throws" if st.kind == "corrupt" else "stops")
+            p = q
+
+        t.batches += n_batches
+        t.bytes += emitted_bytes
+        if records_known:
+            t.records += n_records
+        else:
+            t.records_known = False
+        invalid = 0 if stopped in ("to-offset", "max-bytes") else max(0, end - start - walked)
+        yield FileEnd(display, kind, fr.file_size, n_batches, n_records if records_known else None, 0, walked,
+                      invalid, stopped, reader_stop, reader_throws)
+
+    def _gap(self, display: str, pos: int, prev: int, nxt: int) -> Finding:
+        if nxt <= prev:
+            return self.finding("offset-order", ERROR, display, f"offset {prev} is followed by {nxt}", pos, nxt,
+                                previous=prev, next=nxt)
+        return self.finding("offset-gap", INFO, display, f"{prev} is followed by {nxt}", pos, nxt,
+                            previous=prev, next=nxt)

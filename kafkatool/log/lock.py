@@ -1,0 +1,219 @@
+"""The broker's log-dir ``.lock`` (spec §4.1): the one check every command makes before it touches a path.
+
+Kafka locks ``<log dir>/.lock`` with ``FileChannel.tryLock()``: on Linux a POSIX ``fcntl`` record lock.
+So the probe uses ``fcntl.lockf`` (an ``flock()`` would "succeed" next to a running broker). A
+leftover ``.lock`` alone does not mean a broker runs (clean shutdown deletes it; a crash leaves it).
+
+Any path a command reads or writes -- a segment file, a partition dir, a log dir, or a destination that
+does not exist yet anywhere below a log dir (``logs/nested/out``, ``logs/orders-2/out``) -- is checked by
+walking up from it and probing every ``.lock`` on the way (:func:`live_lock`). Writes into a live log
+dir are always refused (:func:`refuse_if_live`, exit 3); reads are refused too unless the operator says
+``--live`` (:func:`check_read`): kafkatool is an offline tool, and a segment the broker is appending to
+reads as torn. A command that writes into a log dir holds its ``.lock`` the whole time
+(:func:`hold_log_dir`, :func:`hold_for_write`), so a broker starting meanwhile fails to lock it.
+
+An existing ``.lock`` is never deleted or recreated (its inode stays); one we had to create goes again.
+
+POSIX record locks belong to the process, and closing *any* descriptor of the file drops them all: so a
+probe never opens a ``.lock`` this process holds (:data:`_HELD`, keyed by device and inode).
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from kafkatool.errors import BrokerLockHeldError, InputError
+from kafkatool.log.layout import LOCK_FILE, LOG_DIR_CHECKPOINTS, META_PROPERTIES
+
+WRITE_REFUSAL = "a live broker holds this log dir's .lock: stop the broker first (nothing was changed)"
+READ_REFUSAL = ("a live broker holds this log dir's .lock: kafkatool reads stopped brokers' log dirs (a segment "
+                "being appended reads as torn); stop the broker, or give --live to read it anyway")
+
+_HELD: dict[tuple[int, int], int] = {}  # (st_dev, st_ino) of each .lock this process holds -> nesting depth
+
+
+def _dirs_up(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """``path`` (a directory) or its directory, then every ancestor: along the path as given and along its
+    resolved form (a partition dir may be a symlink into another disk's log dir)."""
+    seen: set[Path] = set()
+    given = Path(os.path.abspath(path))
+    for start in (given, given.resolve()):
+        d = start if start.is_dir() else start.parent
+        for p in (d, *d.parents):
+            if p not in seen:
+                seen.add(p)
+                yield p
+
+
+def _lock_files(path: str | os.PathLike[str]) -> Iterator[tuple[Path, os.stat_result]]:
+    inodes: set[tuple[int, int]] = set()
+    for d in _dirs_up(path):
+        f = d / LOCK_FILE
+        try:
+            st = f.stat()
+        except OSError:
+            continue
+        key = (st.st_dev, st.st_ino)
+        if key not in inodes and f.is_file():
+            inodes.add(key)
+            yield f, st
+
+
+def _held_elsewhere(f: Path, st: os.stat_result) -> bool:
+    if (st.st_dev, st.st_ino) in _HELD:
+        return False  # ours: probing it would release it
+    try:
+        fd = os.open(f, os.O_RDWR)
+        kind = fcntl.LOCK_EX
+    except PermissionError:
+        try:
+            fd = os.open(f, os.O_RDONLY)  # lockf needs write access for LOCK_EX; a shared probe conflicts too
+        except OSError as e:
+            raise InputError(f"cannot open it to see whether a live broker holds it ({e.strerror}): run as the "
+                             "broker's user", path=f) from None
+        kind = fcntl.LOCK_SH
+    except OSError:
+        return False  # gone meanwhile, or not a file
+    try:
+        return not _try(fd, kind)
+    finally:
+        os.close(fd)  # closing the fd releases our probe lock at once
+
+
+def _try(fd: int, kind: int) -> bool:
+    try:
+        fcntl.lockf(fd, kind | fcntl.LOCK_NB)
+    except OSError as e:
+        if e.errno in (errno.EAGAIN, errno.EACCES):
+            return False
+        raise
+    fcntl.lockf(fd, fcntl.LOCK_UN)
+    return True
+
+
+def live_lock(path: str | os.PathLike[str]) -> Path | None:
+    """The ``.lock`` at or above ``path`` that another process (a live broker) holds, or None. Creates nothing;
+    ``path`` need not exist (a destination is checked before it is made)."""
+    for f, st in _lock_files(path):
+        if _held_elsewhere(f, st):
+            return f
+    return None
+
+
+def broker_holds_lock(log_dir: str | os.PathLike[str]) -> bool:
+    """True when another process (a live broker) holds the ``.lock`` of ``log_dir`` or of a dir above it."""
+    return live_lock(log_dir) is not None
+
+
+def refuse_if_live(path: str | os.PathLike[str]) -> None:
+    """Refuse (exit 3) to write at ``path`` while a live broker holds a ``.lock`` at or above it."""
+    lock = live_lock(path)
+    if lock is not None:
+        raise BrokerLockHeldError(WRITE_REFUSAL, path=lock)
+
+
+def check_read(paths: Iterable[str | os.PathLike[str]], *, live: bool) -> list[Path]:
+    """Reading ``paths``: refused (exit 3) while a live broker holds a ``.lock`` at or above one of them, unless
+    ``live``; returns the held ``.lock`` files (for the caller's notice that active segments may be mid-write)."""
+    held: list[Path] = []
+    for p in paths:
+        lock = live_lock(p)
+        if lock is not None and lock not in held:
+            if not live:
+                raise BrokerLockHeldError(READ_REFUSAL, path=lock)
+            held.append(lock)
+    return held
+
+
+def live_notice(lock: Path) -> str:
+    return (f"warning: --live: a live broker holds {lock}: reading anyway; its active segments may be mid-write "
+            "(a torn or growing tail there is not damage)")
+
+
+def log_dir_above(path: str | os.PathLike[str]) -> Path | None:
+    """The broker log dir a write at ``path`` lands in: the nearest dir at or above it with a ``.lock``, a
+    ``meta.properties`` or a log-dir checkpoint file (what a log dir a broker has used always holds)."""
+    for d in _dirs_up(path):
+        if (d / LOCK_FILE).is_file() or (d / META_PROPERTIES).is_file() or any(
+                (d / c).is_file() for c in LOG_DIR_CHECKPOINTS):
+            return d
+    return None
+
+
+@contextmanager
+def hold_log_dir(log_dir: str | os.PathLike[str]) -> Iterator[None]:
+    """Hold the log dir's ``.lock`` while writing into it, as a broker would.
+
+    Refuses (exit 3) while a broker holds it. An existing ``.lock`` is never deleted or recreated; one
+    we had to create is removed again afterwards. Holding a lock this process already holds is a no-op.
+    """
+    d = Path(log_dir)
+    if not d.is_dir():
+        raise InputError("log dir does not exist", path=d)
+    path = d / LOCK_FILE
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        pass
+    else:
+        key = (st.st_dev, st.st_ino)
+        if key in _HELD:  # already ours: opening (and closing) it again would drop the lock
+            _HELD[key] += 1
+            try:
+                yield
+            finally:
+                _HELD[key] -= 1
+            return
+    created = False
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except FileNotFoundError:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+        created = True
+    try:
+        if not _lock(fd):
+            raise BrokerLockHeldError(WRITE_REFUSAL, path=path)
+        st = os.fstat(fd)
+        key = (st.st_dev, st.st_ino)
+        _HELD[key] = 1
+        try:
+            yield
+        finally:
+            del _HELD[key]
+            if created:
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass
+            fcntl.lockf(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def hold_for_write(path: str | os.PathLike[str]) -> Iterator[Path | None]:
+    """Before writing at ``path`` (which may not exist yet): refuse (exit 3) if a live broker holds a ``.lock``
+    at or above it, then hold the lock of the log dir it lands in (if any) until the block ends. Yields that
+    log dir."""
+    refuse_if_live(path)
+    d = log_dir_above(path)
+    if d is None:
+        yield None
+        return
+    with hold_log_dir(d):
+        yield d
+
+
+def _lock(fd: int) -> bool:
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+        if e.errno in (errno.EAGAIN, errno.EACCES):
+            return False
+        raise
+    return True

@@ -1,0 +1,572 @@
+"""``LogSegment.recover`` from batch headers at memory speed: a size-only walk, then numpy on the headers.
+
+The per-batch Python loop of the reference (``kafkatool.log.recovery.reference``) costs ~2 µs a batch. Here the only
+per-batch Python work is reading the 4-byte size field, copying the batch's first 43 header bytes into
+a table and stepping to the next batch. Every field is then read for a whole chunk of batches at once
+through a numpy structured view of that table, and the 3.9 rules (index points every
+``index.interval.bytes``, running max timestamp, ``OffsetIndex.append``/``TimeIndex.maybeAppend``
+checks) are evaluated on arrays. The result is the same :class:`~kafkatool.log.recovery.SegmentRecovery`
+as the reference, field for field (the tests hold them equal).
+
+How the bytes are read (measured, see BENCHMARKS.md): small batches through a 1 MiB page-aligned
+window filled with ``preadv`` (a page-aligned copy runs at ~10 GB/s, and the walk then hits the cache;
+mmap page faults cost more than the copy); batches averaging over 16 KiB by one 43-byte ``pread`` per
+batch, never touching the bytes in between. ``--verify`` reads everything (the CRC needs it).
+
+Consumers that need every batch (``index_verify`` checks on-disk entries against the log) get each
+chunk of *valid* batches through ``observers``; memory is a function of the window and chunk sizes.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import crc32c as _crc32c
+import numpy as np
+import numpy.typing as npt
+
+from kafkatool._accel import speedups as _C
+from kafkatool.errors import CorruptRecordError, InputError
+from kafkatool.log.recovery.control import ControlFailure, check_control_batch, ensure_readable
+from kafkatool.log.recovery.result import (
+    INT32_MAX,
+    V2_OVERHEAD,
+    SegmentRecovery,
+    apply_control_failure,
+    invalid_offset,
+    offset_overflow,
+    short_tail,
+    size_below_overhead,
+    torn,
+    v2_too_small,
+)
+from kafkatool.record.batch import MAGIC_V0, MAGIC_V2, NO_TIMESTAMP
+from kafkatool.record.file_records import WalkEnd
+from kafkatool.util import budget as _budget
+
+I64 = npt.NDArray[np.int64]
+WINDOW = 1 << 20
+HDR = 43  # baseOffset .. maxTimestamp of a v2 header; a v1 message's timestamp ends at 26
+CHUNK_BATCHES = 32768  # most batches per numpy step (~140 bytes of arrays each; fewer on a small --memory)
+BYTES_PER_BATCH = 256  # what one batch of a step may cost, with room: the step fits the budget's cache share
+HOP_ABOVE = 16 << 10  # average batch size above which hopping header to header beats the window copy
+WINDOW_BELOW = 8 << 10  # ... and below which the window wins again
+# With the compiled loops a hop costs one pread (~0.8 us here) and the window ~0.2 us per KiB copied: hopping
+# wins from ~4 KiB batches (measured on 2, 4, 8 and 16 KiB batches; BENCHMARKS.md).
+HOP_ABOVE_C = 6 << 10
+WINDOW_BELOW_C = 3 << 10
+HOPS_C = 1024  # headers per compiled hopping step
+_SIZE = struct.Struct(">i")
+_U32 = struct.Struct(">I")
+_ZEROS = bytes(HDR + 64)
+_SPARE_WINDOWS: list[mmap.mmap] = []  # window buffers of finished walks, for the next one
+
+# The first 43 bytes of every batch, as v2 reads them and as v0/v1 read them.
+_V2 = np.dtype([("base", ">i8"), ("size", ">i4"), ("epoch", ">i4"), ("magic", "i1"), ("crc", ">u4"),
+                ("attributes", ">i2"), ("last_delta", ">i4"), ("base_ts", ">i8"), ("max_ts", ">i8")])
+_LEGACY = np.dtype([("head", "V12"), ("crc", ">u4"), ("magic", "i1"), ("attributes", "i1"), ("ts", ">i8"),
+                    ("rest", "V17")])
+assert _V2.itemsize == HDR and _LEGACY.itemsize == HDR
+
+
+@dataclass(slots=True)
+class BatchChunk:
+    """Header fields of consecutive valid batches (numpy arrays of equal length)."""
+
+    first_batch: int  # index of the first batch in the segment
+    positions: I64
+    sizes: I64  # sizeInBytes, log overhead included
+    magic: npt.NDArray[np.int8]
+    last_offsets: I64
+    max_timestamps: I64  # batch.maxTimestamp(): -1 for magic 0
+
+
+class ChunkObserver(Protocol):
+    def feed(self, chunk: BatchChunk) -> None: ...
+
+
+class _Walk:
+    """FileLogInputStream's walk over a file descriptor, collecting each batch's first 43 bytes.
+
+    Batches are contiguous from position 0, so positions are not collected: ``take`` derives them from
+    the size fields of the copied headers (one list append less per batch).
+
+    Stops like ``nextBatch``: silently when 17 bytes or fewer remain or a declared size runs past the
+    end (a torn tail, dropped), with a corrupt-size error below 14. With ``verify`` each batch's CRC is
+    checked on the way and the walk stops after the first bad one (``crc_failure`` = its index).
+    """
+
+    def __init__(self, fd: int, size: int, verify: bool, path: str | None = None) -> None:
+        self.fd = fd
+        self.path = path
+        self.size = size
+        self.limit = size - 17  # HEADER_SIZE_UP_TO_MAGIC
+        self.verify = verify
+        self.p = 0
+        self.taken = 0  # position of the first batch not yet taken
+        self.headers = bytearray()
+        self.stop: WalkEnd | None = None
+        self.bad_size: int | None = None
+        self.crc_failure: tuple[int, int, int] | None = None  # (batch index, stored, computed)
+        self.hop = False
+        # Page aligned: preadv copies at full speed. Reused from walk to walk: the first touch of a fresh
+        # 1 MiB mapping is 256 page faults, about as long as walking a whole segment of large batches.
+        size = WINDOW + len(_ZEROS)
+        # MAP_PRIVATE: Python's default anonymous mapping is MAP_SHARED, and a spare window kept by a parent would
+        # then be one buffer shared by every worker forked after it (reindex-time --jobs, spark-scan's local
+        # pool): two walks filling the same window read each other's bytes.
+        self._anon = _SPARE_WINDOWS.pop() if _SPARE_WINDOWS and len(_SPARE_WINDOWS[-1]) == size else \
+            mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        self._win = memoryview(self._anon)
+
+    def close(self) -> None:
+        self._win.release()
+        if len(_SPARE_WINDOWS) < 2:
+            _SPARE_WINDOWS.append(self._anon)
+        else:
+            self._anon.close()
+
+    def step(self) -> None:
+        """Advance by one window (or up to 64 hops); sets ``stop`` when the walk is over."""
+        if self.p >= self.limit:
+            self._finish()
+        elif self.hop:
+            self._hops()
+        else:
+            self._window()
+        if self.stop is None and self.p >= self.limit:
+            self._finish()
+
+    def _finish(self) -> None:
+        p, size = self.p, self.size
+        if p > size:  # only the last batch can run past the end: a torn tail, dropped silently
+            declared = _SIZE.unpack_from(self.headers, len(self.headers) - HDR + 8)[0]
+            p -= declared + 12
+            del self.headers[-HDR:]
+            self.p = p
+            self.stop = torn(declared, size - p, p)
+        else:
+            self.stop = short_tail(p, size - p)
+
+    def _window(self) -> None:
+        p, win, fd = self.p, self._win, self.fd
+        got = os.preadv(fd, [win[:WINDOW]], p)
+        at_eof = p + got >= self.size
+        if got < WINDOW and not at_eof:
+            raise InputError(f"the file ended at byte {p + got} while being read ({self.size} bytes expected)",
+                             path=self.path)
+        win[got:got + len(_ZEROS)] = _ZEROS  # headers read past the end of the file are zeros
+        unpack = _SIZE.unpack_from
+        hdr = self.headers
+        n0 = len(hdr)
+        lp = 0
+        s = 14
+        if self.verify:
+            lp, s = self._window_verify(got, at_eof)
+        else:
+            # Batches whose header lies in the window; at the end of the file, every batch start.
+            wl = got - 17 if at_eof else got - HDR
+            r = _C.headers_walk(win, lp, wl, hdr) if _C is not None else None
+            if r is not None:
+                lp, s = r  # the compiled loop below
+            while lp < wl:  # literals, not globals: this loop is the whole per-batch cost
+                s = unpack(win, lp + 8)[0]
+                if s < 14:  # RECORD_OVERHEAD_V0
+                    break
+                hdr += win[lp:lp + 43]
+                lp += s + 12  # LOG_OVERHEAD
+        if s < 14:
+            self.bad_size = s
+            self.p = p + lp
+            self.stop = WalkEnd("corrupt", p + lp, self.size - p - lp, "", s)
+            return
+        n = (len(hdr) - n0) // HDR
+        self.p = p + lp
+        if not self.verify and n and lp > n * (HOP_ABOVE if _C is None else HOP_ABOVE_C):
+            self.hop = True
+            _advise(self.fd, "POSIX_FADV_RANDOM")  # no readahead of the bytes we hop over
+
+    def _window_verify(self, got: int, at_eof: bool) -> tuple[int, int]:
+        """The window walk with the CRC of every batch (``ensureValid``), whole batches only."""
+        p, win = self.p, self._win
+        unpack = _SIZE.unpack_from
+        wl = got - 17 if at_eof else got - HDR
+        lp = 0
+        s = 14
+        while lp < wl:
+            s = unpack(win, lp + 8)[0]
+            if s < 14:
+                break
+            e = lp + s + 12
+            if p + e > self.size:  # torn tail: _finish drops it
+                self.headers += win[lp:lp + HDR]
+                lp = e
+                break
+            if e > got and lp:
+                break  # refill with this batch at the start of the window
+            self.headers += win[lp:lp + HDR]
+            if e > got:  # larger than the window (the streamed read reuses the window)
+                stored, computed = self._crc_streamed(p, s + 12, win[16])
+            else:
+                stored, computed = _crc(win, lp, e)
+            lp = e
+            if stored != computed:
+                self.crc_failure = (len(self.headers) // HDR - 1, stored, computed)
+                self.p = p + lp
+                self.stop = WalkEnd("corrupt", p + lp, 0)  # replaced when the chunk is checked
+                return lp, s
+        return lp, s
+
+    def _crc_streamed(self, start: int, size: int, magic: int) -> tuple[int, int]:
+        """(stored, computed) CRC of a batch larger than the window, read through it in pieces."""
+        head = os.pread(self.fd, 21, start)
+        v2 = (magic if magic < 128 else magic - 256) >= MAGIC_V2
+        stored = _U32.unpack_from(head, 17 if v2 else 12)[0]
+        pos, end = start + (21 if v2 else 16), start + size
+        crc = 0
+        while pos < end:
+            got = os.preadv(self.fd, [self._win[:min(WINDOW, end - pos)]], pos)
+            if got <= 0:
+                break
+            piece = self._win[:got]
+            crc = _crc32c.crc32c(piece, crc) if v2 else zlib.crc32(piece, crc)
+            pos += got
+        return stored, crc
+
+    def _hops(self) -> None:
+        """One 43-byte pread per batch: for big batches the bytes in between are never read."""
+        fd, pread, unpack = self.fd, os.pread, _SIZE.unpack_from
+        p, limit = self.p, self.limit
+        hdr = self.headers
+        start, n = p, 0
+        r = _C.hop_walk(fd, p, limit, HOPS_C, hdr) if _C is not None else None
+        if r is not None and (r[1] or r[2] < 14):
+            p, n, s = r
+            if s < 14:
+                self.bad_size = s
+                self.p = p
+                self.stop = WalkEnd("corrupt", p, self.size - p, "", s)
+                return
+            self.p = p
+            if n == HOPS_C and p - start < n * WINDOW_BELOW_C:
+                self.hop = False
+                _advise(self.fd, "POSIX_FADV_SEQUENTIAL")
+            return
+        # The Python loop (also where the compiled one could not read: it raises what os.pread raises).
+        while p < limit and n < 64:
+            h = pread(fd, 43, p)
+            if len(h) < 43:
+                h += _ZEROS[:43 - len(h)]
+            s = unpack(h, 8)[0]
+            if s < 14:
+                self.bad_size = s
+                self.p = p
+                self.stop = WalkEnd("corrupt", p, self.size - p, "", s)
+                return
+            hdr += h
+            p += s + 12
+            n += 1
+        self.p = p
+        if n == 64 and p - start < n * WINDOW_BELOW:
+            self.hop = False
+            _advise(self.fd, "POSIX_FADV_SEQUENTIAL")
+
+    @property
+    def pending(self) -> int:
+        return len(self.headers) // HDR
+
+    def take(self) -> tuple[I64, bytearray]:
+        """Positions and headers of the batches walked since the last take."""
+        h = self.headers
+        sizes = np.frombuffer(h, dtype=_V2)["size"].astype(np.int64) + 12
+        q = np.empty(len(sizes), np.int64)
+        if len(sizes):
+            q[0] = self.taken
+            np.cumsum(sizes[:-1], out=q[1:])
+            q[1:] += self.taken
+            self.taken = int(q[-1] + sizes[-1])
+        self.headers = bytearray()
+        return q, h
+
+
+def _open_noatime(path: str) -> int:
+    """Open read-only without access-time updates where the caller may (the file's owner or root): a hop is
+    one small read per batch, and the atime check of each read is ~7% of its kernel time (perf, 43-byte
+    preads on a 100 MB segment). Others open the file plainly (O_NOATIME is then refused with EPERM)."""
+    noatime = getattr(os, "O_NOATIME", 0)
+    if noatime:
+        try:
+            return os.open(path, os.O_RDONLY | noatime)
+        except PermissionError:
+            pass
+    return os.open(path, os.O_RDONLY)
+
+
+def _advise(fd: int, name: str) -> None:
+    advice = getattr(os, name, None)
+    if advice is not None:
+        try:
+            os.posix_fadvise(fd, 0, 0, advice)
+        except OSError:
+            pass
+
+
+def _crc(win: memoryview, lp: int, e: int) -> tuple[int, int]:
+    """(stored, computed) CRC as ``ensureValid`` checks it: CRC-32C from the attributes for magic >= 2,
+    CRC-32 from the magic byte for v0/v1 (and negative magics, which FileLogInputStream reads as legacy)."""
+    if 2 <= win[lp + 16] < 128:
+        return _U32.unpack_from(win, lp + 17)[0], _crc32c.crc32c(win[lp + 21:e])
+    return _U32.unpack_from(win, lp + 12)[0], zlib.crc32(win[lp + 16:e])
+
+
+class _Builder:
+    """The index state of ``LogSegment.recover`` carried from chunk to chunk."""
+
+    def __init__(self, base_offset: int, interval: int, latest_epoch: int) -> None:
+        self.base = base_offset
+        self.interval = interval
+        self.latest_epoch = latest_epoch
+        self.last_index_entry = 0
+        self.max_ts = NO_TIMESTAMP
+        self.max_ts_offset = base_offset
+        self.time_last_ts = NO_TIMESTAMP
+        self.time_last_offset = base_offset
+        self.index_offsets: list[I64] = []
+        self.index_positions: list[I64] = []
+        self.index_count = 0
+        self.index_last: int | None = None
+        self.time_ts: list[I64] = []
+        self.time_offsets: list[I64] = []
+        self.time_count = 0
+        self.epochs: list[tuple[int, int]] = []
+
+    def feed(self, q: I64, last: I64, mts: I64) -> tuple[int, str, int, int] | None:
+        """Apply the rules to one chunk; on an ``InvalidOffsetException`` return (batch, what, offset, last)."""
+        n = len(q)
+        # Running max timestamp and the offset of the first batch that reached it (strictly greater wins).
+        prev_max = np.maximum.accumulate(np.concatenate(([self.max_ts], mts)))
+        run_max = prev_max[1:]
+        is_new = mts > prev_max[:-1]
+        src = np.maximum.accumulate(np.where(is_new, np.arange(n), -1))
+        run_off = np.where(src >= 0, last[np.maximum(src, 0)], self.max_ts_offset)
+        # Index points: validBytes - lastIndexEntry > interval, lastIndexEntry = the last indexed position.
+        k = np.zeros(0, np.int64)
+        i = int(np.searchsorted(q, self.last_index_entry + self.interval, side="right"))
+        if i < n:
+            nxt = np.searchsorted(q, q + self.interval, side="right")
+            if bool((nxt[i:] == np.arange(i + 1, n + 1)).all()):
+                k = np.arange(i, n, dtype=np.int64)  # batches larger than the interval: each one is a point
+            else:
+                points: list[int] = []
+                following = nxt.tolist()
+                while i < n:
+                    points.append(i)
+                    i = following[i]
+                k = np.array(points, np.int64)
+        failure: tuple[int, str, int, int] | None = None
+        if len(k):
+            offs = last[k]
+            # OffsetIndex.append needs strictly increasing offsets.
+            prev = np.concatenate(([self.index_last if self.index_last is not None else offs[0] - 1], offs[:-1]))
+            bad_off = offs <= prev
+            # TimeIndex.maybeAppend(runMax, runOff) at each point: appends when the timestamp rises, but
+            # rejects an offset below the last *appended* entry's even when it does not append.
+            ts_c, off_c = run_max[k], run_off[k]
+            appended = ts_c > np.concatenate(([self.time_last_ts], ts_c[:-1]))
+            last_app = np.maximum.accumulate(np.where(appended, np.arange(len(k)), -1))
+            before = np.concatenate(([-1], last_app[:-1]))
+            prev_off = np.where(before >= 0, off_c[np.maximum(before, 0)], self.time_last_offset)
+            has_entries = (before >= 0) | (self.time_count > 0)
+            bad_time = has_entries & (off_c < prev_off)
+            bad = bad_off | bad_time
+            k_off = k_time = k
+            if bad.any():
+                j = int(np.argmax(bad))
+                if bad_off[j]:
+                    failure = (int(k[j]), "offset index", int(offs[j]), int(prev[j]))
+                    k_off, k_time = k[:j], k[:j]
+                else:
+                    failure = (int(k[j]), "time index", int(off_c[j]), int(prev_off[j]))
+                    k_off, k_time = k[:j + 1], k[:j]
+                appended = appended[:j]
+            if len(k_off):
+                self.index_offsets.append(last[k_off])
+                self.index_positions.append(q[k_off])
+                self.index_last = int(last[k_off[-1]])
+                self.last_index_entry = int(q[k_off[-1]])
+            if appended.any():
+                sel = k_time[appended]
+                self.time_ts.append(run_max[sel])
+                self.time_offsets.append(run_off[sel])
+                self.time_last_ts = int(run_max[sel[-1]])
+                self.time_last_offset = int(run_off[sel[-1]])
+            if failure is not None:  # slot numbers as the exception reports them
+                failure = (failure[0], failure[1], failure[2], failure[3])
+                self.index_count += len(k_off) - (0 if failure[1] == "offset index" else 1)
+                self.time_count += int(appended.sum())
+            else:
+                self.index_count += len(k_off)
+                self.time_count += int(appended.sum())
+        if failure is not None:
+            # recover() had already folded batch k into maxTimestampSoFar when the append threw.
+            self.max_ts = int(run_max[failure[0]])
+            self.max_ts_offset = int(run_off[failure[0]])
+            return failure
+        if n:
+            self.max_ts = int(run_max[-1])
+            self.max_ts_offset = int(run_off[-1])
+        return None
+
+    def feed_epochs(self, epochs: I64, base_offsets: I64, magic: npt.NDArray[np.int8]) -> None:
+        """Leader-epoch cache: assign (epoch, baseOffset) for v2 batches with epoch >= 0 above the latest."""
+        ep = np.where(magic >= MAGIC_V2, epochs, -1)
+        prev = np.maximum.accumulate(np.concatenate(([self.latest_epoch], ep)))
+        new = (ep >= 0) & (ep > prev[:-1])
+        for i in np.flatnonzero(new).tolist():
+            self.epochs.append((int(ep[i]), int(base_offsets[i])))
+        self.latest_epoch = int(prev[-1])
+
+
+def _first_control_failure(fd: int, path: str, q: I64, sizes: I64, h: npt.NDArray[np.void]) -> ControlFailure | None:
+    """The first control batch of a chunk whose transaction marker the producer-state update rejects."""
+    ctrl = np.flatnonzero((h["magic"] >= MAGIC_V2) & ((h["attributes"] & 0x20) != 0))
+    for i in ctrl.tolist():
+        pos, n = int(q[i]), int(sizes[i])
+        ensure_readable(n, path, pos)
+        failure = check_control_batch(os.pread(fd, n, pos), pos)
+        if failure is not None:
+            return failure
+    return None
+
+
+def _concat(parts: list[I64]) -> I64:
+    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+
+def recover_fast(path: str, size: int, base_offset: int, *, index_interval_bytes: int, verify: bool = False,
+                 latest_epoch: int = -1, observers: Sequence[ChunkObserver] = ()) -> SegmentRecovery:
+    """``LogSegment.recover`` of the first ``size`` bytes of ``path`` (see the module doc)."""
+    out = SegmentRecovery(base_offset, size)
+    try:
+        fd = _open_noatime(path)
+    except OSError as e:
+        raise InputError(f"cannot open: {e.strerror}", path=path) from None
+    try:
+        _advise(fd, "POSIX_FADV_SEQUENTIAL")
+        walk = _Walk(fd, size, verify, path)
+    except BaseException:
+        os.close(fd)
+        raise
+    b = _Builder(base_offset, index_interval_bytes, latest_epoch)
+    step = max(1024, min(CHUNK_BATCHES, _budget.cache_bytes() // BYTES_PER_BATCH))
+    batches = 0
+    last_offset: int | None = None
+    magics: set[int] = set()
+    try:
+        while True:
+            walk.step()
+            if walk.stop is None and walk.pending < step:
+                continue
+            q, hdr = walk.take()
+            n = len(q)
+            p = walk.p
+            stop = walk.stop
+            if walk.bad_size is not None:
+                out.error = size_below_overhead(walk.bad_size, path, p)
+                stop = WalkEnd("corrupt", p, size - p, out.error.message, walk.bad_size)
+            if n:
+                h = np.frombuffer(hdr, dtype=_V2)
+                magic = h["magic"].astype(np.int8)
+                sizes = h["size"].astype(np.int64) + 12
+                base_off = h["base"].astype(np.int64)
+                is_v2 = magic >= MAGIC_V2
+                last = np.where(is_v2, base_off + h["last_delta"], base_off)
+                legacy_ts = np.frombuffer(hdr, dtype=_LEGACY)["ts"]
+                # LegacyRecord.timestamp(): NO_TIMESTAMP for magic 0, else the (wrapper's) own field
+                mts = np.where(is_v2, h["max_ts"], np.where(magic == MAGIC_V0, NO_TIMESTAMP, legacy_ts))
+                # Per-batch checks in recover()'s order: ensureValid (v2 size, CRC), ensureOffsetInRange.
+                rel = last - base_offset
+                bad = (is_v2 & (sizes < V2_OVERHEAD)) | (rel < 0) | (rel > INT32_MAX)
+                first_bad = int(np.argmax(bad)) if bad.any() else n
+                crc_index = walk.crc_failure[0] if walk.crc_failure is not None else n
+                if min(first_bad, crc_index) < n:
+                    i = min(first_bad, crc_index)
+                    bp = int(q[i])
+                    if is_v2[i] and sizes[i] < V2_OVERHEAD:
+                        out.error = v2_too_small(int(sizes[i]), path, bp)
+                    elif i == crc_index and walk.crc_failure is not None:
+                        _, stored, computed = walk.crc_failure
+                        out.error = CorruptRecordError(
+                            f"Record is corrupt (stored crc = {stored}, computed crc = {computed})", path=path,
+                            position=bp)
+                    else:
+                        out.error = offset_overflow(int(last[i]), base_offset, path, bp)
+                        out.fatal = "offset-overflow"
+                    q, sizes, magic, last, mts, base_off = q[:i], sizes[:i], magic[:i], last[:i], mts[:i], base_off[:i]
+                    h = h[:i]
+                    p = bp
+                    stop = WalkEnd("corrupt", p, size - p, out.error.message)
+                # With verify, the producer-state step of the (rare) control batches: read each one whole.
+                control: ControlFailure | None = None
+                if verify:
+                    control = _first_control_failure(fd, path, q, sizes, h)
+                    if control is not None:
+                        c = int(np.searchsorted(q, control.position)) + 1  # keep the control batch itself
+                        q, sizes, magic, last, mts = q[:c], sizes[:c], magic[:c], last[:c], mts[:c]
+                        base_off, h = base_off[:c], h[:c]
+                # The index rules on arrays.
+                failure = b.feed(q, last, mts)
+                if failure is not None:
+                    k, what, off, prev = failure
+                    slot = b.index_count if what == "offset index" else b.time_count
+                    p = int(q[k])
+                    out.error = invalid_offset(off, slot, prev, what, path, p)
+                    out.fatal = "invalid-offset"
+                    stop = WalkEnd("corrupt", p, size - p, out.error.message)
+                    magics.update(np.unique(magic[:k + 1]).tolist())  # recover() saw batch k's header
+                    q, sizes, magic, last, mts, base_off = q[:k], sizes[:k], magic[:k], last[:k], mts[:k], base_off[:k]
+                    h = h[:k]
+                elif control is not None:  # after the batch's index entries and epoch, as updateProducerState
+                    apply_control_failure(out, control, path, size)
+                    stop = out.stop
+                    p = control.end
+                if len(q):
+                    b.feed_epochs(h["epoch"].astype(np.int64), base_off, magic)
+                    magics.update(np.unique(magic).tolist())
+                    last_offset = int(last[-1])
+                    chunk = BatchChunk(batches, q, sizes, magic, last, mts)
+                    for o in observers:
+                        o.feed(chunk)
+                    batches += len(q)
+            if stop is not None:
+                out.stop = stop
+                out.valid_bytes = p
+                break
+    finally:
+        walk.close()
+        os.close(fd)
+    out.batches = batches
+    out.last_offset = last_offset
+    out.max_timestamp = b.max_ts
+    out.offset_of_max_timestamp = b.max_ts_offset
+    out.epochs = b.epochs
+    out.magics = magics
+    # The roll/close entry, after the truncation; an offset below the last entry's throws here too.
+    if out.completes and b.time_count and b.max_ts_offset < b.time_last_offset:
+        out.error = invalid_offset(b.max_ts_offset, b.time_count, b.time_last_offset, "time index", path,
+                                   out.valid_bytes)
+        out.fatal, out.control = "invalid-offset", None  # LogLoader empties the segment, marker and all
+    elif out.completes and b.max_ts > b.time_last_ts:
+        b.time_ts.append(np.array([b.max_ts], np.int64))
+        b.time_offsets.append(np.array([b.max_ts_offset], np.int64))
+    out.index_offsets = _concat(b.index_offsets)
+    out.index_positions = _concat(b.index_positions)
+    out.time_timestamps = _concat(b.time_ts)
+    out.time_offsets = _concat(b.time_offsets)
+    return out

@@ -1,0 +1,224 @@
+"""Up-conversion of v0/v1 batches to v2, as Kafka 4's log cleaner rewrites them. Spec §5.4, §5.5.
+
+Kafka 4.0 (KIP-724 completed; KAFKA-13093, PR #18321) still serves v0/v1 data already on disk but no
+longer writes it; its cleaner converts legacy batches to v2 whenever it rewrites a segment
+(``MemoryRecords.buildRetainedRecordsInto``): a builder of magic 2 with the original batch's codec,
+timestamp type (``NoTimestampType`` -> ``CreateTime``), log append time (the batch's max timestamp when
+it is LogAppendTime), producer id/epoch/sequence and partition leader epoch (all -1 for legacy data),
+and base offset = the first retained record's offset. So:
+
+* a compressed legacy wrapper -> one v2 batch of its inner records;
+* an uncompressed legacy message -> a v2 batch of its own (``batch_bytes=0``); kafkatool can instead
+  group consecutive messages into v2 batches up to ``batch_bytes`` (KIP-126 estimate), breaking a group
+  where the timestamp type changes or, for LogAppendTime, where the append time changes, because one
+  v2 batch has one log append time;
+* v0 records get timestamp -1 with CreateTime;
+* v2 batches are copied unchanged, unless ``--codec`` asks for another codec: then their records are
+  compressed anew and every header field is kept (control batches and batches without records stay as
+  they are: Kafka never compresses them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kafkatool.errors import LimitExceededError
+from kafkatool.record.batch import MAGIC_V2, NO_SEQUENCE, NO_TIMESTAMP, Record, TimestampType, increment_sequence
+from kafkatool.record.codecs import Codec
+from kafkatool.record.default_records import DefaultRecordBatch, build_batch, stored_records, with_codec
+from kafkatool.record.estimator import (
+    BatchPlanner,
+    CompressionRatioEstimator,
+    build_within_limit,
+    compressed_payload,
+    record_size,
+    v2_record_size,
+)
+from kafkatool.record.file_records import RecordBatch
+
+# What the converters hand to the segment writer: bytes, first offset (None: unknown), last offset, batches.
+Unit = tuple[bytes, int | None, int, int]
+
+
+@dataclass(slots=True)
+class ConversionCounters:
+    """Counters both directions share (the per-partition summary)."""
+
+    records_in: int = 0
+    records_out: int = 0
+    batches_out: int = 0
+    batches_built: int = 0  # output batches built anew (not copied)
+    batches_copied: int = 0
+    recompressed_batches: int = 0  # built batches written with a compression codec
+    codec_changed_batches: int = 0  # source batches whose output codec differs from theirs
+    splits: int = 0  # split events: a built batch (or a part of one) larger than --max-message-bytes was split
+    split_batches: int = 0  # batches those splits produced in the end
+    batches_split: int = 0  # planned batches that needed at least one split (each counted once)
+
+
+def oversized_copy(batch: RecordBatch, max_bytes: int) -> LimitExceededError:
+    return LimitExceededError(
+        f"batch at offset {batch.last_offset} is {batch.size} bytes, more than --max-message-bytes {max_bytes}; "
+        "it is copied unchanged, so raise the limit to the topic's max.message.bytes", position=batch.position)
+
+
+class UpConverter:
+    """Turns the batches of one partition, in order, into v2 output units."""
+
+    def __init__(self, *, codec: Codec | None, batch_bytes: int, max_message_bytes: int,
+                 estimator: CompressionRatioEstimator, topic: str, counters: ConversionCounters,
+                 limit: int | None = None) -> None:
+        self.codec = codec
+        self.batch_bytes = batch_bytes
+        self.max_bytes = max_message_bytes
+        self.estimator = estimator
+        self.topic = topic
+        self.c = counters
+        self.limit = limit
+        self._pending: list[Record] = []
+        self._pending_key: tuple[TimestampType, int] | None = None
+        self._pending_codec = Codec.NONE
+        self._pending_source_codec = Codec.NONE
+        self._planner: BatchPlanner | None = None
+
+    def add(self, batch: RecordBatch) -> list[Unit]:
+        """Units completed by ``batch`` (a pending group of messages is completed by anything that
+        cannot join it)."""
+        c = self.c
+        if batch.magic >= MAGIC_V2:
+            units = self.flush()
+            if (self.codec is not None and self.codec != batch.codec and isinstance(batch, DefaultRecordBatch)
+                    and not batch.is_control and batch.records_count > 0):
+                units.extend(self._with_codec(batch, self.codec))
+                return units
+            if batch.size > self.max_bytes:
+                raise oversized_copy(batch, self.max_bytes)
+            n = int(batch.count or 0)
+            c.records_in += n
+            c.records_out += n
+            c.batches_copied += 1
+            c.batches_out += 1
+            units.append((bytes(batch.raw()), batch.base_offset, batch.last_offset, 1))
+            return units
+        records = batch.records(limit=self.limit)
+        c.records_in += len(records)
+        ts_type = batch.timestamp_type
+        if ts_type == TimestampType.NO_TIMESTAMP_TYPE:
+            ts_type = TimestampType.CREATE_TIME
+        lat = batch.max_timestamp if ts_type == TimestampType.LOG_APPEND_TIME else NO_TIMESTAMP
+        if batch.is_compressed:
+            units = self.flush()
+            codec = batch.codec if self.codec is None else self.codec
+            if codec != batch.codec:
+                c.codec_changed_batches += 1
+            units.extend(self._build(records, codec, ts_type, lat))
+            return units
+        # One uncompressed legacy message.
+        codec = Codec.NONE if self.codec is None else self.codec
+        if codec != Codec.NONE:
+            c.codec_changed_batches += 1
+        (rec,) = records
+        key = (ts_type, lat)
+        units = []
+        if self._pending and (key != self._pending_key or self._planner is None or not self._planner.has_room_for(
+                record_size(MAGIC_V2, rec, self._pending[0].offset, self._pending[-1].offset,
+                            self._pending[0].timestamp))):
+            units = self.flush()
+        if not self._pending:
+            self._pending_key = key
+            self._pending_codec = codec
+            ratio = self.estimator.estimation(self.topic, codec)
+            self._planner = BatchPlanner(MAGIC_V2, codec, self.batch_bytes, ratio)
+            self._planner.append(v2_record_size(0, 0, rec.key, rec.value, ()))
+        else:
+            assert self._planner is not None
+            first = self._pending[0]
+            self._planner.append(v2_record_size(rec.offset - first.offset, rec.timestamp - first.timestamp,
+                                                rec.key, rec.value, ()))
+        self._pending.append(rec)
+        if self.batch_bytes <= 0:
+            units.extend(self.flush())
+        return units
+
+    def _with_codec(self, batch: DefaultRecordBatch, codec: Codec) -> list[Unit]:
+        """A v2 batch re-encoded with ``--codec``: every header field kept, CRC recomputed
+        (:func:`kafkatool.record.default_records.with_codec`). One that comes out larger than the limit is split as
+        the producer splits (KIP-126): each part keeps the producer id/epoch, flags and leader epoch, starts
+        at its first record's offset and sequence, and the last part keeps the batch's last offset."""
+        c = self.c
+        n = batch.records_count
+        c.records_in += n
+        c.codec_changed_batches += 1
+        data, uncompressed = with_codec(batch, codec, limit=self.limit)
+        if len(data) <= self.max_bytes:
+            if codec != Codec.NONE and uncompressed:
+                self.estimator.update_estimation(self.topic, codec, compressed_payload(MAGIC_V2, data) / uncompressed)
+            c.records_out += n
+            c.batches_out += 1
+            c.batches_built += 1
+            if codec != Codec.NONE:
+                c.recompressed_batches += 1
+            return [(data, batch.base_offset, batch.last_offset, 1)]
+        records = stored_records(batch, limit=self.limit)
+        first, last = records[0], records[-1]
+        ts_type = batch.timestamp_type
+        lat = batch.max_timestamp if ts_type == TimestampType.LOG_APPEND_TIME else NO_TIMESTAMP
+        base_seq = batch.base_sequence
+
+        def build(recs: list[Record]) -> bytes:
+            base = batch.base_offset if recs[0] is first else recs[0].offset
+            seq = NO_SEQUENCE if base_seq == NO_SEQUENCE else increment_sequence(base_seq, base - batch.base_offset)
+            return build_batch([(r.offset, r.timestamp, r.key, r.value, r.headers) for r in recs],
+                               base_offset=base, codec=codec,
+                               timestamp_type=ts_type, log_append_time=lat, producer_id=batch.producer_id,
+                               producer_epoch=batch.producer_epoch, base_sequence=seq,
+                               is_transactional=batch.is_transactional,
+                               partition_leader_epoch=batch.partition_leader_epoch,
+                               delete_horizon_ms=batch.delete_horizon_ms,
+                               override_last_offset=batch.last_offset if recs[-1] is last else None)
+
+        return self._emit(records, data, uncompressed, codec, build)
+
+    def flush(self) -> list[Unit]:
+        """Complete the pending group of uncompressed messages (at a segment end, or before other data)."""
+        if not self._pending:
+            return []
+        recs, self._pending = self._pending, []
+        assert self._pending_key is not None
+        ts_type, lat = self._pending_key
+        self._planner = None
+        return self._build(recs, self._pending_codec, ts_type, lat)
+
+    def _build(self, records: list[Record], codec: Codec, ts_type: TimestampType, lat: int) -> list[Unit]:
+        def build(recs: list[Record]) -> bytes:
+            # partitionLeaderEpoch, producer id/epoch/sequence: the legacy batch's, i.e. all -1.
+            return build_batch([(r.offset, r.timestamp, r.key, r.value, ()) for r in recs], codec=codec,
+                               timestamp_type=ts_type, log_append_time=lat)
+
+        data = build(records)
+        first = records[0]
+        uncompressed = sum(v2_record_size(r.offset - first.offset, r.timestamp - first.timestamp, r.key, r.value, ())
+                           for r in records)
+        return self._emit(records, data, uncompressed, codec, build)
+
+    def _emit(self, records: list[Record], data: bytes, uncompressed: int, codec: Codec,
+              build: Callable[[list[Record]], bytes]) -> list[Unit]:
+        c = self.c
+        result = build_within_limit(records, data, uncompressed, magic=MAGIC_V2, codec=codec,
+                                    max_bytes=self.max_bytes, split_size=self.max_bytes, estimator=self.estimator,
+                                    topic=self.topic, build=build, describe_offset=lambda r: str(r[0]))
+        if result.splits:
+            c.splits += result.splits
+            c.split_batches += len(result.batches)
+            c.batches_split += 1
+        units: list[Unit] = []
+        for built, recs in result.batches:
+            units.append((built, recs[0].offset, recs[-1].offset, 1))
+            c.records_out += len(recs)
+            c.batches_out += 1
+            c.batches_built += 1
+            if codec != Codec.NONE:
+                c.recompressed_batches += 1
+        return units
+

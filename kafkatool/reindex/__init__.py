@@ -1,0 +1,2 @@
+"""``kafkatool reindex-time``'s engine: rebuild, judge and replace ``.index``/``.timeindex`` files.
+"""

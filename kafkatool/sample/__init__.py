@@ -1,0 +1,2 @@
+"""``kafkatool sample``'s engine: a realistic, deterministic Kafka log dir, simulated append by append.
+"""
