@@ -53,7 +53,7 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     from benchmarks.data import kafka_ref
 
-    ref = kafka_ref()  # located or built by tests/kafkaref.py
+    ref = kafka_ref()  # located or built by tests/support/kafkaref.py
     ref_deep = None
     if Path(ref).is_file():
         ref_deep = best([ref, "dump", "--in", str(seg), "--deep", "--payload", "b64"], a.runs, env)

@@ -34,8 +34,8 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.data import DEFAULT_DATA_DIR  # noqa: E402
 from benchmarks.procs import _pss, _tree  # noqa: E402
-from kafkatool import budget  # noqa: E402
 from kafkatool.reindex.engine import working_set  # noqa: E402
+from kafkatool.util import budget  # noqa: E402
 from kafkatool.util.units import format_size, parse_size  # noqa: E402
 
 MiB = 1 << 20

@@ -4,7 +4,7 @@
 #
 #   benchmarks/canary_bench.sh [RECORDS]     (default 300000: a ~59 MiB v0/v1/v2 partition, every codec)
 #
-# Data under bench-data/canary (not in git; $BENCH_DATA). kafka-ref: located or built by tests/kafkaref.py.
+# Data under bench-data/canary (not in git; $BENCH_DATA). kafka-ref: located or built by tests/support/kafkaref.py.
 # Python: $PYTHON, else python3 (kafkatool's dependencies installed).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"

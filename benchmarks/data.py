@@ -103,13 +103,13 @@ _LAUNCHER: str | None = None
 
 
 def kafka_ref() -> str:
-    """The kafka-ref launcher, located or built by ``tests/kafkaref.py`` (``$KAFKA_REF_BUILD``, ``$KAFKA_REF``,
+    """The kafka-ref launcher, located or built by ``tests/support/kafkaref.py`` (``$KAFKA_REF_BUILD``, ``$KAFKA_REF``,
     else compiled once into ``~/.cache/kafkatool``: the same build the interop tests use)."""
     global _LAUNCHER
     if _LAUNCHER is None:
         if str(ROOT) not in sys.path:
             sys.path.insert(0, str(ROOT))
-        from tests.kafkaref import KafkaRefUnavailable, ensure_kafka_ref
+        from tests.support.kafkaref import KafkaRefUnavailable, ensure_kafka_ref
 
         try:
             _LAUNCHER = str(ensure_kafka_ref())

@@ -6,7 +6,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DATA=${1:-$ROOT/bench-data/fetchsim}
 PY=${PYTHON:-python3}
-KREF=$(cd "$ROOT" && PYTHONPATH="$ROOT" "$PY" -m benchmarks.data kafka-ref)  # located or built by tests/kafkaref.py
+KREF=$(cd "$ROOT" && PYTHONPATH="$ROOT" "$PY" -m benchmarks.data kafka-ref)  # located or built by tests/support/kafkaref.py
 mkdir -p "$DATA"
 LOG=$DATA/large.log
 if [ ! -f "$LOG" ]; then  # ~100 MB: 1000 v2 batches of 100 records x 1000 B

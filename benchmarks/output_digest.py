@@ -5,14 +5,16 @@ write byte-identical results.
 source tree SRC (``python -m kafkatool`` with SRC first on PYTHONPATH; its C extension built in place, or
 ``KAFKATOOL_PURE=1`` for both trees) over a sample log dir it writes into DIR, and records the SHA-256 of
 every output: stdout of ``dump --deep --format json``, the files ``reindex-time --output`` and
-``downconvert --to-magic 1``/``0 --zstd-to lz4`` write, ``fetch-sim --raw`` files at several offsets and limits, stdout of
-``spark-scan --format json`` with ``--engine local-processes`` and (``--spark``) with embedded Spark.
+``downconvert --to-magic 1``/``0 --zstd-to lz4`` write, ``fetch-sim --raw`` files at several offsets and
+limits, stdout of ``spark-scan --format json`` with ``--engine local-processes`` and (``--spark``) with
+embedded Spark.
 
 ``python -m benchmarks.output_digest compare A.json B.json`` prints every difference; exit 1 if any.
 
 Commands run with their working directory inside DIR and relative paths, so two runs in two work dirs
-print the same bytes (absolute paths in the output have the work dir replaced). Figures that measure the run itself (elapsed times, throughput) are not outputs:
-the JSON keys listed in ``VOLATILE`` are dropped before hashing.
+print the same bytes (absolute paths in the output have the work dir replaced). Figures that measure the
+run itself (elapsed times, throughput, peak RSS) are not outputs: the JSON keys listed in ``VOLATILE`` are
+dropped before hashing.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-VOLATILE = {"elapsed_s", "peak_rss_bytes", "elapsed_ms", "seconds", "mb_per_s", "throughput", "wall_s", "cpu_s", "duration_s"}
+VOLATILE = {"elapsed_s", "peak_rss_bytes", "elapsed_ms", "seconds", "mb_per_s", "throughput", "wall_s", "cpu_s",
+            "duration_s"}
 
 
 def _strip(obj: object) -> object:

@@ -10,7 +10,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DATA=${1:-$ROOT/bench-data/sample}
 MIB=${2:-50}
 PY=${PYTHON:-python3}
-KREF=$(cd "$ROOT" && PYTHONPATH="$ROOT" "$PY" -m benchmarks.data kafka-ref)  # located or built by tests/kafkaref.py
+KREF=$(cd "$ROOT" && PYTHONPATH="$ROOT" "$PY" -m benchmarks.data kafka-ref)  # located or built by tests/support/kafkaref.py
 mkdir -p "$DATA"
 run() {  # label, output size file, command...
   local label=$1 out=$2; shift 2

@@ -11,8 +11,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
-from kafkatool import legacy_records  # noqa: E402
-from kafkatool.record import codecs, default_records
+from kafkatool.record import (  # noqa: E402
+    codecs,
+    default_records,
+    legacy_records,  # noqa: E402
+)
 from kafkatool.record.codecs import Codec  # noqa: E402
 
 

@@ -1,7 +1,7 @@
 # Stubs of the C extension kafkatool/_speedups.c (see kafkatool/_accel.py for the contract).
 from collections.abc import Callable
 
-from kafkatool.batch import Header, Record
+from kafkatool.record.batch import Header, Record
 
 Buffer = bytes | bytearray | memoryview
 

@@ -17,7 +17,7 @@ import pytest
 from benchmarks import report
 from benchmarks.data import DEFAULT_SCENARIOS, FULL_SCENARIOS, QUICK_SCENARIOS, ROOT, Scenario, scenario_by_name
 from benchmarks.run import DOWN_V1, DUMP, FETCH_SIM, REINDEX, ROWS, check_counts, parse_args, ratio, select_rows
-from tests.kafkaref import KafkaRef
+from tests.support.kafkaref import KafkaRef
 
 
 def test_full_matrix_is_every_shape_the_issue_names() -> None:

@@ -37,8 +37,9 @@ from kafkatool.record import legacy_records as lr
 from kafkatool.record.batch import Header, Record
 from kafkatool.record.codecs import Codec
 from kafkatool.record.file_records import verify_segment
-from tests.test_convert_units import v2_batches
-from tests.test_fast_paths import as_file, err, segment
+from tests.record.test_conversion import v2_batches
+from tests.record.test_fast_paths import as_file, err, segment
+from tests.support.paths import HOSTILE
 
 try:
     SP: ModuleType | None = importlib.import_module("kafkatool._speedups")
@@ -49,7 +50,6 @@ except ImportError as e:  # the failure is reported by test_extension_is_built a
     _IMPORT_ERROR = e
 
 TS = 1_700_000_000_000
-HOSTILE = Path(__file__).parent / "hostile"
 SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # Every module that dispatches to the extension through ``_C``.
@@ -377,7 +377,7 @@ def hostile_logs() -> list[Path]:
 
 @pytest.mark.parametrize("path", hostile_logs(), ids=lambda p: str(p.relative_to(HOSTILE)))
 def test_hostile_corpus_same_with_and_without(path: Path) -> None:
-    from tests.test_hostile_library import first_problem
+    from tests.hostile.test_library import first_problem
 
     results = []
     for on in (False, True):
@@ -750,7 +750,7 @@ def test_downconvert_run_keeps_the_kip126_estimate(tmp_path: Path) -> None:
     from kafkatool.record.estimator import CompressionRatioEstimator
     from kafkatool.record.file_records import FileRecords
     from kafkatool.record.up_convert import ConversionCounters
-    from tests.convert_fixtures import make_partition, v2_log
+    from tests.support.convert_fixtures import make_partition, v2_log
 
     small = v2_log(0, batches=150, per_batch=5, codec=Codec.LZ4, value_bytes=200)
     small += v2_log(750, batches=40, per_batch=3, codec=Codec.GZIP, payload=random.Random(7).randbytes(200))
@@ -794,7 +794,7 @@ def test_downconvert_run_frames_snappy_and_lz4_blocks_as_the_codecs_do(tmp_path:
     """The run frames one snappy or lz4 block itself (xerial header; Kafka's lz4 frame with the magic-0 header
     checksum quirk, a block stored raw when it does not shrink): byte for byte what codecs.compress writes, for
     incompressible, compressible, 32 KiB and 64 KiB inputs and the multi-block ones it leaves to compress."""
-    from tests.convert_fixtures import make_partition, v2_log
+    from tests.support.convert_fixtures import make_partition, v2_log
 
     rnd = random.Random(11)
     segs = b""

@@ -21,9 +21,15 @@ from typing import Any
 from kafkatool.canary.clients import ClientCapability
 from kafkatool.canary.inventory import LogDirInventory, PartitionInventory
 from kafkatool.errors import KafkaToolError, UsageError
-from kafkatool.fetch.report import partition_problem
-from kafkatool.fetch.response import error_name
-from kafkatool.fetch.simulate import DEFAULT_PARTITION_MAX_BYTES, FetchOptions, PartitionLog, PartitionRequest, simulate
+from kafkatool.fetch import (
+    DEFAULT_PARTITION_MAX_BYTES,
+    FetchOptions,
+    PartitionLog,
+    PartitionRequest,
+    error_name,
+    partition_problem,
+    simulate,
+)
 from kafkatool.log.layout import PartitionDir
 from kafkatool.util.units import format_size
 

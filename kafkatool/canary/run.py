@@ -191,8 +191,7 @@ def convert_partition_to_v2(src: Path, dst_root: Path, opts: RunOptions) -> dict
     Options as Kafka 4's cleaner rewrites legacy data, except that a built batch over ``max.message.bytes`` is
     split (KIP-126) where the cleaner would fail; segments are never re-rolled (``segment_bytes`` at its int32
     maximum), so output segments map 1:1 onto input segments."""
-    from kafkatool.convert.engine import MAX_SEGMENT_BYTES, ConvertObserver, ConvertOptions, convert_partition
-    from kafkatool.convert.files import resolve_sources
+    from kafkatool.convert import MAX_SEGMENT_BYTES, ConvertObserver, ConvertOptions, convert_partition, resolve_sources
     from kafkatool.record.estimator import CompressionRatioEstimator
 
     copts = ConvertOptions(to_magic=opts.target_format,

@@ -96,9 +96,9 @@ def reindex_time(
     require(sum([check, output is not None, in_place, recovery_report]) <= 1,
             "--check, --output, --in-place and --recovery-report are alternatives: give one")
     require(not (no_backup or keep_valid) or in_place, "--no-backup and --keep-valid go with --in-place")
-    from kafkatool.reindex.run import ReindexRequest, reindex_time
+    from kafkatool.reindex.run import ReindexRequest, RunMode, reindex_time
 
-    mode = "in-place" if in_place else "output" if output is not None else \
+    mode: RunMode = "in-place" if in_place else "output" if output is not None else \
         "recovery-report" if recovery_report else "check"
     request = ReindexRequest(paths, mode, output, backup=not no_backup, keep_valid=keep_valid,
                              offset_index=not no_offset_index, index_interval_bytes=index_interval_bytes,

@@ -1,3 +1,15 @@
 """``kafkatool downconvert``/``upconvert``'s engine: partitions and log dirs rewritten between message
 formats, segment by segment, in bounded memory.
 """
+
+from kafkatool.convert.engine import (
+    MAX_SEGMENT_BYTES,
+    ConvertObserver,
+    ConvertOptions,
+    convert_log,
+    convert_partition,
+)
+from kafkatool.convert.files import resolve_sources
+
+__all__ = ["MAX_SEGMENT_BYTES", "ConvertObserver", "ConvertOptions", "convert_log", "convert_partition",
+           "resolve_sources"]

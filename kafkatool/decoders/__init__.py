@@ -29,7 +29,13 @@ from importlib.metadata import EntryPoint, entry_points
 from typing import Protocol, runtime_checkable
 
 from kafkatool.decoders.message import java_utf8
-from kafkatool.decoders.offsets import decode_offsets_record
+from kafkatool.decoders.offsets import (
+    GROUP_METADATA_TOPIC,
+    decode_offsets_record,
+    offset_commit_key,
+    offset_commit_value,
+    partition_for_group,
+)
 from kafkatool.decoders.transactions import decode_transaction_record
 from kafkatool.errors import ExitCode, KafkaToolError, UsageError
 from kafkatool.record.batch import Record
@@ -37,8 +43,9 @@ from kafkatool.record.batch import Record
 ENTRY_POINT_GROUP = "kafkatool.decoders"
 
 __all__ = [
-    "BytesDecoder", "DecoderError", "ENTRY_POINT_GROUP", "MessageParser", "RecordDecoder", "available_decoders",
-    "bytes_decoder", "record_decoder", "resolve_parser",
+    "GROUP_METADATA_TOPIC", "BytesDecoder", "DecoderError", "ENTRY_POINT_GROUP", "MessageParser", "RecordDecoder",
+    "available_decoders", "bytes_decoder", "java_utf8", "offset_commit_key", "offset_commit_value",
+    "partition_for_group", "record_decoder", "resolve_parser",
 ]
 
 

@@ -43,7 +43,7 @@ import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from typing import IO
 
-from kafkatool.decoders.message import java_utf8
+from kafkatool.decoders import java_utf8
 from kafkatool.dump.control import describe_control
 from kafkatool.dump.events import (
     BatchEvent,

@@ -191,14 +191,14 @@ class IndexFiles:
             tail = data[entries * entry_size:slots * entry_size]
             if not tail.strip(b"\x00"):
                 yield self.finding("index-padding", self.padding_severity(), display,
-                                     f"{slots - entries} zero slots after {entries} {what} entries (preallocated index of "
-                                     "an active or crashed segment; Kafka stops at the first of them)",
-                                     entries * entry_size, slots=slots - entries, entries=entries)
+                                   f"{slots - entries} zero slots after {entries} {what} entries (preallocated index "
+                                   "of an active or crashed segment; Kafka stops at the first of them)",
+                                   entries * entry_size, slots=slots - entries, entries=entries)
             else:
                 yield self.finding("index-garbage", ERROR if self.opts.strict else WARNING, display,
-                                     f"non-zero bytes after slot {entries}, where a zero relative offset ends the {what} "
-                                     f"index for Kafka: {slots - entries} slots ignored", entries * entry_size,
-                                     slots=slots - entries, entries=entries)
+                                   f"non-zero bytes after slot {entries}, where a zero relative offset ends the "
+                                   f"{what} index for Kafka: {slots - entries} slots ignored", entries * entry_size,
+                                   slots=slots - entries, entries=entries)
 
     def _sanity(self, display: str, check: object, path: Path, base: int) -> Iterator[Event]:
         try:
@@ -305,7 +305,8 @@ class IndexFiles:
             index = _sibling(path, INDEX_SUFFIX)
             if fr is not None:
                 # No .index: Kafka's OffsetIndex would create an empty one; lookups then start at byte 0.
-                lookup = load_offset_lookup(index, base) if index.is_file() else OffsetLookup(base, array("q"), array("q"))
+                lookup = load_offset_lookup(index, base) if index.is_file() \
+                    else OffsetLookup(base, array("q"), array("q"))
         show = opts.emit_data and not opts.verify_index_only
         limit = opts.decompress_limit
         try:

@@ -192,7 +192,7 @@ class OffsetLookup:
 
 
 def load_offset_lookup(path: Path, base_offset: int) -> OffsetLookup:
-    """The ``.index`` at ``path`` as an :class:`OffsetLookup` (entries up to the first zero slot, as read_offset_index)."""
+    """The ``.index`` at ``path`` as an :class:`OffsetLookup` (entries up to the first zero slot)."""
     data = _read_index_bytes(path)
     n = entry_count(data, OFFSET_ENTRY_SIZE, 0)
     offsets: array[int] = array("q")

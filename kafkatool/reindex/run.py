@@ -138,7 +138,8 @@ def _use_budget(req: ReindexRequest, sizes: list[int]) -> None:
     """The workers split the budget; each holds the index entries of one segment at a time (the largest decides
     the minimum); pool workers activate the parent's budget."""
     largest = max(sizes, default=0)
-    budget.activate(budget.resolve(req.memory, workers=req.jobs, working_bytes=working_set(sizes, req.index_interval_bytes),
+    working = working_set(sizes, req.index_interval_bytes)
+    budget.activate(budget.resolve(req.memory, workers=req.jobs, working_bytes=working,
                                    working=f"index entries of a {format_size(largest)} segment"))
 
 
@@ -177,7 +178,8 @@ def _refuse_output_inside(output: Path, inputs: Inputs) -> None:
                              field="output")
 
 
-def _run(req: ReindexRequest, lis: ReindexListener, tasks: list[SegmentTask], options: ReindexOptions) -> ReindexOutcome:
+def _run(req: ReindexRequest, lis: ReindexListener, tasks: list[SegmentTask],
+         options: ReindexOptions) -> ReindexOutcome:
     if options.mode == "in-place":
         for p in remove_stale_temp_files(tasks):
             lis.note(f"removed {p}: a temp file an interrupted in-place run left")

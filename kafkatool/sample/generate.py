@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from kafkatool.decoders.offsets import offset_commit_key, offset_commit_value, partition_for_group
+from kafkatool.decoders import offset_commit_key, offset_commit_value, partition_for_group
 from kafkatool.errors import UsageError
 from kafkatool.log.checkpoints import encode_offset_checkpoint
 from kafkatool.log.layout import CLEAN_SHUTDOWN_FILE, META_PROPERTIES, TopicPartition
@@ -379,7 +379,8 @@ def generate_sample(path: str | os.PathLike[str], spec: SampleSpec, *,
     dest = Path(path)
     _check_destination(dest)
     # Any log dir above DEST stays locked while we write (a broker starting meanwhile fails to lock it).
-    with hold_for_write(dest), staged_directory(dest, fsync=fsync, guard=hold_log_dir, on_durable=crash.point) as staging:
+    with hold_for_write(dest), \
+            staged_directory(dest, fsync=fsync, guard=hold_log_dir, on_durable=crash.point) as staging:
         result = _generate_into(staging, spec, progress)
     return SampleResult(dest, spec, result[0], result[1], result[2], result[3], time.perf_counter() - started)
 

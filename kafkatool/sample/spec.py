@@ -12,7 +12,7 @@ import random
 import re
 from dataclasses import dataclass, replace
 
-from kafkatool.decoders.offsets import GROUP_METADATA_TOPIC
+from kafkatool.decoders import GROUP_METADATA_TOPIC
 from kafkatool.errors import UsageError
 from kafkatool.log.checkpoints import topic_id_from_bytes
 from kafkatool.log.recovery import DEFAULT_INDEX_INTERVAL_BYTES

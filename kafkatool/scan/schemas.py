@@ -1,7 +1,7 @@
 """Arrow schemas of what executors return, and the conversions to and from the scan's Python results.
 
 One Arrow schema per job is the single source of truth: Spark's schema is derived from it
-(``spark_schema``), executors build ``pyarrow.RecordBatch``es of it, and the single-process engine
+(``kafkatool.spark.job.spark_schema``), executors build ``pyarrow.RecordBatch``es of it, and the single-process engine
 writes the same columns. Figures cross the JVM as Arrow, never as Python row objects.
 """
 
@@ -58,13 +58,6 @@ INDEX_CHECK_SCHEMA = pa.schema([
     ("offset_entries_on_disk", _I64), ("offset_entries_rebuilt", _I64),
     ("time_entries_on_disk", _I64), ("time_entries_rebuilt", _I64),
 ])
-
-
-def spark_schema(schema: pa.Schema) -> Any:
-    """The Spark ``StructType`` of an Arrow schema (pyspark imported here only)."""
-    from pyspark.sql.pandas.types import from_arrow_schema
-
-    return from_arrow_schema(schema)
 
 
 def stats_row(r: RangeResult) -> dict[str, Any]:

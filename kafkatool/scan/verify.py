@@ -41,7 +41,7 @@ def _check(arg: tuple[SegmentFile, int]) -> dict[str, Any]:
 
 def index_check_row(seg: SegmentFile, index_interval_bytes: int) -> dict[str, Any]:
     """One segment's index verdict as an ``INDEX_CHECK_SCHEMA`` row (URLs are copied to a temp dir first)."""
-    from kafkatool.reindex.engine import verify_segment
+    from kafkatool.reindex import verify_segment
 
     if is_url(seg.path):
         tmp = tempfile.mkdtemp(prefix="kafkatool-verify-")

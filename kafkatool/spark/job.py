@@ -22,7 +22,7 @@ from kafkatool.errors import KafkaToolError, UsageError
 from kafkatool.scan.engine import DEFAULT_OPTIONS, RangeResult, ScanOptions, ScanReport, merge_results, scan_range
 from kafkatool.scan.export import NO_FILTER, ExportFilter, prepare_output
 from kafkatool.scan.plan import Plan, SegmentFile, balance_segments
-from kafkatool.scan.schemas import INDEX_CHECK_SCHEMA, RECORD_SCHEMA, STATS_SCHEMA, result_from_row, spark_schema
+from kafkatool.scan.schemas import INDEX_CHECK_SCHEMA, RECORD_SCHEMA, STATS_SCHEMA, result_from_row
 from kafkatool.scan.source import is_url
 from kafkatool.spark.executor import export_fn, index_check_fn, stats_fn
 from kafkatool.util import crash
@@ -78,6 +78,13 @@ class StageProgress:
             self._thread.join(timeout=5)
         if self.callback and et is None:
             self.callback(self.total_bytes, self.total_bytes, self.total_tasks, self.total_tasks)
+
+
+def spark_schema(schema: pa.Schema) -> Any:
+    """The Spark ``StructType`` of an Arrow schema (pyspark imported when called)."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(schema)
 
 
 def task_frame(spark: Any, n_tasks: int) -> Any:

@@ -3,14 +3,14 @@
     python tests/hostile/make_corpus.py
 
 Every file is built from a valid kafkatool-written segment (byte-identical to what kafka-clients 3.9.1
-writes for uncompressed batches, see tests/test_records.py) with one deliberate defect. MANIFEST.json
+writes for uncompressed batches, see tests/record/test_records.py) with one deliberate defect. MANIFEST.json
 records, per file, what the defect is and what must be reported:
 
-* by the library, reading as Kafka's own readers do (tests/test_hostile_library.py; the .log files are also
+* by the library, reading as Kafka's own readers do (tests/hostile/test_library.py; the .log files are also
   judged by Kafka itself in tests/interop/test_damage_interop.py): the stage that detects it (walk / crc /
   records / decompress / tail / index / snapshot / recover, or clean where Kafka's reader accepts the bytes),
   the error class, the byte position and a message fragment;
-* by ``kafkatool dump --deep --verify FILE`` (tests/test_hostile_cli.py, through the CLI): ``dump_exit``, the
+* by ``kafkatool dump --deep --verify FILE`` (tests/hostile/test_cli.py, through the CLI): ``dump_exit``, the
   exit code, and ``dump_finding`` / ``dump_position``, the kind and byte position of the first error or
   warning it reports (for exit 0, the finding it reports, if any); ``dump_batches``, where given, the number
   of batches it still prints (garbage in the middle: the ones after it too).
@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
 import lz4.block  # noqa: E402
 import zstandard  # noqa: E402
 
-from kafkatool import snapshot  # noqa: E402
+from kafkatool.log import snapshot  # noqa: E402
 from kafkatool.log.index import OffsetPosition, TimestampOffset, encode_offset_index, encode_time_index  # noqa: E402
 from kafkatool.record import default_records as v2  # noqa: E402
 from kafkatool.record import legacy_records as legacy  # noqa: E402

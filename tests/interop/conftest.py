@@ -1,5 +1,5 @@
 """Interop fixtures. Every test under tests/interop is marked ``interop`` automatically; they fail (never
-skip) when kafka-ref cannot be built (tests/kafkaref.py)."""
+skip) when kafka-ref cannot be built (tests/support/kafkaref.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.interop.corpus import Corpus, make_corpus
-from tests.kafkaref import KafkaRef
+from tests.support.kafkaref import KafkaRef
 
 INTEROP_DIR = Path(__file__).resolve().parent
 

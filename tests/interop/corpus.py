@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.kafkaref import Dump, KafkaRef
+from tests.support.kafkaref import Dump, KafkaRef
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Kafka's own verdict on each malformed transaction marker of ``tests/control_batches.py``.
+"""Kafka's own verdict on each malformed transaction marker of ``tests/support/control_batches.py``.
 
 ``control_step/ControlStep.java`` runs, with kafka-clients 3.9.1, what recovery's producer-state update does
 with a control batch (``ProducerAppendInfo.append``: ``batch.iterator()``, ``next()``,
@@ -13,8 +13,8 @@ import subprocess
 from pathlib import Path
 
 from kafkatool.log.recovery.control import check_control_batch
-from tests.control_batches import CASES
-from tests.kafkaref import KafkaRef
+from tests.support.control_batches import CASES
+from tests.support.kafkaref import KafkaRef
 
 STEP = Path(__file__).parent / "control_step" / "ControlStep.java"
 

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_cli
-from tests.kafkaref import ensure_kafka_ref
+from tests.support.cli import run_cli
+from tests.support.kafkaref import ensure_kafka_ref
 
 pytestmark = pytest.mark.interop
 
 def kafka_ref(*args: str | os.PathLike[str], ok: tuple[int, ...] = (0,)) -> list[dict]:
-    """Run kafka-ref (located or built by tests/kafkaref.py, never skipped); its JSON lines."""
+    """Run kafka-ref (located or built by tests/support/kafkaref.py, never skipped); its JSON lines."""
     launcher = ensure_kafka_ref()
     env = dict(os.environ)
     env.setdefault("KAFKA_REF_JAVA_OPTS", "-Xmx1g -XX:TieredStopAtLevel=1")

@@ -2,7 +2,7 @@
 
 Each case damages a Kafka-written segment (or is a file of the hostile corpus, tests/hostile) and compares
 ``kafka-ref dump --deep`` (``FileRecords.batches()`` -> ``isValid`` -> ``ensureValid`` -> ``streamingIterator``
--> ``Record.ensureValid``) with the same walk done by kafkatool (tests/refjson.py ``our_dump``):
+-> ``Record.ensureValid``) with the same walk done by kafkatool (tests/support/refjson.py ``our_dump``):
 
 * exit 2, trailing bytes Kafka's reader silently ignores (fewer than 17 bytes left, or a declared size past
   the end): kafkatool's ``LogInputStream.end_state`` is ``short-tail`` / ``size-past-end`` at the same byte;
@@ -29,14 +29,14 @@ import pytest
 from kafkatool.record import default_records as v2
 from kafkatool.record.default_records import crc32c
 from kafkatool.record.file_records import iter_batches
-from tests.conftest import run_cli
 from tests.interop.corpus import Corpus
-from tests.kafkaref import CORRUPT, OK, TRAILING, Dump, KafkaRef
-from tests.refjson import assert_same_dump, our_dump
+from tests.support.cli import run_cli
+from tests.support.kafkaref import CORRUPT, OK, TRAILING, Dump, KafkaRef
+from tests.support.paths import HOSTILE
+from tests.support.refjson import assert_same_dump, our_dump
 
 pytestmark = pytest.mark.interop
 
-HOSTILE = Path(__file__).resolve().parent.parent / "hostile"
 
 
 class B(NamedTuple):

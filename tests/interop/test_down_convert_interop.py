@@ -19,8 +19,8 @@ import pytest
 
 from kafkatool.record.down_convert import ZstdDownConversionError, down_convert
 from kafkatool.record.file_records import FileRecords
-from tests.kafkaref import OK, REFUSED, Dump, KafkaRef
-from tests.refjson import assert_same_batches, ignore_codec_bytes
+from tests.support.kafkaref import OK, REFUSED, Dump, KafkaRef
+from tests.support.refjson import assert_same_batches, ignore_codec_bytes
 
 pytestmark = pytest.mark.interop
 

@@ -17,15 +17,15 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import run_cli
 from tests.interop.corpus import BY_NAME, SCENARIOS
-from tests.kafkaref import ensure_kafka_ref
+from tests.support.cli import run_cli
+from tests.support.kafkaref import ensure_kafka_ref
 
 pytestmark = pytest.mark.interop
 
 
 def kafka_ref(*args: str | os.PathLike[str]) -> subprocess.CompletedProcess[str]:
-    """Run kafka-ref, located or built by tests/kafkaref.py (a failure, never a skip, when it cannot be)."""
+    """Run kafka-ref, located or built by tests/support/kafkaref.py (a failure, never a skip, when it cannot be)."""
     exe = str(ensure_kafka_ref())
     env = dict(os.environ)
     env.setdefault("KAFKA_REF_JAVA_OPTS", "-Xmx1g -XX:TieredStopAtLevel=1")

@@ -3,7 +3,7 @@
 Sources are written by kafka-ref gen (Kafka's MemoryRecordsBuilder and end-transaction markers). Each case
 runs ``kafka-ref lazysend`` and ``kafkatool fetch-sim --raw`` on the same file, then compares the bytes and
 kafka-ref's own analysis of them (committed size, complete batches, records, duplicates, tail, overflow
-headers). kafka-ref comes from tests/kafkaref.py; the lazysend runs are batched into a couple of JVMs.
+headers). kafka-ref comes from tests/support/kafkaref.py; the lazysend runs are batched into a couple of JVMs.
 
 Fixed cases (every quirk, multi-overflow included), a seeded random draw through the fetch-sim command, and
 the start position through the offset index across segments. Output that we compress with snappy is compared
@@ -38,12 +38,12 @@ from kafkatool.record import codecs
 from kafkatool.record.codecs import Codec
 from kafkatool.record.file_records import FileRecords
 from kafkatool.util import budget
-from tests.conftest import run_cli
-from tests.kafkaref import KafkaRef
+from tests.support.cli import run_cli
+from tests.support.kafkaref import KafkaRef
 
 pytestmark = pytest.mark.interop
 
-# kafka-ref comes from tests/kafkaref.py (built on demand; a missing Java fails the tests, never skips them).
+# kafka-ref comes from tests/support/kafkaref.py (built on demand; a missing Java fails the tests, never skips them).
 # lazysend takes one case per command; all of them run in a couple of JVMs (KafkaRef.run_batches).
 ALL_EXIT_CODES = tuple(range(256))
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from tests import kafkaref
 from tests.interop.corpus import Corpus
-from tests.kafkaref import OK, ROOT, SOURCE_DIR, KafkaRef, b64, source_hash, unb64
-from tests.refjson import assert_same_dump, our_dump
+from tests.support import kafkaref
+from tests.support.kafkaref import OK, ROOT, SOURCE_DIR, KafkaRef, b64, source_hash, unb64
+from tests.support.refjson import assert_same_dump, our_dump
 
 pytestmark = pytest.mark.interop
 
@@ -134,7 +134,7 @@ def test_a_broken_kafka_ref_build_is_ignored(monkeypatch: pytest.MonkeyPatch, tm
 
 def test_missing_java_fails_the_interop_tests_instead_of_skipping(tmp_path: Path) -> None:
     """A pytest run without java on PATH and nothing cached: the fixture errors with the reason."""
-    (tmp_path / "conftest.py").write_text("from tests.kafkaref import kafka_ref  # noqa: F401\n")
+    (tmp_path / "conftest.py").write_text("from tests.support.kafkaref import kafka_ref  # noqa: F401\n")
     (tmp_path / "test_needs_kafka.py").write_text("def test_x(kafka_ref):\n    assert kafka_ref\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("KAFKA_REF")}
     env.update(PATH=str(tmp_path / "no-bin"), PYTHONPATH=str(ROOT), KAFKATOOL_CACHE_DIR=str(tmp_path / "cache"))

@@ -10,8 +10,8 @@ import pytest
 
 from kafkatool.record.file_records import FileRecords
 from tests.interop.corpus import BY_NAME, SCENARIOS, Corpus
-from tests.kafkaref import OK, unb64
-from tests.refjson import assert_same_dump, our_dump
+from tests.support.kafkaref import OK, unb64
+from tests.support.refjson import assert_same_dump, our_dump
 
 pytestmark = pytest.mark.interop
 

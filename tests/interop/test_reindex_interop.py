@@ -14,7 +14,7 @@ import struct
 import pytest
 
 from kafkatool.log.recovery import recover_segment
-from tests.kafkaref import KafkaRef
+from tests.support.kafkaref import KafkaRef
 
 CASES = {
     # name: kafka-ref gen arguments

@@ -28,8 +28,8 @@ from kafkatool.record.batch import MAGIC_V2, ControlRecordType, TimestampType
 from kafkatool.record.codecs import Codec
 from kafkatool.record.file_records import FileRecords, RecordBatch
 from tests.interop.corpus import SCENARIOS, Corpus
-from tests.kafkaref import OK, Dump, KafkaRef, b64
-from tests.refjson import assert_same_batches, assert_same_dump, ignore_codec_bytes, our_dump
+from tests.support.kafkaref import OK, Dump, KafkaRef, b64
+from tests.support.refjson import assert_same_batches, assert_same_dump, ignore_codec_bytes, our_dump
 
 pytestmark = pytest.mark.interop
 

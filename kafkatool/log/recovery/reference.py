@@ -33,7 +33,8 @@ _V2_LAST_DELTA = struct.Struct(">i")  # at 23
 _V2_MAX_TS = struct.Struct(">q")  # at 35
 
 
-def recover_reference(fr: FileRecords, base_offset: int, interval: int, verify: bool, latest_epoch: int) -> SegmentRecovery:
+def recover_reference(fr: FileRecords, base_offset: int, interval: int, verify: bool,
+                      latest_epoch: int) -> SegmentRecovery:
     """The reference: one batch at a time, in the order ``LogSegment.recover`` does things."""
     out = SegmentRecovery(base_offset, fr.size)
     buf = fr.buf

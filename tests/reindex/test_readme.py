@@ -1,0 +1,57 @@
+"""The README's reindex-time examples stay true: the demo log dir they run on (tests/support/reindex_demo.py) is
+rebuilt and every line ``--check``, ``--recovery-report`` and ``--verify`` print for it must appear in the
+README verbatim (the summary lines and JSON ``seconds`` carry timings and are left out)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.support.paths import ROOT
+from tests.support.reindex_demo import build_demo
+
+
+def _untimed(line: str) -> str:
+    return re.sub(r',"seconds":[0-9.e-]+', "", line)
+
+
+def _stdout(cwd: Path, *args: str) -> tuple[int, list[str]]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1", COLUMNS="200")
+    p = subprocess.run([sys.executable, "-m", "kafkatool", "reindex-time", *args], cwd=cwd, env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in p.stderr, p.stderr
+    # What a terminal shows: findings go to stderr (as in every command), written files and JSON to stdout; the
+    # "checked N segments ... in T s" summary carries timings.
+    err = [line for line in p.stderr.splitlines() if not line.startswith("checked ")]
+    return p.returncode, p.stdout.splitlines() + err
+
+
+def test_readme_examples_match_the_demo_dir(tmp_path: Path) -> None:
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## kafkatool reindex-time"):readme.index("## kafkatool downconvert")]
+    lines = {_untimed(line) for line in section.splitlines()}
+    build_demo(tmp_path / "kafka-logs")
+    runs = [("kafka-logs",), ("kafka-logs", "--recovery-report"),
+            ("kafka-logs/payments-0", "--recovery-report", "--format", "json"),
+            ("kafka-logs/payments-0/00000000000000003000.log", "--format", "json")]
+    seen = []
+    for args in runs:
+        rc, out = _stdout(tmp_path, *args)
+        assert rc == 1, args
+        for line in out:
+            if line.startswith(("log dir ", '{"type":"log-dir"', '{"type":"summary"')):
+                continue  # the log dir's absolute path; timings
+            seen.append(line)
+            assert _untimed(line) in lines, (args, line)
+    log = tmp_path / "kafka-logs/payments-0/00000000000000000000.log"
+    with open(log, "r+b") as f:  # the README's dd command
+        f.seek(527100)
+        f.write(b"X")
+    rc, out = _stdout(tmp_path, "kafka-logs/payments-0", "--verify")
+    assert rc == 1
+    for line in out:
+        assert _untimed(line) in lines, line
+    assert any("past-invalid-batch" in line for line in out) and len(seen) > 15

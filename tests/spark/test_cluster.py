@@ -1,0 +1,179 @@
+"""End to end on a real Spark standalone cluster: a master and a worker started from the installed pyspark
+on 127.0.0.1 (``spark-class``: pip's pyspark has no start-master.sh), ``kafkatool spark-scan --master
+spark://127.0.0.1:PORT`` in a subprocess (kafkatool shipped as a zip, executors in their own JVM), and
+both stopped with their whole process group. Every wait is bounded."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+import kafkatool
+from kafkatool.scan.engine import run_local
+from kafkatool.scan.plan import discover, make_plan
+from kafkatool.scan.report import keyshare_setup, keyshare_tables, segment_row, topic_shares
+from tests.support.cli import CliResult
+from tests.support.dump_totals import assert_scan_equals_dump
+from tests.support.paths import ROOT
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+pyspark = pytest.importorskip("pyspark")
+START_TIMEOUT = 90.0
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_for(path: Path, text: str, proc: subprocess.Popen[bytes], deadline: float) -> None:
+    while time.monotonic() < deadline:
+        if path.exists() and text in path.read_text(errors="replace"):
+            return
+        if proc.poll() is not None:
+            raise RuntimeError(f"{path.name}: exited with {proc.returncode}:\n{path.read_text(errors='replace')}")
+        time.sleep(0.25)
+    raise TimeoutError(f"{path.name}: no {text!r} within {START_TIMEOUT}s:\n{path.read_text(errors='replace')}")
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _gone(proc: subprocess.Popen[Any], seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        proc.poll()  # reap the leader: a zombie still counts as a member of its group
+        if not _group_alive(proc.pid):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def _stop(proc: subprocess.Popen[Any]) -> None:
+    """SIGTERM, then SIGKILL, the whole process group ``proc`` leads (started with ``start_new_session``: a
+    worker's executor JVMs, a driver's spark-submit JVM), each with a bounded wait; raise if it survives."""
+    pgid = proc.pid
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            break
+        if _gone(proc, 10.0):
+            break
+    proc.poll()
+    if _group_alive(pgid):
+        raise RuntimeError(f"process group {pgid} ({proc.args}) survived SIGKILL")
+
+
+def _run_cli_in_group(*args: str | os.PathLike[str], env: dict[str, str], timeout: float) -> CliResult:
+    """``run_cli``, but the driver and its spark-submit JVM in their own process group, stopped as a whole
+    whether the run ends or times out (run_cli's timeout would kill only the Python process)."""
+    full_env = dict(os.environ, NO_COLOR="1", COLUMNS="200", **env)
+    full_env["PYTHONPATH"] = str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")
+    proc = subprocess.Popen([sys.executable, "-m", "kafkatool", *map(str, args)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=full_env, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        _stop(proc)
+    return CliResult(proc.returncode, out, err)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    from kafkatool.spark.session import find_java
+
+    if find_java() is None:
+        pytest.skip("no Java")
+    spark_class = os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-class")
+    d = tmp_path_factory.mktemp("cluster")
+    port = _free_port()
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", SPARK_HOME=os.path.dirname(pyspark.__file__),
+               SPARK_MASTER_OPTS="-Dspark.master.rest.enabled=false",
+               SPARK_DAEMON_JAVA_OPTS="-XX:TieredStopAtLevel=1 -XX:+UseSerialGC", SPARK_DAEMON_MEMORY="256m")
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        with open(d / "master.log", "wb") as log:
+            procs.append(subprocess.Popen(
+                [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port),
+                 "--webui-port", "0"], stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True))
+        deadline = time.monotonic() + START_TIMEOUT
+        _wait_for(d / "master.log", "I have been elected leader", procs[0], deadline)
+        with open(d / "worker.log", "wb") as log:
+            procs.append(subprocess.Popen(
+                [spark_class, "org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{port}", "--host",
+                 "127.0.0.1", "--webui-port", "0", "--cores", "1", "--memory", "1g", "--work-dir", str(d / "work")],
+                stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True))
+        _wait_for(d / "worker.log", "Successfully registered with master", procs[1], deadline)
+        yield f"spark://127.0.0.1:{port}", d / "work"
+    finally:
+        for p in reversed(procs):
+            _stop(p)
+
+
+def test_spark_scan_on_a_standalone_cluster_equals_the_single_process_scan(cluster, mixed_dir, sample_dir, dumped,
+                                                                          tmp_path):
+    master, work = cluster
+    out = tmp_path / "out"
+    # The mixed dir (damage, kafka-ref batches, known key routing) and a `kafkatool sample` dir in one run;
+    # many ranges (16 KiB) in few tasks: one 1-core worker.
+    r = _run_cli_in_group("spark-scan", mixed_dir.path, sample_dir, "--master", master, "--driver-host", "127.0.0.1",
+                "--memory", "1536MiB", "--split-size", "16KiB", "--task-size", "1GiB", "--stats", "--key-sharing", "5",
+                "--format", "json", "--output", out,
+                env={"SPARK_LOCAL_IP": "127.0.0.1", "KAFKATOOL_SPARK_FAST_JVM": "1"}, timeout=300)
+    assert r.returncode == 1, r.stderr  # damaged-0 holds a CRC failure and a torn tail
+    assert "Traceback" not in r.stderr
+    objs = [json.loads(line) for line in r.stdout.splitlines()]
+    # Every partition's figures and the total equal kafkatool dump's counts of the same dirs.
+    assert_scan_equals_dump(objs, dumped)
+    found = discover([str(mixed_dir.path), str(sample_dir)])
+    setup = keyshare_setup(found.segments, 5)
+    want = run_local(make_plan(found.segments, split_bytes=16384, share_slots=setup.share_slots(),
+                               topic_partitions=setup.topic_partitions()))
+    segs = pq.read_table(out / "segments.parquet").to_pylist()
+    expected = [segment_row(s) for s in want.segments]
+    for row in segs + expected:
+        row.pop("ranges")
+        row.pop("rescanned")
+    assert segs == expected
+    (total,) = [o for o in objs if o["type"] == "total"]
+    assert (total["records"], total["bytes"], total["crc_failures"]) == (want.total.records, want.total.bytes, 1)
+    ks = keyshare_tables(topic_shares(want, setup))
+    assert pq.read_table(out / "keyshare_consumers.parquet").to_pylist() == ks["keyshare_consumers"]
+
+    # Shipping: the executors' Python has kafkatool installed (editable, pointing at the main checkout), so
+    # the scan would pass without the zip. The probe on the executor reports kafkatool.__file__: it must lie
+    # inside the kafkatool.zip the driver shipped into this worker's work dir, and that zip must hold this
+    # checkout's package byte for byte.
+    notes = [line for line in r.stderr.splitlines() if line.startswith("executor ")]
+    assert len(notes) == 1, r.stderr
+    origin = notes[0].rsplit(" from ", 1)[1]
+    shipped = Path(origin.split("/kafkatool.zip/", 1)[0]) / "kafkatool.zip"
+    assert origin == f"{shipped}/kafkatool/__init__.py", notes
+    assert shipped.resolve().is_relative_to(work.resolve()), (shipped, work)
+    assert "imports kafkatool from" not in r.stderr
+    root = Path(kafkatool.__file__).parent
+    assert root.resolve() == (ROOT / "kafkatool").resolve()
+    with zipfile.ZipFile(shipped) as z:
+        names = set(z.namelist())
+        assert names == {f"kafkatool/{p.relative_to(root)}" for p in root.rglob("*.py")} | {"kafkatool/py.typed"}
+        for name in ("kafkatool/scan/engine.py", "kafkatool/spark/executor.py", "kafkatool/spark/ship.py"):
+            assert z.read(name) == (root.parent / name).read_bytes(), name
