@@ -93,7 +93,8 @@ class LogInputStream:
         buf, end, base = self.buf, self.end, self.base
         p = self.position
         unpack_log = LOG_HEADER.unpack_from
-        v2_header = read_header
+        unpack_v2 = HEADER.unpack_from
+        named = tuple.__new__  # read_header's BatchHeader, without its call
         v2 = DefaultRecordBatch
         legacy = LegacyRecordBatch
         file = self._file
@@ -120,7 +121,7 @@ class LogInputStream:
             if magic < MAGIC_V2:
                 batch: RecordBatch = legacy(buf, p, base + p)
             elif size + LOG_OVERHEAD >= RECORD_BATCH_OVERHEAD:
-                batch = v2(buf, p, base + p, v2_header(buf, p))
+                batch = v2(buf, p, base + p, named(BatchHeader, unpack_v2(buf, p)))
             else:
                 # Too small for a v2 header: Kafka's DefaultFileChannelRecordBatch fails on ensureValid.
                 batch = v2(buf, p, base + p, _short_v2_header(buf, p, size))

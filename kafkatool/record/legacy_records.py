@@ -260,17 +260,18 @@ class LegacyRecordBatch:
         unpack_v1 = MESSAGE_HEADER_V1.unpack_from
         unpack_v0 = MESSAGE_HEADER_V0.unpack_from
         unpack_i32 = I32.unpack_from
+        head_v1, head_v0 = MESSAGE_HEADER_V1.size, MESSAGE_HEADER_V0.size
         for offset, start, size in inner:
             # The message header in one unpack: crc, magic, attributes (+ timestamp for v1), key length.
             msg_end = start + size
             magic = data[start + MAGIC_OFFSET]
-            if magic == MAGIC_V1 and size >= MESSAGE_HEADER_V1.size:
+            if magic == MAGIC_V1 and size >= head_v1:
                 stored_crc, _, attributes, ts, n = unpack_v1(data, start)
-                p = start + MESSAGE_HEADER_V1.size
-            elif magic == MAGIC_V0 and size >= MESSAGE_HEADER_V0.size:
+                p = start + head_v1
+            elif magic == MAGIC_V0 and size >= head_v0:
                 stored_crc, _, attributes, n = unpack_v0(data, start)
                 ts = NO_TIMESTAMP
-                p = start + MESSAGE_HEADER_V0.size
+                p = start + head_v0
             else:
                 attributes = data[start + ATTRIBUTES_OFFSET]
                 n = -2  # the general path below decides
