@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkatool import __version__
-from kafkatool.canary.inventory import DEFAULT_MAX_MESSAGE_BYTES, scan_partitions
+from kafkatool.canary.inventory import scan_partitions
 from kafkatool.canary.manifest import (
     CANARY,
     ORIGINALS,
@@ -43,6 +43,7 @@ from kafkatool.canary.manifest import (
     dir_entries,
     remove_tree,
 )
+from kafkatool.constants import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_BYTES
 from kafkatool.errors import InputError, KafkaToolError, UsageError
 from kafkatool.log.layout import LOG_SUFFIX, PartitionDir, is_log_dir, offset_from_filename
 from kafkatool.log.lock import refuse_if_live
@@ -59,7 +60,7 @@ class RunOptions:
     batch_bytes: int = 0  # 0: one v2 batch per uncompressed legacy message, as Kafka 4's cleaner writes them
     codec: str | None = None  # None: keep each batch's codec
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
-    index_interval_bytes: int = 4096
+    index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
 
     def validate(self) -> None:
         if self.target_format != 2:

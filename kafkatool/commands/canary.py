@@ -101,9 +101,10 @@ def plan_cmd(
     traceback: TracebackOpt = False,
 ) -> int:
     from kafkatool.canary.clients import read_clients
-    from kafkatool.canary.inventory import DEFAULT_MAX_MESSAGE_BYTES, InventoryOptions, inventory_log_dir
+    from kafkatool.canary.inventory import InventoryOptions, inventory_log_dir
     from kafkatool.canary.plan import PlanOptions, make_plan, plan_json_lines
     from kafkatool.commands.render.canary import console, render_plan
+    from kafkatool.constants import DEFAULT_MAX_MESSAGE_BYTES
 
     output = Output(quiet=quiet)
     use_budget(memory)

@@ -14,6 +14,7 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
+from kafkatool import constants
 from kafkatool.commands.options import Output, OutputFormat, size_opt
 from kafkatool.convert.engine import ConvertObserver, PartitionSource, PartitionStats
 from kafkatool.errors import UsageError
@@ -29,9 +30,9 @@ SegmentBytesOpt = Annotated[int, size_opt(
 MaxMessageBytesOpt = Annotated[int, size_opt(
     "--max-message-bytes", help="No output batch may be larger (the topic's max.message.bytes, 1 MiB + 12). "
     "A larger one is split (KIP-126); a single record that does not fit is an error naming its offset.")]
-DEFAULT_CHUNK_SIZE = 128 * 1024  # Kafka's LazyDownConversionRecordsSend.MAX_READ_SIZE
-DEFAULT_SEGMENT_BYTES = 1 << 30  # segment.bytes
-DEFAULT_MAX_MESSAGE_BYTES = 1048588  # max.message.bytes: 1 MiB + 12 (the record batch overhead)
+DEFAULT_CHUNK_SIZE = constants.DOWN_CONVERSION_READ_SIZE
+DEFAULT_SEGMENT_BYTES = constants.DEFAULT_SEGMENT_BYTES
+DEFAULT_MAX_MESSAGE_BYTES = constants.DEFAULT_MAX_MESSAGE_BYTES
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Convert and report, but write nothing.")]
 
 

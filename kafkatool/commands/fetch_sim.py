@@ -22,8 +22,8 @@ from kafkatool.commands.options import (
     size_opt,
     use_budget,
 )
+from kafkatool.constants import DOWN_CONVERSION_READ_SIZE as MAX_READ_SIZE
 from kafkatool.errors import ExitCode, UsageError
-from kafkatool.fetch.lazy import MAX_READ_SIZE
 from kafkatool.fetch.report import partition_problem, partition_report, sweep
 from kafkatool.fetch.response import response_size
 from kafkatool.fetch.simulate import (

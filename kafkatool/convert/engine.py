@@ -30,7 +30,6 @@ from __future__ import annotations
 import os
 import resource
 import shutil
-import struct
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -39,6 +38,13 @@ from typing import Any
 import crc32c as _crc32c
 
 from kafkatool._accel import speedups as _C
+from kafkatool.constants import (
+    DEFAULT_INDEX_INTERVAL_BYTES,
+    DEFAULT_MAX_MESSAGE_BYTES,
+    DEFAULT_SEGMENT_BYTES,
+    DOWN_CONVERSION_READ_SIZE,
+    INT32_MAX,
+)
 from kafkatool.convert.files import (
     PartitionSource,
     SegmentWriter,
@@ -50,7 +56,7 @@ from kafkatool.convert.files import (
 from kafkatool.errors import KafkaToolError, LimitExceededError, UsageError
 from kafkatool.log.lock import hold_for_write
 from kafkatool.log.txn_index import read_txn_index
-from kafkatool.record.batch import MAGIC_V2, NO_TIMESTAMP, Record, TimestampType
+from kafkatool.record.batch import LOG_HEADER, LOG_OVERHEAD, MAGIC_V2, NO_TIMESTAMP, Record, TimestampType
 from kafkatool.record.codecs import (
     Codec,
     compress,
@@ -61,7 +67,7 @@ from kafkatool.record.codecs import (
     snappy_block_len,
     snappy_unblock,
 )
-from kafkatool.record.down_convert import MAX_READ_SIZE, WRAPPER_HEADER, DownConverted, down_convert_batch
+from kafkatool.record.down_convert import WRAPPER_HEADER, DownConverted, down_convert_batch
 from kafkatool.record.estimator import (
     ESTIMATION_STEPS,
     BatchPlanner,
@@ -79,10 +85,8 @@ from kafkatool.util.atomic import fsync_dir, temp_name
 
 __all__ = ["ConvertObserver", "ConvertOptions", "PartitionSource", "PartitionStats", "convert_log"]
 
-DEFAULT_SEGMENT_BYTES = 1 << 30  # segment.bytes
-DEFAULT_MAX_MESSAGE_BYTES = 1048588  # max.message.bytes (1 MiB + LOG_OVERHEAD)
 DEFAULT_BATCH_BYTES = 16384  # producer batch.size
-MAX_SEGMENT_BYTES = 0x7FFFFFFF  # positions in .index are int32
+MAX_SEGMENT_BYTES = INT32_MAX  # positions in .index are int32
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,11 +94,11 @@ class ConvertOptions:
     to_magic: int  # 0 or 1: downconvert; 2: upconvert
     codec: Codec | None = None  # None: keep each batch's codec
     zstd_to: Codec | None = None  # downconvert: what zstd batches become (None: refuse them, as Kafka does)
-    chunk_size: int = MAX_READ_SIZE
+    chunk_size: int = DOWN_CONVERSION_READ_SIZE
     segment_bytes: int = DEFAULT_SEGMENT_BYTES
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     batch_bytes: int = DEFAULT_BATCH_BYTES  # upconvert: group uncompressed legacy messages up to this (0: one each)
-    index_interval_bytes: int = 4096
+    index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
     decompress_limit: int | None = None
     dry_run: bool = False
 
@@ -248,31 +252,31 @@ class DownConverter:
             self._run_codecs = (_crc32c.crc32c, dec, comp, snappy_block, lz4_fast_block, snappy_block_len,
                                 snappy_unblock, lz4_unblock)
         estimates = tuple(est.estimation(topic, cid) for cid in range(4)) + ESTIMATION_STEPS
-        r = _C.downconvert_run(buf, p, p + opts.chunk_size, end, 1, to_magic, 0, opts.max_message_bytes, writer.size,
-                               writer.base, writer.segment_bytes, WRAPPER_HEADER[to_magic], limit, self._run_codecs,
-                               estimates)
-        if r is None or r[0] == p:
+        r = _C.downconvert_run(buf, p, p + opts.chunk_size, end, 1, to_magic, 0, opts.max_message_bytes,
+                               writer.size, writer.base, writer.segment_bytes, WRAPPER_HEADER[to_magic], limit,
+                               self._run_codecs, estimates)
+        if r is None or r.position == p:
             return None
-        (q, data, batches, records, filtered, with_headers, producer, tmem, log_end, last, none_records,
-         comp_batches, _wsize, new_estimates, updated) = r
-        writer.append_run(data, last)
+        writer.append_run(r.data, r.last_offset)
+        batches, records = r.batches, r.records
         stats.batches_in += batches
         dc.batches_in += batches
-        dc.records_filtered += filtered
-        dc.headers_dropped += with_headers
-        dc.producer_fields_dropped += producer
+        dc.records_filtered += r.records_filtered
+        dc.headers_dropped += r.headers_dropped
+        dc.producer_fields_dropped += r.producer_fields_dropped
         dc.batches_converted += batches
         dc.records_converted += records
-        dc.temporary_memory_bytes += tmem
+        dc.temporary_memory_bytes += r.temporary_memory_bytes
+        built = r.uncompressed_messages + r.compressed_batches  # one message per record, one wrapper per batch
         c.records_in += records
         c.records_out += records
-        c.batches_out += none_records + comp_batches
-        c.batches_built += none_records + comp_batches
-        c.recompressed_batches += comp_batches
+        c.batches_out += built
+        c.batches_built += built
+        c.recompressed_batches += r.compressed_batches
         for cid in range(1, 4):
-            if updated & (1 << cid):
-                est.ratios[(topic, cid)] = new_estimates[cid]
-        return q, log_end
+            if r.estimates_updated & (1 << cid):
+                est.ratios[(topic, cid)] = r.estimates[cid]
+        return r.position, r.log_end_offset
 
     def _add(self, batch: RecordBatch, override: Codec | None) -> list[Unit]:
         opts, c = self.opts, self.c
@@ -383,19 +387,16 @@ class DownConverter:
         return units
 
 
-_LOG = struct.Struct(">qi")
-
-
 def _check_messages(data: bytes, max_bytes: int, batch: RecordBatch) -> None:
     p = 0
     while p < len(data):
-        offset, size = _LOG.unpack_from(data, p)
-        if size + 12 > max_bytes:
+        offset, size = LOG_HEADER.unpack_from(data, p)
+        if size + LOG_OVERHEAD > max_bytes:
             raise LimitExceededError(
-                f"record at offset {offset} becomes a {size + 12}-byte message, more than --max-message-bytes "
-                f"{max_bytes} (Kafka: RecordTooLargeException); raise the limit to convert it",
+                f"record at offset {offset} becomes a {size + LOG_OVERHEAD}-byte message, more than "
+                f"--max-message-bytes {max_bytes} (Kafka: RecordTooLargeException); raise the limit to convert it",
                 position=batch.position)
-        p += size + 12
+        p += size + LOG_OVERHEAD
 
 
 _CLEAR_REFS = "/proc/self/clear_refs"

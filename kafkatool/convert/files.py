@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from kafkatool.constants import INT32_MAX
 from kafkatool.errors import CorruptRecordError, InputError, KafkaToolError, UsageError
 from kafkatool.log.layout import (
     LEADER_EPOCH_CHECKPOINT,
@@ -22,7 +23,6 @@ from kafkatool.log.layout import (
 )
 from kafkatool.log.lock import refuse_if_live
 from kafkatool.log.recovery import recover_segment
-from kafkatool.log.recovery.result import INT32_MAX
 from kafkatool.log.txn_index import AbortedTxn, encode_txn_index
 from kafkatool.record.batch import MAGIC_V2
 from kafkatool.record.codecs import Codec

@@ -64,7 +64,7 @@ from kafkatool.log.checkpoints import EpochEntry, PartitionMetadata
 from kafkatool.log.index import OffsetPosition, TimestampOffset
 from kafkatool.log.snapshot import ProducerSnapshotEntry
 from kafkatool.log.txn_index import AbortedTxn
-from kafkatool.record.batch import Record
+from kafkatool.record.batch import LOG_OVERHEAD, Record
 from kafkatool.record.codecs import Codec
 from kafkatool.record.default_records import DefaultRecordBatch
 from kafkatool.record.file_records import RecordBatch
@@ -102,17 +102,19 @@ def batch_line(batch: RecordBatch, crc_valid: bool) -> str:
     """``printBatchLevel``."""
     if type(batch) is DefaultRecordBatch:
         h = batch.h
-        a = h[5]
-        base = h[0]
-        seq = h[11]
+        a = h.attributes
+        base = h.base_offset
+        seq = h.base_sequence
         last_seq = batch.last_sequence
-        head = (f"baseOffset: {base} lastOffset: {base + h[6]} count: {h[12]} baseSequence: {seq} "
-                f"lastSequence: {last_seq} producerId: {h[9]} producerEpoch: {h[10]} partitionLeaderEpoch: {h[2]} "
+        head = (f"baseOffset: {base} lastOffset: {base + h.last_offset_delta} count: {h.records_count} "
+                f"baseSequence: {seq} lastSequence: {last_seq} producerId: {h.producer_id} "
+                f"producerEpoch: {h.producer_epoch} partitionLeaderEpoch: {h.partition_leader_epoch} "
                 f"isTransactional: {_BOOL[bool(a & 0x10)]} isControl: {_BOOL[bool(a & 0x20)]} "
-                f"deleteHorizonMs: {optional_long(h[7] if a & 0x40 else None)}")
+                f"deleteHorizonMs: {optional_long(h.base_timestamp if a & 0x40 else None)}")
         ts_name = "LogAppendTime" if a & 0x08 else "CreateTime"
-        return (f"{head} position: {batch.position} {ts_name}: {h[8]} size: {h[1] + 12} magic: {h[3]} "
-                f"compresscodec: {_codec_name(a & 7)} crc: {h[4]} isvalid: {_BOOL[crc_valid]}")
+        return (f"{head} position: {batch.position} {ts_name}: {h.max_timestamp} size: {h.length + LOG_OVERHEAD} "
+                f"magic: {h.magic} "
+                f"compresscodec: {_codec_name(a & 7)} crc: {h.crc} isvalid: {_BOOL[crc_valid]}")
     return (f"offset: {batch.last_offset} position: {batch.position} {batch.timestamp_type.label}: "
             f"{batch.max_timestamp} size: {batch.size} magic: {batch.magic} compresscodec: "
             f"{_codec_name(batch.codec_id)} crc: {batch.crc} isvalid: {_BOOL[crc_valid]}")

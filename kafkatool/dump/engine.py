@@ -33,6 +33,7 @@ from typing import Any
 import crc32c as _crc32c
 
 from kafkatool._accel import speedups as _C
+from kafkatool.constants import INT32_MAX
 from kafkatool.dump.events import (
     BatchEvent,
     DumpOptions,
@@ -51,7 +52,6 @@ from kafkatool.dump.filter import RecordSelector
 from kafkatool.dump.indexes import IndexFiles
 from kafkatool.dump.paths import base_offset_of, classify, plan_files
 from kafkatool.dump.resync import (
-    INT32_MAX,
     all_zero,
     batch_fits,
     find_next_batch,
@@ -265,33 +265,34 @@ class DumpEngine:
                     if fast_walk is not None and pos < next_progress:
                         r = fast_walk(buf, pos, min(next_progress, pos + window), stream.end, last, fast_flags,
                                       _crc32c.crc32c, _crc32, fast_decompress)
-                        if r is not None and r[0] != pos and base_offset is not None and not overflow_reported \
-                                and not (r[6] >= base_offset and r[7] - base_offset <= INT32_MAX):
+                        if r is not None and r.position != pos and base_offset is not None \
+                                and not overflow_reported and not (r.first_offset >= base_offset
+                                                                   and r.max_last_offset - base_offset <= INT32_MAX):
                             # an offset in the run may not fit the segment's relative offsets: the loop below
                             # finds the batch (offset-overflow) and walks the rest of the file
                             fast_walk = None
                             r = None
-                        if r is not None and r[0] != pos:
-                            q, nb, nr, unknown, nbytes, last, first_base, max_last, max_ts_, by_codec, by_magic = r
-                            walked += nbytes
-                            emitted_bytes += nbytes
-                            n_batches += nb
-                            n_records += nr
-                            if unknown:
+                        if r is not None and r.position != pos:
+                            walked += r.nbytes
+                            emitted_bytes += r.nbytes
+                            n_batches += r.batches
+                            n_records += r.records
+                            last = r.last_offset
+                            if r.unknown_counts:
                                 records_known = False
-                            for cid, c in enumerate(by_codec):
+                            for cid, c in enumerate(r.codecs):
                                 if c:
                                     codecs[cid] = codecs.get(cid, 0) + c
-                            for m, c in enumerate(by_magic):
+                            for m, c in enumerate(r.magics):
                                 if c:
                                     magics[m] = magics.get(m, 0) + c
                             if t.first_offset is None:
-                                t.first_offset = first_base
-                            if t.last_offset is None or max_last > t.last_offset:
-                                t.last_offset = max_last
-                            if t.max_timestamp is None or max_ts_ > t.max_timestamp:
-                                t.max_timestamp = max_ts_
-                            stream.jump(q)
+                                t.first_offset = r.first_offset
+                            if t.last_offset is None or r.max_last_offset > t.last_offset:
+                                t.last_offset = r.max_last_offset
+                            if t.max_timestamp is None or r.max_timestamp > t.max_timestamp:
+                                t.max_timestamp = r.max_timestamp
+                            stream.jump(r.position)
                             continue
                     size = batch.size
                     walked += size
@@ -301,12 +302,12 @@ class DumpEngine:
                     is_v2 = type(batch) is v2_type
                     if is_v2:
                         h = batch.h  # type: ignore[union-attr]
-                        first: int | None = h[0]
-                        last_off = h[0] + h[6]
-                        max_ts = h[8]
-                        first_ts = h[7] if not h[5] & 0x40 else None
-                        codec_id = h[5] & 7
-                        magic = h[3]
+                        first: int | None = h.base_offset
+                        last_off = h.base_offset + h.last_offset_delta
+                        max_ts = h.max_timestamp
+                        first_ts = h.base_timestamp if not h.attributes & 0x40 else None
+                        codec_id = h.attributes & 7
+                        magic = h.magic
                     else:
                         last_off = batch.offset  # type: ignore[union-attr]
                         codec_id = batch.attributes & 7
@@ -351,7 +352,8 @@ class DumpEngine:
                             f"batch (offsets ..{last_off}, magic {magic}, {size} bytes) is corrupt: stored crc "
                             f"{batch.crc} != computed {batch.compute_crc()}", pos, last_off)
                     if flt is not None and not (
-                            flt.batch_matches(h[9], h[10], bool(h[5] & 0x10), bool(h[5] & 0x20)) if is_v2
+                            flt.batch_matches(h.producer_id, h.producer_epoch, bool(h.attributes & 0x10),
+                                              bool(h.attributes & 0x20)) if is_v2
                             else flt.batch_matches(-1, -1, False, False)):  # v0/v1: Kafka's defaults
                         # Filtered out from its header: still CRC-checked and followed for offset gaps (at the
                         # batch boundary), never decompressed.
@@ -414,7 +416,7 @@ class DumpEngine:
                                     and (from_ts is None or r[1] >= from_ts) and (to_ts is None or r[1] <= to_ts)]
                         if selector is not None and recs:
                             recs, decoded, failures = selector.select(
-                                recs, bool(h[5] & 0x20) if is_v2 else False, emit_records)
+                                recs, bool(h.attributes & 0x20) if is_v2 else False, emit_records)
                             for fail in failures:
                                 yield self.finding("decode-error", WARNING, display, fail.error.message, pos,
                                                    fail.record.offset)
@@ -432,7 +434,7 @@ class DumpEngine:
                         n_records += len(recs)
                     elif is_v2:
                         if crc_ok:  # a damaged header's count means nothing
-                            n_records += h[12]
+                            n_records += h.records_count
                     elif not codec_id:
                         n_records += 1
                     else:

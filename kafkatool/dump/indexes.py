@@ -53,6 +53,7 @@ from kafkatool.log.index import (
     OFFSET_ENTRY,
     OFFSET_ENTRY_SIZE,
     TIME_ENTRY,
+    TIME_ENTRY_RELATIVE_OFFSET,
     TIME_ENTRY_SIZE,
     OffsetLookup,
     OffsetPosition,
@@ -66,7 +67,15 @@ from kafkatool.log.layout import INDEX_SUFFIX, LOG_SUFFIX
 from kafkatool.log.snapshot import read_snapshot
 from kafkatool.log.txn_index import ENTRY_SIZE as TXN_ENTRY_SIZE
 from kafkatool.log.txn_index import read_txn_index
-from kafkatool.record.batch import LOG_HEADER, LOG_OVERHEAD, MAGIC_V2, NO_TIMESTAMP
+from kafkatool.record.batch import (
+    HEADER_SIZE_UP_TO_MAGIC,
+    LOG_HEADER,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    MAGIC_V2,
+    NO_TIMESTAMP,
+)
+from kafkatool.record.default_records import BASE_TIMESTAMP_OFFSET, LAST_OFFSET_DELTA_OFFSET
 from kafkatool.record.file_records import FileRecords, RecordBatch
 from kafkatool.record.legacy_records import RECORD_OVERHEAD_V0
 
@@ -106,17 +115,18 @@ def _sibling(path: Path, suffix: str) -> Path:
 
 def last_offset_at(buf: bytes | bytearray | memoryview, pos: int, end: int) -> int | None:
     """``lastOffset()`` of the batch at ``pos`` by FileLogInputStream's rules, None if no batch is there."""
-    if end - pos <= 17:
+    if end - pos <= HEADER_SIZE_UP_TO_MAGIC:
         return None
     offset, size = LOG_HEADER.unpack_from(buf, pos)
     if size < RECORD_OVERHEAD_V0 or pos + LOG_OVERHEAD + size > end:
         return None
-    magic = buf[pos + 16]
+    magic = buf[pos + MAGIC_OFFSET]
     if magic > 127 or magic < MAGIC_V2:
         return int(offset)
-    if size + LOG_OVERHEAD < 27:
+    if size + LOG_OVERHEAD < BASE_TIMESTAMP_OFFSET:  # lastOffsetDelta ends where baseTimestamp starts
         return None
-    return int(offset) + int.from_bytes(buf[pos + 23:pos + 27], "big", signed=True)
+    delta = buf[pos + LAST_OFFSET_DELTA_OFFSET:pos + BASE_TIMESTAMP_OFFSET]
+    return int(offset) + int.from_bytes(delta, "big", signed=True)
 
 
 def _log_size(index: Path) -> int | None:
@@ -286,7 +296,7 @@ class IndexFiles:
         base = _base_offset(path)
         data = _read(path)
         yield FileStart(display, FileKind.TIME_INDEX, size, base)
-        n = entry_count(data, TIME_ENTRY_SIZE, 8)
+        n = entry_count(data, TIME_ENTRY_SIZE, TIME_ENTRY_RELATIVE_OFFSET)
         if not opts.kafka_compat and n == 1 and data[:TIME_ENTRY_SIZE] == bytes(TIME_ENTRY_SIZE):
             n = 0
         yield from self._padding_findings(display, data, TIME_ENTRY_SIZE, n, "time")

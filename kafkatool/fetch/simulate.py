@@ -33,9 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from kafkatool.constants import DOWN_CONVERSION_READ_SIZE, INT32_MAX
 from kafkatool.errors import CorruptDataError, InputError, KafkaToolError, UsageError
 from kafkatool.fetch.consumer_view import ConsumerResult, ConsumerView
-from kafkatool.fetch.lazy import MAX_READ_SIZE, LazyDownConversionRecords, SendStats
+from kafkatool.fetch.lazy import LazyDownConversionRecords, SendStats
 from kafkatool.fetch.response import (
     CORRUPT_MESSAGE,
     INVALID_HIGH_WATERMARK,
@@ -62,7 +63,6 @@ from kafkatool.record.file_records import FileRecords
 DEFAULT_PARTITION_MAX_BYTES = 1024 * 1024  # consumer max.partition.fetch.bytes
 DEFAULT_FETCH_MAX_BYTES = 50 * 1024 * 1024  # consumer fetch.max.bytes (the request's max_bytes, Fetch v3+)
 DEFAULT_BROKER_FETCH_MAX_BYTES = 55 * 1024 * 1024  # broker fetch.max.bytes (ServerConfigs, 3.9)
-INT32_MAX = 0x7FFFFFFF  # FetchRequest max_bytes default: what v0-2 requests (which lack the field) mean
 
 
 def to_magic_for_version(fetch_version: int) -> int:
@@ -294,7 +294,7 @@ class FetchOptions:
     fetch_max_bytes: int = DEFAULT_FETCH_MAX_BYTES  # the request's max_bytes: only Fetch v3+ carries it
     broker_fetch_max_bytes: int = DEFAULT_BROKER_FETCH_MAX_BYTES
     min_one_message: bool | None = None  # None: as the broker derives it (Fetch v3+ only)
-    chunk_size: int = MAX_READ_SIZE  # Kafka's MAX_READ_SIZE: chunk grouping *and* overflow buffer size
+    chunk_size: int = DOWN_CONVERSION_READ_SIZE  # Kafka's MAX_READ_SIZE: chunk grouping *and* overflow buffer size
     correlation_id: int = 0
     throttle_time_ms: int = 0
     decompress_limit: int | None = None

@@ -35,6 +35,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kafkatool.constants import DEFAULT_INDEX_INTERVAL_BYTES
 from kafkatool.errors import KafkaToolError
 from kafkatool.log.checkpoints import read_offset_checkpoint
 from kafkatool.log.layout import (
@@ -51,7 +52,7 @@ from kafkatool.log.layout import (
     log_dir_of,
     offset_from_filename,
 )
-from kafkatool.log.recovery import DEFAULT_INDEX_INTERVAL_BYTES, SegmentRecovery, recover_segment
+from kafkatool.log.recovery import SegmentRecovery, recover_segment
 from kafkatool.log.txn_index import txn_index_sanity_check
 from kafkatool.util import budget as _budget
 

@@ -25,7 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from kafkatool.constants import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_SEGMENT_INDEX_BYTES
 from kafkatool.errors import InputError, UsageError
+from kafkatool.log.index import OFFSET_ENTRY_SIZE
 from kafkatool.log.layout import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
@@ -36,7 +38,7 @@ from kafkatool.log.layout import (
     log_dir_of,
     offset_from_filename,
 )
-from kafkatool.log.recovery import DEFAULT_INDEX_INTERVAL_BYTES, SegmentRecovery
+from kafkatool.log.recovery import SegmentRecovery
 from kafkatool.log.recovery.fast import ChunkObserver, recover_fast
 from kafkatool.reindex.verify import (
     OK,
@@ -292,7 +294,8 @@ def remove_stale_temp_files(tasks: Iterable[SegmentTask]) -> list[Path]:
 
 # ---------------------------------------------------------------------------------------------- memory
 
-MAX_INDEX_ENTRIES = (10 << 20) // 8  # segment.index.bytes (10 MiB): the broker rolls a segment whose index is full
+# segment.index.bytes: the broker rolls a segment whose index is full
+MAX_INDEX_ENTRIES = DEFAULT_SEGMENT_INDEX_BYTES // OFFSET_ENTRY_SIZE
 INDEX_ENTRY_BYTES = 200  # measured ~190: rebuilt entries (~50 B) and the on-disk ones read to compare (~140 B)
 
 

@@ -12,17 +12,17 @@ import random
 import re
 from dataclasses import dataclass, replace
 
+from kafkatool.constants import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_SEGMENT_BYTES
 from kafkatool.decoders import GROUP_METADATA_TOPIC
 from kafkatool.errors import UsageError
 from kafkatool.log.checkpoints import topic_id_from_bytes
-from kafkatool.log.recovery import DEFAULT_INDEX_INTERVAL_BYTES
 from kafkatool.record.batch import MAGIC_V2, TimestampType
 from kafkatool.record.codecs import Codec
+from kafkatool.record.legacy_records import RECORD_OVERHEAD_V0
 from kafkatool.util.units import parse_time_ms
 
 DEFAULT_START_MS = parse_time_ms("2024-06-03T08:00:00Z")
-DEFAULT_SEGMENT_BYTES = 1 << 30  # segment.bytes
-MIN_SEGMENT_BYTES = 14  # LogConfig: segment.bytes >= LegacyRecord.RECORD_OVERHEAD_V0 (3.x)
+MIN_SEGMENT_BYTES = RECORD_OVERHEAD_V0  # LogConfig: segment.bytes >= LegacyRecord.RECORD_OVERHEAD_V0 (3.x)
 LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 VALUE_KINDS = ("pool", "json:orders", "json:payments", "json:clicks", "json:audit", "offsets")
 PROFILES = ("demo", "bench", "custom")

@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from kafkatool.constants import DOWN_CONVERSION_READ_SIZE
 from kafkatool.errors import UsageError
 from kafkatool.util.units import format_size, parse_size
 
@@ -42,7 +43,7 @@ MIN_WINDOW = 1 * MiB  # mapped pages: below this the madvise calls cost more tha
 MAX_WINDOW = 64 * MiB  # beyond this dropping pages costs nothing measurable and saves nothing
 MIN_CACHE = 1 * MiB
 RECORD_EXPANSION = 3  # decoded records as Python objects vs their bytes
-DEFAULT_CHUNK = 128 * KiB  # Kafka's LazyDownConversionRecordsSend.MAX_READ_SIZE
+DEFAULT_CHUNK = DOWN_CONVERSION_READ_SIZE  # Kafka's LazyDownConversionRecordsSend.MAX_READ_SIZE
 
 
 @dataclass(frozen=True, slots=True)

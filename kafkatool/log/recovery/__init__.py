@@ -36,11 +36,12 @@ import stat
 from pathlib import Path
 from typing import Literal
 
+from kafkatool.constants import DEFAULT_INDEX_INTERVAL_BYTES
 from kafkatool.errors import InputError
-from kafkatool.log.recovery.result import DEFAULT_INDEX_INTERVAL_BYTES, SegmentRecovery
+from kafkatool.log.recovery.result import SegmentRecovery
 from kafkatool.record.file_records import FileRecords
 
-__all__ = ["DEFAULT_INDEX_INTERVAL_BYTES", "SegmentRecovery", "recover_segment"]
+__all__ = ["SegmentRecovery", "recover_segment"]
 
 
 def recover_segment(log: str | Path | FileRecords, base_offset: int, *,
