@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -86,6 +87,105 @@ def test_zsh_and_fish_completions_name_every_option(rel):
             assert any((n in text) if "zsh" in rel else (f"-l {n[2:]}" in text) for n in long), (rel, long)
 
 
+def _run_kafkatool(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kafkatool", *args], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+@pytest.mark.parametrize("shell,rel", [("bash", "completions/bash/kafkatool"), ("zsh", "completions/zsh/_kafkatool"),
+                                       ("fish", "completions/fish/kafkatool.fish")])
+def test_completion_command_prints_the_generated_script(shell, rel):
+    """`kafkatool completion SHELL` works from any install (no share/ dir needed) and prints what completions/
+    holds."""
+    p = _run_kafkatool("completion", shell)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    assert p.stdout == (ROOT / rel).read_text()
+
+
+def test_completion_command_refuses_an_unknown_shell():
+    p = _run_kafkatool("completion", "tcsh")
+    assert p.returncode == 2 and p.stdout == "" and len(p.stderr.splitlines()) == 1, p.stderr
+
+
+def test_man_command_prints_a_page_and_installs_them_all(tmp_path):
+    p = _run_kafkatool("man", "canary", "plan")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == (ROOT / "man" / "kafkatool-canary-plan.1").read_text()
+    assert _run_kafkatool("man").stdout == (ROOT / "man" / "kafkatool.1").read_text()
+    p = _run_kafkatool("man", "--output", str(tmp_path / "man1"))
+    assert p.returncode == 0, p.stderr
+    written = {f.name: f.read_text() for f in (tmp_path / "man1").iterdir()}
+    assert written == {f.name: f.read_text() for f in (ROOT / "man").glob("*.1")}
+    bad = _run_kafkatool("man", "dumpp")
+    assert bad.returncode == 2 and "no command 'dumpp'" in bad.stderr and bad.stdout == ""
+
+
+@pytest.mark.parametrize("text,limit,want", [
+    ("Memory budget of the whole run, for every command (e.g. 256MiB, 1GiB; env KAFKATOOL_MEMORY). A command's "
+     "own --memory wins. [default: 256MiB]", 100,
+     "Memory budget of the whole run, for every command (e.g. 256MiB, 1GiB; env KAFKATOOL_MEMORY)."),
+    ("Memory budget of the whole run, for every command (e.g. 256MiB, 1GiB; env KAFKATOOL_MEMORY). More.", 80,
+     "Memory budget of the whole run, for every command..."),
+    ("Decode and print every record (Kafka's --deep-iteration).", 80,
+     "Decode and print every record (Kafka's --deep-iteration)."),
+    ("averyveryverylongwordwithoutspaces" * 4, 40, "averyveryverylongwordwithoutspacesave..."),
+])
+def test_completion_descriptions_end_at_a_sentence_or_a_word(text, limit, want):
+    assert docs_short(text, limit) == want
+
+
+docs_short = _docs._short
+
+
+def _zsh_specs(function: str) -> list[str]:
+    """The _arguments specs of one function of the zsh script, as zsh itself unquotes them."""
+    script = (ROOT / "completions" / "zsh" / "_kafkatool").read_text().replace('\n_kafkatool "$@"\n', "\n")
+    p = subprocess.run(["zsh", "-f", "-c", '_arguments() { printf "%s\\n" "$@"; }; _describe() { :; }; '
+                        f'eval "$(cat)"; {function}'], input=script, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    return p.stdout.splitlines()
+
+
+@pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed (apt-get install zsh)")
+def test_zsh_descriptions_are_whole():
+    """Apostrophes survive zsh's quoting and no description stops in the middle of a word (--memory's did)."""
+    root = _zsh_specs("_kafkatool")
+    memory = next(s for s in root if s.startswith("--memory["))
+    assert memory.startswith("--memory[Memory budget of the whole run, for every command (e.g. 256MiB, 1GiB; env "
+                             "KAFKATOOL_MEMORY).]"), memory
+    dump = _zsh_specs("_kafkatool_dump")
+    assert any("[Decode and print every record (Kafka's --deep-iteration).]" in s for s in dump), dump
+    assert "1:shell:(bash zsh fish)" in _zsh_specs("_kafkatool_completion")
+
+
+def _fish_complete(line: str, cwd: Path) -> list[str]:
+    script = ROOT / "completions" / "fish" / "kafkatool.fish"
+    p = subprocess.run(["fish", "--no-config", "-c", f"source '{script}'; complete -C '{line}'"], cwd=cwd,
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    return [x.split("\t")[0] for x in p.stdout.splitlines()]
+
+
+@pytest.mark.skipif(shutil.which("fish") is None, reason="fish is not installed (apt-get install fish)")
+def test_fish_offers_values_not_files_after_an_option(tmp_path):
+    (tmp_path / "00000000000000000000.log").write_bytes(b"")
+    assert sorted(_fish_complete("kafkatool dump -f ", tmp_path)) == ["dump-log", "json", "table", "text"]
+    assert _fish_complete("kafkatool dump --memory ", tmp_path) == []
+    assert _fish_complete("kafkatool dump ", tmp_path) == ["00000000000000000000.log"]  # the PATHS argument
+    assert _fish_complete("kafkatool reindex-time x --output ", tmp_path) == ["00000000000000000000.log"]
+    assert sorted(_fish_complete("kafkatool completion ", tmp_path)) == ["bash", "fish", "zsh"]
+
+
+def test_fish_script_keeps_files_out_of_option_values():
+    """The same rule in the script's text, for machines without fish: files only for path arguments and path
+    options; a value option is exclusive (-x)."""
+    text = (ROOT / "completions" / "fish" / "kafkatool.fish").read_text()
+    assert "-l format -s f -x -a 'text dump-log json table'" in text
+    for line in text.splitlines():
+        if line.endswith(" -F"):
+            assert "not __fish_prev_arg_in" in line and "-f" in line.split("__fish_prev_arg_in")[1], line
+
+
 def _help_command_rows(*group: str) -> dict[str, list[str]]:
     """The Commands panel of `kafkatool [GROUP] --help` at 120 columns: command -> its description's lines."""
     p = subprocess.run([sys.executable, "-m", "kafkatool", *group, "--help"], capture_output=True, text=True,
@@ -144,7 +244,8 @@ SHARED_SECTIONS = ("Conventions", "Memory")  # where the options every command h
 
 
 def _undocumented(sections: dict[str, str]) -> list[str]:
-    leaves = [c for c in COMMANDS[1:] if not c.subcommands]
+    # the leaf commands that work on log dirs (`completion` and `man` print kafkatool's own docs: no --format)
+    leaves = [c for c in COMMANDS[1:] if not c.subcommands and any("--format" in o.names for o in c.options)]
     shared = set.intersection(*({n for o in c.options for n in o.names} for c in leaves))
     missing = []
     for cmd in COMMANDS:
@@ -176,7 +277,7 @@ def test_an_undocumented_option_is_found():
     sections["kafkatool fetch-sim"] = sections["kafkatool fetch-sim"].replace("--throttle-time-ms", "")
     sections["Conventions"] = sections["Conventions"].replace("--traceback", "")
     assert sorted(_undocumented(sections)) == sorted(["kafkatool fetch-sim --throttle-time-ms", *(
-        f"{c.name} --traceback" for c in COMMANDS if not c.subcommands)])
+        f"{c.name} --traceback" for c in COMMANDS if any("--traceback" in o.names for o in c.options))])
     assert "kafkatool spark-scan (no `## kafkatool spark-scan` section that names it)" in _undocumented(
         {k: v for k, v in sections.items() if k != "kafkatool spark-scan"})
 
