@@ -131,7 +131,7 @@ SKIPPED.update({
     "kafkatool canary verify /tmp/canary1 2>/dev/null | tail -8": "after the crash above",
     "kafkatool canary apply /tmp/canary1 2>/dev/null": "after the crash above",
     "kafkatool --memory 128MiB reindex-time --jobs 2 /work/bench-data/budget/logs/bench-0":
-        "a 2 GiB benchmark partition (BENCHMARKS.md)",
+        "a 2 GiB benchmark partition (benchmarks/results/history.md)",
 })
 
 # The runnable examples, by scenario: each scenario runs its examples in README order in one fresh temp dir.
