@@ -1,4 +1,4 @@
-"""The examples of docs/ are real: every `$ kafkatool ...` line runs and prints what the page shows.
+"""The examples of README.md and docs/ are real: every `$ kafkatool ...` line runs and prints what the page shows.
 
 Each page runs as one scenario in a fresh directory (its first example makes its data with `kafkatool sample`);
 the rules (exit codes, shown lines in order, elisions, timings) are tests/support/doc_examples.py's. A page's
@@ -21,8 +21,8 @@ KAFKATOOL = [e for e in ALL if e.is_kafkatool]
 
 
 def test_every_example_is_found_and_run_or_skipped_with_a_reason():
-    assert "docs/dump.md" in PAGES and "docs/reference.md" not in PAGES
-    assert len(KAFKATOOL) >= 70, "the pages' examples were not found"
+    assert "README.md" in PAGES and "docs/dump.md" in PAGES and "docs/reference.md" not in PAGES
+    assert len(KAFKATOOL) >= 80, "the pages' examples were not found"
     skipped = [e for e in ALL if dx.skip_reason(e) is not None]
     assert len(skipped) <= 10, [e.where for e in skipped]
     shown = {(e.page, e.command) for e in ALL}

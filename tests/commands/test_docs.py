@@ -1,5 +1,6 @@
-"""Generated artifacts (man pages, shell completions) are fresh and complete, the wheel installs them, and
-the README documents every command and option."""
+"""Generated artifacts (man pages, shell completions, docs/reference.md) are fresh and complete, the wheel
+installs them, `kafkatool completion` and `kafkatool man` print them, and docs/ documents every command and
+option."""
 
 from __future__ import annotations
 
@@ -232,54 +233,67 @@ def test_help_shows_bracketed_text(cmd, text):
     assert text in " ".join(p.stdout.replace("│", " ").split()), p.stdout
 
 
-def _readme_sections() -> dict[str, str]:
-    """The hand-written README (the generated option reference left out), by `## ` section title."""
-    readme = (ROOT / "README.md").read_text()
-    hand = readme[:readme.index(_docs.README_BEGIN)]
-    return {title.strip(): body for title, _, body in
-            (part.partition("\n") for part in re.split(r"^## ", hand, flags=re.M)[1:])}
+# The page that documents each command (`kafkatool canary run` is canary.md's); the options every command shares,
+# and the root's, are documented in SHARED_PAGES.
+HOME_PAGES = {"completion": "install.md", "man": "install.md"}
+SHARED_PAGES = ("conventions.md", "concepts.md")
 
 
-SHARED_SECTIONS = ("Conventions", "Memory")  # where the options every command has are documented
+def _pages() -> dict[str, str]:
+    """The hand-written pages of docs/ (the generated option reference left out), by file name."""
+    return {p.name: p.read_text() for p in sorted((ROOT / "docs").glob("*.md")) if p.name != "reference.md"}
 
 
-def _undocumented(sections: dict[str, str]) -> list[str]:
+def _undocumented(pages: dict[str, str]) -> list[str]:
     # the leaf commands that work on log dirs (`completion` and `man` print kafkatool's own docs: no --format)
     leaves = [c for c in COMMANDS[1:] if not c.subcommands and any("--format" in o.names for o in c.options)]
     shared = set.intersection(*({n for o in c.options for n in o.names} for c in leaves))
     missing = []
     for cmd in COMMANDS:
-        home = f"kafkatool {cmd.path[1]}" if len(cmd.path) > 1 else None
-        text = sections.get(home, "") if home else ""
+        home = HOME_PAGES.get(cmd.path[1], f"{cmd.path[1]}.md") if len(cmd.path) > 1 else None
+        text = pages.get(home, "") if home else ""
         if home and f"kafkatool {' '.join(cmd.path[1:])}" not in text:
-            missing.append(f"{cmd.name} (no `## {home}` section that names it)")
+            missing.append(f"{cmd.name} (no docs/{home} that names it)")
         for opt in cmd.options:
             long = [n for n in opt.names if n.startswith("--") and n != "--help"]
             if not long:
                 continue
-            where = "".join(sections.get(s, "") for s in SHARED_SECTIONS) if (not home or long[0] in shared) \
-                else text
+            where = "".join(pages.get(s, "") for s in SHARED_PAGES) if (not home or long[0] in shared) else text
             if not any(re.search(re.escape(n) + r"(?![\w-])", where) for n in long):
                 missing.append(f"{cmd.name} {long[0]}")
     return missing
 
 
-def test_readme_documents_every_command_and_option():
-    """Each command in its own hand-written `## kafkatool CMD` section, with each of its options (the options
-    every command shares, and the root's, in Conventions/Memory); the generated option reference does not
-    count."""
-    missing = _undocumented(_readme_sections())
-    assert not missing, f"README.md does not document: {missing}"
+def test_docs_document_every_command_and_option():
+    """Each command on its own page of docs/, with each of its options (the options every command shares, and
+    the root's, in conventions.md or concepts.md); the generated option reference does not count."""
+    missing = _undocumented(_pages())
+    assert not missing, f"docs/ does not document: {missing}"
 
 
 def test_an_undocumented_option_is_found():
-    sections = _readme_sections()
-    sections["kafkatool fetch-sim"] = sections["kafkatool fetch-sim"].replace("--throttle-time-ms", "")
-    sections["Conventions"] = sections["Conventions"].replace("--traceback", "")
-    assert sorted(_undocumented(sections)) == sorted(["kafkatool fetch-sim --throttle-time-ms", *(
+    pages = _pages()
+    pages["fetch-sim.md"] = pages["fetch-sim.md"].replace("--throttle-time-ms", "")
+    pages["conventions.md"] = pages["conventions.md"].replace("--traceback", "")
+    assert sorted(_undocumented(pages)) == sorted(["kafkatool fetch-sim --throttle-time-ms", *(
         f"{c.name} --traceback" for c in COMMANDS if any("--traceback" in o.names for o in c.options))])
-    assert "kafkatool spark-scan (no `## kafkatool spark-scan` section that names it)" in _undocumented(
-        {k: v for k, v in sections.items() if k != "kafkatool spark-scan"})
+    assert "kafkatool spark-scan (no docs/spark-scan.md that names it)" in _undocumented(
+        {k: v for k, v in pages.items() if k != "spark-scan.md"})
+
+
+def test_the_readme_fits_on_a_screen_and_keeps_the_set_up_commands():
+    """README.md is the way in (at most 15 KB, its details in docs/); its two set-up commands are the ones CI and
+    the lead run, word for word."""
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.encode()) <= 15_000, len(readme.encode())
+    assert "```sh\npython3 -m venv .venv && .venv/bin/pip install -e '.[spark]' && d=$(mktemp -d) && " \
+           ".venv/bin/kafkatool sample \"$d\" && .venv/bin/kafkatool spark-scan \"$d\"\n```" in readme
+    assert "```sh\npython3 -m venv .venv && .venv/bin/pip install -e '.[spark,test]' && " \
+           ".venv/bin/python -m pytest\n```" in readme
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "python3 -m venv .venv && .venv/bin/pip install -e '.[spark,test]' && .venv/bin/python -m pytest" in ci
+    for link in re.findall(r"\]\(([^)#]+)", readme):  # every link of the README names a file of the repository
+        assert link.startswith("http") or (ROOT / link).exists(), link
 
 
 @pytest.mark.slow

@@ -40,8 +40,9 @@ GENERATED = ("docs/reference.md", "docs/performance.md")
 
 
 def pages() -> list[Path]:
-    """Every hand-written page of docs/, relative to the repository."""
-    out = sorted(p.relative_to(ROOT) for p in (ROOT / "docs").rglob("*.md") if p.relative_to(ROOT).as_posix()
+    """README.md and every hand-written page of docs/, relative to the repository."""
+    out = [Path("README.md")]
+    out += sorted(p.relative_to(ROOT) for p in (ROOT / "docs").rglob("*.md") if p.relative_to(ROOT).as_posix()
                   not in GENERATED)
     return out
 
