@@ -70,6 +70,7 @@ COMMAND_MODULES: list[str] = [
     "canary",
     "spark_scan",
     "sample",
+    "completion",
 ]
 
 _loaded: list[str] = []  # command modules registered so far

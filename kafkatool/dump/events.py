@@ -176,7 +176,7 @@ class Notice:
 class Finding:
     """Something wrong (or worth knowing) about the bytes on disk, with where it is.
 
-    ``kind`` names what was found (documented in the README's finding table); ``data`` carries the
+    ``kind`` names what was found (documented in docs/dump.md's finding table); ``data`` carries the
     kind's numbers (e.g. ``index_offset``/``log_offset`` of an index mismatch).
     """
 

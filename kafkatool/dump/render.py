@@ -1,6 +1,6 @@
 """``kafkatool dump``'s ``text`` and ``json`` renderers (``dumplog_format`` has Kafka's format).
 
-JSON lines, schema 1 (every object has ``"type"`` and ``"schema": 1``; documented in the README):
+JSON lines, schema 1 (every object has ``"type"`` and ``"schema": 1``; documented in docs/dump.md):
 ``file``, ``batch``, ``record``, ``index_entry``, ``notice``, ``finding``, ``file_end``, ``summary``.
 Lines are assembled from pre-escaped pieces rather than ``json.dumps`` of a dict per record: the record
 line is the hot path of a deep dump (the output is the same compact JSON).

@@ -8,7 +8,7 @@ through a numpy structured view of that table, and the 3.9 rules (index points e
 checks) are evaluated on arrays. The result is the same :class:`~kafkatool.log.recovery.SegmentRecovery`
 as the reference, field for field (the tests hold them equal).
 
-How the bytes are read (measured, see BENCHMARKS.md): small batches through a 1 MiB page-aligned
+How the bytes are read (measured, see benchmarks/results/history.md): small batches through a 1 MiB page-aligned
 window filled with ``preadv`` (a page-aligned copy runs at ~10 GB/s, and the walk then hits the cache;
 mmap page faults cost more than the copy); batches averaging over 16 KiB by one ``HDR``-byte ``pread`` per
 batch, never touching the bytes in between. ``--verify`` reads everything (the CRC needs it).
@@ -78,7 +78,7 @@ BYTES_PER_BATCH = 256  # what one batch of a step may cost, with room: the step 
 HOP_ABOVE = 16 << 10  # average batch size above which hopping header to header beats the window copy
 WINDOW_BELOW = 8 << 10  # ... and below which the window wins again
 # With the compiled loops a hop costs one pread (~0.8 us here) and the window ~0.2 us per KiB copied: hopping
-# wins from ~4 KiB batches (measured on 2, 4, 8 and 16 KiB batches; BENCHMARKS.md).
+# wins from ~4 KiB batches (measured on 2, 4, 8 and 16 KiB batches; benchmarks/results/history.md).
 HOP_ABOVE_C = 6 << 10
 WINDOW_BELOW_C = 3 << 10
 HOPS_C = 1024  # headers per compiled hopping step
