@@ -244,7 +244,7 @@ class SandboxConfig:
     """What the sandbox broker is.
 
     ``log_dirs``: the broker's data dirs (default: ``<workdir>/data``); they may already hold partitions.
-    ``properties``: server.properties entries added over the defaults (listeners, ids, quorum and the
+    ``properties``: server.properties entries set over the defaults (listeners, ids, quorum and the
     single-broker replication factors are the sandbox's own). ``cluster_id``: KRaft only; default: the one in a
     log dir's ``meta.properties``, else a random one.
     """
@@ -273,7 +273,9 @@ class BrokerSandbox:
             raise SandboxError(f"Kafka {install.version} has no ZooKeeper mode (removed in 4.0)",
                                path=install.libs)
         self.java = find_java(config.java_home)
-        self.log_dirs = config.log_dirs or (self.workdir / "data",)
+        # Both may be changed while the broker is stopped: the next start() uses them.
+        self.log_dirs: tuple[Path, ...] = config.log_dirs or (self.workdir / "data",)
+        self.properties: dict[str, str] = dict(config.properties)
         self.metadata_dir = self.workdir / "metadata"
         self.port = free_port()
         self.controller_port = free_port() if config.mode is BrokerMode.KRAFT else 0
@@ -343,7 +345,7 @@ class BrokerSandbox:
                           "inter.broker.listener.name": "PLAINTEXT",
                           "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
                           "metadata.log.dir": str(self.metadata_dir)})
-        props.update(c.properties)
+        props.update(self.properties)
         return props
 
     def _existing_cluster_id(self) -> str | None:
