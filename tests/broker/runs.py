@@ -19,6 +19,7 @@ from kafkatool.fetch import FetchPartition, ParsedPartition
 from tests.broker import workloads as w
 from tests.broker.clients import (
     Consumed,
+    admin,
     adopt_topic_id,
     alter_topic_configs,
     consume_partition,
@@ -195,7 +196,9 @@ def zookeeper_run(install: KafkaInstall, work: Path) -> ZooKeeperRun:
             before = copy_tree(data, work / "recovery-before")
             report = kafkatool("reindex-time", before, "--recovery-report", "--format", "json")
             output = work / "recovery-output"
-            output_run = kafkatool("reindex-time", before, "--output", output, "--format", "json")
+            # --verify: CRCs checked as the broker's recovery checks them (a header-only rebuild would index past
+            # the corrupt batch the broker truncates at)
+            output_run = kafkatool("reindex-time", before, "--output", output, "--verify", "--format", "json")
             b.start()
             log = b.log_text()
             b.stop()
@@ -343,6 +346,13 @@ def adopt(install: KafkaInstall, work: Path, log_dir: Path, *, topic_configs: di
                               for t, n in topics.items() if not t.startswith("__")})
             if "__consumer_offsets" in topics:
                 create_offsets_topic(b, topics["__consumer_offsets"])
+            # The new cluster's leader epochs must pass the log's, or becoming leader truncates the log's
+            # leader-epoch cache ("New epoch entry ... caused truncation of conflicting entries") and a
+            # consumer validating epochs (KIP-320) resets. Each restart fences the broker and elects it again.
+            wanted = max_leader_epoch(log_dir)
+            while min_leader_epoch(b, topics) <= wanted:
+                b.stop()
+                b.start()
             b.stop()
         for d in log_dir.iterdir():
             if d.is_dir() and (scratch / d.name / "partition.metadata").exists():
@@ -369,6 +379,24 @@ def adopt(install: KafkaInstall, work: Path, log_dir: Path, *, topic_configs: di
             b.stop()
         after = copy_tree(log_dir, work / "after")
     return AdoptSeen(log_dir, before, log, after, consumed)
+
+
+def max_leader_epoch(log_dir: Path) -> int:
+    """The newest leader epoch in the partitions' leader-epoch-checkpoint files (-1: none)."""
+    epochs = [-1]
+    for cp in log_dir.glob("*/leader-epoch-checkpoint"):
+        for line in cp.read_text().splitlines()[2:]:
+            epochs.append(int(line.split()[0]))
+    return max(epochs)
+
+
+def min_leader_epoch(b: BrokerSandbox, topics: dict[str, int]) -> int:
+    a = admin(b)
+    try:
+        described = a.describe_topics(list(topics))
+    finally:
+        a.close()
+    return min(p["leader_epoch"] for t in described for p in t["partitions"])
 
 
 # ---------------------------------------------------------------------------------------------- sample, upconvert

@@ -83,9 +83,8 @@ def test_internal_topics_with_their_decoders(kraft39: KraftRun, topic: str, kafk
     kafka = dump_log_segments(kraft39.install, files, [kafka_option], workdir=tmp_path)
     ours = kafkatool("dump", "--format", "dump-log", "--decoder", decoder, *files)
     same_lines(kafka, ours)
-    # decoded, not raw: offset commits and transaction metadata are there
-    word = "offset_commit" if decoder == "offsets" else "transaction_metadata"
-    assert word in kafka.stdout
+    # decoded, not raw: offset commits (key type 1) and transaction metadata are there
+    assert ('key: {"type":"1"' if decoder == "offsets" else "transaction_metadata::transactionalId=txn-producer-0") in kafka.stdout
 
 
 def test_names_without_a_dot(kraft39: KraftRun, tmp_path: Path) -> None:
@@ -109,6 +108,8 @@ _TS_TYPES = ("CreateTime", "LogAppendTime", "NoTimestampType")
 
 
 def _value(text: str) -> Any:
+    if text.endswith("}") and text[:-1].isdigit():  # 3.9's legacy record line ends "crc: N}"
+        text = text[:-1]
     if text in ("true", "false"):
         return text == "true"
     if text == "OptionalLong.empty":
