@@ -123,6 +123,7 @@ complete -c kafkatool -n '__fish_seen_subcommand_from fetch-sim' -l broker-fetch
 complete -c kafkatool -n '__fish_seen_subcommand_from fetch-sim' -l min-one-message -l no-min-one-message -d 'Let the first non-empty partition exceed the limits to return one whole batch. D'
 complete -c kafkatool -n '__fish_seen_subcommand_from fetch-sim' -l chunk-size -r -d 'Lazy conversion chunk (Kafka\'s MAX_READ_SIZE, also the overflow buffer size); pa'
 complete -c kafkatool -n '__fish_seen_subcommand_from fetch-sim' -l position -r -d 'Start the slice at this byte position of the segment holding the fetch offset in'
+complete -c kafkatool -n '__fish_seen_subcommand_from fetch-sim' -l log-magic -r -d 'The magic the broker takes the log to hold: 2 from inter.broker.protocol.version'
 complete -c kafkatool -n '__fish_seen_subcommand_from fetch-sim' -l high-watermark -r -d 'High watermark (default: the log end offset).'
 complete -c kafkatool -n '__fish_seen_subcommand_from fetch-sim' -l topic -r -d 'Topic name for a bare .log file outside a partition dir.'
 complete -c kafkatool -n '__fish_seen_subcommand_from fetch-sim' -l partition -r -d 'Partition number for --topic.'
