@@ -67,6 +67,9 @@ class FetchCase:
     fetch_offset: int
     partition_max_bytes: int
     max_bytes: int
+    # the magic the broker takes the log to hold: 2 from IBP 3.0 on; a ZooKeeper broker at IBP 2.8 goes by the
+    # topic's message.format.version (fetch-sim --log-magic)
+    log_magic: int = 2
 
     @property
     def id(self) -> str:
@@ -81,16 +84,18 @@ class FetchSeen:
     partition: ParsedPartition
 
 
-def fetch_cases(partitions: dict[str, tuple[int, int, int]]) -> list[FetchCase]:
+def fetch_cases(partitions: dict[str, tuple[int, int, int]], log_magic: dict[str, int] | None = None
+                ) -> list[FetchCase]:
     """``{topic-N: (log start, a mid offset, log end)}`` -> every version x a few offsets and limits."""
     cases = []
     for name, (start, mid, end) in partitions.items():
+        magic = (log_magic or {}).get(name, 2)
         for version in range(4):
             for offset in sorted({start, mid, max(start, end - 3)}):
                 for pmax in (1 << 20, 3000, 700):
-                    cases.append(FetchCase(name, version, offset, pmax, 50 << 20))
+                    cases.append(FetchCase(name, version, offset, pmax, 50 << 20, magic))
             if version == 3:  # the response limit (KIP-74) below the partition's
-                cases.append(FetchCase(name, 3, start, 1 << 20, 2000))
+                cases.append(FetchCase(name, 3, start, 1 << 20, 2000, magic))
     return cases
 
 
@@ -160,7 +165,7 @@ def zookeeper_run(install: KafkaInstall, work: Path) -> ZooKeeperRun:
             for name in ("v2-events-0", "v2-events-1", "v2-fetch-0", "v2-fetch-1", "v2-fetch-2", "v2-fetch-3",
                          "v1-events-0"):
                 ends[name] = (0, 97, _log_end(b, name))
-            fetches = record_fetches(b, fetch_cases(ends))
+            fetches = record_fetches(b, fetch_cases(ends, {"v1-events-0": 1}))
             served = {f"{t}-0": consume_partition(b, t, 0)
                       for t in ("v0-events", "v1-events", "v1-append", "v1-compact", "dc0", "dc1")}
         with phase(b, "down-convert formats"):

@@ -84,7 +84,8 @@ def test_internal_topics_with_their_decoders(kraft39: KraftRun, topic: str, kafk
     ours = kafkatool("dump", "--format", "dump-log", "--decoder", decoder, *files)
     same_lines(kafka, ours)
     # decoded, not raw: offset commits (key type 1) and transaction metadata are there
-    assert ('key: {"type":"1"' if decoder == "offsets" else "transaction_metadata::transactionalId=txn-producer-0") in kafka.stdout
+    decoded = 'key: {"type":"1"' if decoder == "offsets" else "transaction_metadata::transactionalId=txn-producer-0"
+    assert decoded in kafka.stdout
 
 
 def test_names_without_a_dot(kraft39: KraftRun, tmp_path: Path) -> None:

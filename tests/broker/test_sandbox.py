@@ -80,7 +80,8 @@ def test_the_jvm_dies_with_its_parent(kafka3: KafkaInstall, tmp_path: Path) -> N
         from pathlib import Path
         from kafkatool.canary.sandbox import KafkaInstall, find_java, start_java
         install = KafkaInstall.locate({str(kafka3.libs)!r})
-        p = start_java("zookeeper", find_java(), install.classpath(), "org.apache.zookeeper.server.quorum.QuorumPeerMain",
+        p = start_java("zookeeper", find_java(), install.classpath(),
+                       "org.apache.zookeeper.server.quorum.QuorumPeerMain",
                        [{str(tmp_path / 'zk.properties')!r}], log=Path({str(tmp_path / 'zk.log')!r}))
         print(p.pid, flush=True)
         time.sleep(600)
