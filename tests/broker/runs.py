@@ -311,6 +311,7 @@ def kraft_run(install: KafkaInstall, work: Path) -> KraftRun:
 class AdoptSeen:
     """Partition dirs kafkatool wrote, adopted by a KRaft broker (topics created first, ids rewritten)."""
 
+    install: KafkaInstall
     log_dir: Path
     before: Path  # the log dir as kafkatool left it (topic ids adopted), a copy
     log: str  # the broker's log of the start that loaded it
@@ -383,7 +384,7 @@ def adopt(install: KafkaInstall, work: Path, log_dir: Path, *, topic_configs: di
                     consumed[d.name] = consume_partition(b, topic, int(part))
             b.stop()
         after = copy_tree(log_dir, work / "after")
-    return AdoptSeen(log_dir, before, log, after, consumed)
+    return AdoptSeen(install, log_dir, before, log, after, consumed)
 
 
 def max_leader_epoch(log_dir: Path) -> int:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from kafkatool.canary.sandbox import KafkaInstall
-from tests.broker.runs import KraftRun, ZooKeeperRun
+from tests.broker.runs import KraftRun, SampleRun, ZooKeeperRun
 from tests.broker.tools import Run, dump_log_segments, kafkatool
 
 # (DumpLogSegments options, kafkatool dump options)
@@ -191,3 +191,17 @@ def test_json_agrees_with_the_dump_log_text(log_dirs, log_dir: str, tmp_path: Pa
     for a, b in zip(mine, theirs, strict=True):
         assert a == b
     assert sum(1 for b in theirs if b["kind"] == "record") > 1000
+
+
+@pytest.mark.parametrize("options", ["shallow", "deep", "print-data", "verify-index-only", "index-sanity-check"])
+def test_kafka_4s_tool_prints_the_same_lines(sample4: SampleRun, options: str, tmp_path: Path) -> None:
+    """Kafka 4.4's DumpLogSegments (the Java port of KAFKA-14579) on the log dir the 4.4 broker left: the same
+    stdout as 3.9's, which ``--format dump-log`` follows. Its stderr is not 3.9's: with --deep-iteration it reports
+    every segment not starting at offset 0 as "Non-consecutive offsets ... -1 is followed by <base offset>", and
+    with --skip-record-metadata a record line without a key starts "| payload:" where 3.9 prints " payload:"."""
+    files = kafka_files(sample4.seen.after)
+    kafka_opts, our_opts = OPTIONS[options]
+    kafka = dump_log_segments(sample4.seen.install, files, kafka_opts, workdir=tmp_path)
+    ours = kafkatool("dump", "--format", "dump-log", *our_opts, *files)
+    assert kafka.returncode == 0, kafka.stderr[-2000:]
+    assert ours.stdout.splitlines() == kafka.stdout.splitlines()
