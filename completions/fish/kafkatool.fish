@@ -117,7 +117,7 @@ complete -c kafkatool -n '__fish_seen_subcommand_from dump' -l memory -x -d 'Mem
 complete -c kafkatool -n '__fish_seen_subcommand_from dump' -l quiet -s q -d 'No progress or summary on stderr; findings only.'
 complete -c kafkatool -n '__fish_seen_subcommand_from dump' -l traceback -d 'Show the Python traceback of an error (for bug reports).'
 complete -c kafkatool -n '__fish_seen_subcommand_from dump' -l help -s h -d 'Show the help and exit.'
-complete -c kafkatool -n '__fish_seen_subcommand_from fetch-sim; and not __fish_prev_arg_in --fetch-version --to-magic --fetch-offset -o --partition-max-bytes --fetch-max-bytes --broker-fetch-max-bytes --chunk-size --position --high-watermark --topic --partition --out --correlation-id --throttle-time-ms --sweep-chunk-sizes --plot --memory --format -f' -F
+complete -c kafkatool -n '__fish_seen_subcommand_from fetch-sim; and not __fish_prev_arg_in --fetch-version --to-magic --fetch-offset -o --partition-max-bytes --fetch-max-bytes --broker-fetch-max-bytes --chunk-size --position --log-magic --high-watermark --topic --partition --out --correlation-id --throttle-time-ms --sweep-chunk-sizes --plot --memory --format -f' -F
 complete -c kafkatool -n '__fish_seen_subcommand_from fetch-sim' -l fetch-version -x -d 'Fetch request version 0..3 (v0-1 read magic 0, v2-3 magic 1).'
 complete -c kafkatool -n '__fish_seen_subcommand_from fetch-sim' -l to-magic -x -d 'Target magic instead of a version (0 -> Fetch v1, 1 -> Fetch v3).'
 complete -c kafkatool -n '__fish_seen_subcommand_from fetch-sim' -l fetch-offset -s o -x -d 'Offset to fetch from: one for all partitions, one per partition in PATH...'
@@ -127,6 +127,7 @@ complete -c kafkatool -n '__fish_seen_subcommand_from fetch-sim' -l broker-fetch
 complete -c kafkatool -n '__fish_seen_subcommand_from fetch-sim' -l min-one-message -l no-min-one-message -d 'Let the first non-empty partition exceed the limits to return one whole batch.'
 complete -c kafkatool -n '__fish_seen_subcommand_from fetch-sim' -l chunk-size -x -d 'Lazy conversion chunk...'
 complete -c kafkatool -n '__fish_seen_subcommand_from fetch-sim' -l position -x -d 'Start the slice at this byte position of the segment holding the fetch...'
+complete -c kafkatool -n '__fish_seen_subcommand_from fetch-sim' -l log-magic -x -d 'The magic the broker takes the log to hold: 2 from...'
 complete -c kafkatool -n '__fish_seen_subcommand_from fetch-sim' -l high-watermark -x -d 'High watermark (default: the log end offset).'
 complete -c kafkatool -n '__fish_seen_subcommand_from fetch-sim' -l topic -x -d 'Topic name for a bare .log file outside a partition dir.'
 complete -c kafkatool -n '__fish_seen_subcommand_from fetch-sim' -l partition -x -d 'Partition number for --topic.'

@@ -101,6 +101,11 @@ def fetch_sim(
     position: Annotated[int | None, size_opt(
         "--position", help="Start the slice at this byte position of the segment holding the fetch offset "
         "instead of searching for the offset (one partition); the bytes there are sliced as they are.")] = None,
+    log_magic: Annotated[int, typer.Option(
+        "--log-magic", min=0, max=2, help="The magic the broker takes the log to hold: 2 from "
+        "inter.broker.protocol.version 3.0 on (KRaft, 3.x defaults); a ZooKeeper broker below IBP 3.0 uses the "
+        "topic's message.format.version (0.9.0: 0, 0.10.x: 1) and sends the slice unconverted to a fetch "
+        "version that reads it.")] = 2,
     high_watermark: Annotated[int | None, typer.Option(
         "--high-watermark", help="High watermark (default: the log end offset).")] = None,
     topic: Annotated[str | None, typer.Option(
@@ -152,6 +157,7 @@ def fetch_sim(
         correlation_id=correlation_id,
         throttle_time_ms=throttle_time_ms,
         trace_memory=trace_memory,
+        log_magic=log_magic,
     )
     if options.chunk_size < 1:
         raise UsageError("--chunk-size must be at least 1 byte")

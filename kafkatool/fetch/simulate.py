@@ -16,7 +16,10 @@ The broker's path, reproduced step by step (3.9 sources; spec §5.1-§5.3):
    watermark's position in its segment).
 3. ``KafkaApis.maybeConvertFetchedData``: Fetch v0-1 -> magic 0, v2-3 -> magic 1; the slice becomes
    ``LazyDownConversionRecords`` (:mod:`kafkatool.fetch.lazy`); its constructor's
-   ``UnsupportedCompressionTypeException`` -> ``UNSUPPORTED_COMPRESSION_TYPE`` with null records.
+   ``UnsupportedCompressionTypeException`` -> ``UNSUPPORTED_COMPRESSION_TYPE`` with null records. The broker
+   decides by the magic it takes the log to hold, not by the batches: 2 from ``inter.broker.protocol.version``
+   3.0 on (KRaft, and 3.x's default), else the topic's ``message.format.version`` (``log_magic``). When the
+   fetch version reads that magic, the slice is sent as it is (``FileRecords``): no conversion, no padding.
 4. The response (:mod:`kafkatool.fetch.response`) is sized with each partition's committed size before
    any conversion, then streamed: nothing converted is ever held beyond one chunk.
 
@@ -299,6 +302,18 @@ class FetchOptions:
     throttle_time_ms: int = 0
     decompress_limit: int | None = None
     trace_memory: bool = False  # measure each conversion's peak heap with tracemalloc (slow)
+    # The magic the broker takes the log to hold (maybeConvertFetchedData): 2 from IBP 3.0 on; below it (a ZooKeeper
+    # broker at an older inter.broker.protocol.version) the topic's message.format.version: 0.9.0 -> 0, 0.10.x -> 1.
+    log_magic: int = 2
+
+    def __post_init__(self) -> None:
+        if self.log_magic not in (0, 1, 2):
+            raise UsageError(f"must be 0, 1 or 2, not {self.log_magic}", field="log_magic")
+
+    @property
+    def converts(self) -> bool:
+        """Whether the broker down-converts: the log's magic is above what the fetch version reads."""
+        return self.log_magic > self.to_magic
 
     @property
     def to_magic(self) -> int:
@@ -371,10 +386,13 @@ def plan_fetch(options: FetchOptions, requests: Sequence[PartitionRequest]) -> l
 
 
 def _convertible(options: FetchOptions, req: PartitionRequest, read: ReadResult) -> PartitionFetch:
-    """``maybeConvertFetchedData``: wrap the slice (even an empty one) in LazyDownConversionRecords."""
+    """``maybeConvertFetchedData``: wrap the slice (even an empty one) in LazyDownConversionRecords, or send it as
+    it is when the broker does not convert."""
     if read.segment is None or read.size == 0:
         return PartitionFetch(req, read, read.error_code, read.error, read.high_watermark, 0)
     fr = FileRecords(read.segment.log)
+    if not options.converts:
+        return PartitionFetch(req, read, read.error_code, read.error, read.high_watermark, read.size, None, fr)
     try:
         lazy = LazyDownConversionRecords(fr, read.position, read.size, options.to_magic, req.fetch_offset,
                                          max_read_size=options.chunk_size, limit=options.decompress_limit,
@@ -417,6 +435,15 @@ def send_partition(plan: PartitionFetch, options: FetchOptions, write: Callable[
             plan.stats = plan.lazy.stats
         else:
             plan.stats = SendStats(committed_size=max(0, plan.committed_size))
+            if plan.records is not None and plan.committed_size > 0:  # the slice as it is (FileRecords.writeTo)
+                for at in range(0, plan.committed_size, options.chunk_size):
+                    data = plan.records.read(plan.read.position + at, min(options.chunk_size,
+                                                                          plan.committed_size - at))
+                    if write is not None:
+                        write(data)
+                    if view is not None:
+                        view.feed(data)
+                plan.stats.bytes_written = plan.committed_size
         if view is not None:
             plan.consumer = view.finish()
     finally:
