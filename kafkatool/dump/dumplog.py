@@ -72,7 +72,8 @@ from kafkatool.record.file_records import RecordBatch
 Decoder = Callable[[bytes], str]
 # Files DumpLogSegments 3.9 does not dump (it dispatches on the text after the last '.').
 KAFKA_UNKNOWN_KINDS = frozenset({FileKind.LEADER_EPOCH_CHECKPOINT, FileKind.PARTITION_METADATA,
-                                 FileKind.OFFSET_CHECKPOINT, FileKind.PROPERTIES, FileKind.CLEAN_SHUTDOWN})
+                                 FileKind.OFFSET_CHECKPOINT, FileKind.PROPERTIES, FileKind.CLEAN_SHUTDOWN,
+                                 FileKind.QUORUM_STATE})
 _TS_NAMES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
 _BOOL = {True: "true", False: "false"}
 
