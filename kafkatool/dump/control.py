@@ -44,8 +44,9 @@ class ControlInfo:
     def name(self) -> str:
         return self.type.name if self.type is not None else "INVALID"
 
-    def dumplog_text(self) -> str:
-        """The text DumpLogSegments appends to the record line (with its leading space)."""
+    def dumplog_text(self, kafka4: bool = False) -> str:
+        """The text DumpLogSegments appends to the record line (with its leading space); ``kafka4``: 4.x's, which
+        decodes LeaderChange records."""
         t = self.type
         if t is None:
             return ""
@@ -55,6 +56,8 @@ class ControlInfo:
             return f" endTxnMarker: {t.name} coordinatorEpoch: {self.coordinator_epoch}"
         if t in _KRAFT_LABELS and self.json_text is not None:
             return f" {_KRAFT_LABELS[t]} {self.json_text}"
+        if kafka4 and t == ControlRecordType.LEADER_CHANGE and self.json_text is not None:
+            return f" LeaderChange: {self.json_text}"
         return f" controlType: {t.name}({self.type_id})"
 
 
