@@ -297,11 +297,11 @@ class _Replayer:
                         "undecodable-control", "error", e.path, f"{name} at offset {e.offset} does not decode "
                         f"(byte {err.position} of its value): {err}", e.position, e.offset))
             return
+        if not in_snapshot:
+            img.offset, img.epoch, img.timestamp = e.offset, e.epoch, e.timestamp
         m = self.decode(e)
         if m is None:
             return
-        if not in_snapshot:
-            img.offset, img.epoch, img.timestamp = e.offset, e.epoch, e.timestamp
         if m.name == TXN_BEGIN:
             if self.txn is not None:
                 self.r.findings.append(MetadataFinding("transaction", "warning", e.path, f"BeginTransactionRecord at "
