@@ -10,7 +10,9 @@ keeps that split:
   one-line ``<not JSON: ...>`` marker);
 * record decoders (both sides at once): ``offsets`` (``__consumer_offsets``, see :mod:`.offsets`),
   ``transactions`` (``__transaction_state``, see :mod:`.transactions`) and ``cluster-metadata`` (KRaft's
-  ``__cluster_metadata``, see :mod:`.cluster_metadata`; picked by :func:`auto_decoder` for that partition dir);
+  ``__cluster_metadata``, see :mod:`.cluster_metadata`), ``remote-log-metadata`` (tiered storage's
+  ``__remote_log_metadata``, :mod:`.remote_log`) and ``share-group-state`` (4.x ``__share_group_state``,
+  :mod:`.share_state`); each picked by :func:`auto_decoder` for its topic's partition dirs;
 * plugins: entry points in the group ``kafkatool.decoders``. The loaded object (a class is instantiated
   with no arguments) is a record decoder if it has ``decode_record(key, value, record)`` or is a plain
   callable ``(key, value, record) -> (key_text, value_text)``, and a bytes decoder if it has
@@ -52,7 +54,9 @@ from kafkatool.decoders.offsets import (
     offset_commit_value,
     partition_for_group,
 )
+from kafkatool.decoders.remote_log import REMOTE_LOG_METADATA_TOPIC, decode_remote_log_metadata_record
 from kafkatool.decoders.schema import kafka_versions, resolve_kafka_version
+from kafkatool.decoders.share_state import SHARE_GROUP_STATE_TOPIC, decode_share_state_record
 from kafkatool.decoders.transactions import decode_transaction_record
 from kafkatool.errors import ExitCode, KafkaToolError, UsageError
 from kafkatool.record.batch import Record
@@ -132,12 +136,17 @@ BUILTIN_RECORD_DECODERS: dict[str, RecordDecoder] = {
     "offsets": _FunctionRecordDecoder(lambda k, v, r: decode_offsets_record(k, v, r.offset)),
     "transactions": _FunctionRecordDecoder(lambda k, v, r: decode_transaction_record(k, v, r.offset)),
     "cluster-metadata": _FunctionRecordDecoder(lambda k, v, r: decode_cluster_metadata_record(k, v, r.offset)),
+    "remote-log-metadata": _FunctionRecordDecoder(
+        lambda k, v, r: decode_remote_log_metadata_record(k, v, r.offset)),
+    "share-group-state": _FunctionRecordDecoder(lambda k, v, r: decode_share_state_record(k, v, r.offset)),
 }
 
 # The internal topics whose records only one decoder reads: dumping their partition dirs picks it when no
 # decoder option is given (topic name -> decoder name).
 AUTO_DECODERS = {
     METADATA_TOPIC: "cluster-metadata",
+    REMOTE_LOG_METADATA_TOPIC: "remote-log-metadata",
+    SHARE_GROUP_STATE_TOPIC: "share-group-state",
 }
 
 
