@@ -127,8 +127,9 @@ def dump(
     decoder: Annotated[str | None, typer.Option(
         "--decoder", help="Decode whole records: offsets (__consumer_offsets, Kafka's --offsets-decoder), "
         "transactions (__transaction_state, --transaction-log-decoder), cluster-metadata (KRaft's "
-        "__cluster_metadata, --cluster-metadata-decoder; the default in a __cluster_metadata-0 dir), a bytes "
-        "decoder for both sides, or a plugin. Implies --print-data.", rich_help_panel=_FILTERS,
+        "__cluster_metadata, --cluster-metadata-decoder), remote-log-metadata (__remote_log_metadata), "
+        "share-group-state (4.x __share_group_state) - these three are the default in their topic's partition "
+        "dirs -, a bytes decoder for both sides, or a plugin. Implies --print-data.", rich_help_panel=_FILTERS,
         show_default=False)] = None,
     key_decoder: Annotated[str | None, typer.Option(
         "--key-decoder", help="Decode keys with utf8 (Kafka's StringDecoder), hex, base64, json or a plugin; "
