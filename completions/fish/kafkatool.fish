@@ -148,6 +148,7 @@ complete -c kafkatool -n '__fish_seen_subcommand_from metadata' -l at-time -r -d
 complete -c kafkatool -n '__fish_seen_subcommand_from metadata' -l diff -r -d 'What changed between the images at two offsets.'
 complete -c kafkatool -n '__fish_seen_subcommand_from metadata' -l kafka-version -r -d 'Decode with the record definitions of this Kafka version (3.9 or 4.4; default: t'
 complete -c kafkatool -n '__fish_seen_subcommand_from metadata' -l live -d 'Read a log dir whose .lock a live broker holds anyway, with a warning (without i'
+complete -c kafkatool -n '__fish_seen_subcommand_from metadata' -l memory -r -d 'Memory budget of the whole run (e.g. 256MiB, 1GiB), divided top-down: reserved i'
 complete -c kafkatool -n '__fish_seen_subcommand_from metadata' -l format -s f -r -a 'text json table' -d 'Output format: text (default when piped), json (JSON lines, schema 1), table (de'
 complete -c kafkatool -n '__fish_seen_subcommand_from metadata' -l quiet -s q -d 'No progress or summary on stderr; findings only.'
 complete -c kafkatool -n '__fish_seen_subcommand_from metadata' -l traceback -d 'Show the Python traceback of an error (for bug reports).'

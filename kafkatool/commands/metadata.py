@@ -15,12 +15,14 @@ import typer
 from kafkatool.commands.options import (
     FormatOpt,
     LiveOpt,
+    MemoryOpt,
     Output,
     QuietOpt,
     TracebackOpt,
     check_live,
     require,
     time_opt,
+    use_budget,
 )
 from kafkatool.errors import ExitCode
 
@@ -73,6 +75,7 @@ def metadata(
                                                       "newest, which reads every older record).",
                                                       show_default=False)] = None,
     live: LiveOpt = False,
+    memory: MemoryOpt = None,
     fmt: FormatOpt = None,
     quiet: QuietOpt = False,
     traceback: TracebackOpt = False,
@@ -84,6 +87,7 @@ def metadata(
     require(at_offset is None or at_time is None, "--at-offset and --at-time are alternatives: give one")
     if diff is not None:
         require(diff[0] >= 0 and diff[1] >= 0, "--diff offsets must be at least 0")
+    use_budget(memory)  # the mapped-file window of the segment and snapshot reads
     check_live([path], live, lambda text: out.finding(text), "metadata")
     from kafkatool.commands.render.metadata import render_diff, render_image
     from kafkatool.decoders import resolve_kafka_version
