@@ -132,6 +132,8 @@ SKIPPED.update({
     "kafkatool canary apply /tmp/canary1 2>/dev/null": "after the crash above",
     "kafkatool --memory 128MiB reindex-time --jobs 2 /work/bench-data/budget/logs/bench-0":
         "a 2 GiB benchmark partition (BENCHMARKS.md)",
+    "kafkatool metadata /var/lib/kafka/meta --at-time 2026-11-26T13:38:34.377Z | head -1":
+        "a real KRaft node's metadata log (docs/metadata.md; tests/metadata/test_broker_parity.py runs nodes)",
 })
 
 # The runnable examples, by scenario: each scenario runs its examples in README order in one fresh temp dir.

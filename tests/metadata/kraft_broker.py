@@ -65,7 +65,8 @@ def maven_repo() -> Path:
     return cache_dir() / "m2"
 
 
-def resolve(version: str, artifacts: Sequence[str] = ("kafka_2.13", "kafka-tools")) -> list[Path]:
+def resolve(version: str, artifacts: Sequence[str] = ("kafka_2.13", "kafka-tools"), *,
+            again: bool = True) -> list[Path]:
     """The runtime classpath of ``artifacts`` at ``version``, resolved by Maven into ``<cache>/m2``."""
     key = "-".join(artifacts).replace("_", "")
     work = cache_dir() / "maven" / f"{version}-{key}"
@@ -83,9 +84,11 @@ def resolve(version: str, artifacts: Sequence[str] = ("kafka_2.13", "kafka-tools
             raise Unavailable(f"Maven could not resolve {artifacts} {version}:\n{tail}")
         tmp.rename(cp_file)
     jars = [Path(j) for j in cp_file.read_text().strip().split(os.pathsep) if j]
-    if not all(j.is_file() for j in jars):
+    if not all(j.is_file() for j in jars):  # the Maven cache was cleaned since: resolve once more
         cp_file.unlink()
-        return resolve(version, artifacts)
+        if not again:
+            raise Unavailable(f"Maven resolved {artifacts} {version} but the jars are not in {maven_repo()}")
+        return resolve(version, artifacts, again=False)
     return jars
 
 
