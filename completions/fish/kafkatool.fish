@@ -6,6 +6,7 @@ complete -c kafkatool -n '__fish_use_subcommand' -a downconvert -d 'Rewrite a se
 complete -c kafkatool -n '__fish_use_subcommand' -a dump -d 'Dump segments, indexes, snapshots and checkpoints; report corruption.'
 complete -c kafkatool -n '__fish_use_subcommand' -a fetch-sim -d 'What a broker sends a consumer of an older message format (Fetch v0-3).'
 complete -c kafkatool -n '__fish_use_subcommand' -a man -d 'Print a man page, or write them all into a directory.'
+complete -c kafkatool -n '__fish_use_subcommand' -a metadata -d 'Rebuild the KRaft metadata image offline (brokers, topics, partitions, configs, ACLs...).'
 complete -c kafkatool -n '__fish_use_subcommand' -a reindex-time -d 'Check or rebuild .timeindex and .index files offline, as recovery would.'
 complete -c kafkatool -n '__fish_use_subcommand' -a sample -d 'Write a realistic Kafka log dir, deterministic for a seed.'
 complete -c kafkatool -n '__fish_use_subcommand' -a spark-scan -d 'Scan log dirs with Spark: stats, record export, index check, key sharing.'
@@ -84,7 +85,7 @@ complete -c kafkatool -n '__fish_seen_subcommand_from downconvert' -l format -s 
 complete -c kafkatool -n '__fish_seen_subcommand_from downconvert' -l quiet -s q -d 'No progress or summary on stderr; findings only.'
 complete -c kafkatool -n '__fish_seen_subcommand_from downconvert' -l traceback -d 'Show the Python traceback of an error (for bug reports).'
 complete -c kafkatool -n '__fish_seen_subcommand_from downconvert' -l help -s h -d 'Show the help and exit.'
-complete -c kafkatool -n '__fish_seen_subcommand_from dump; and not __fish_prev_arg_in --encoding -e --format -f --from-offset --to-offset --from-time --to-time --max-bytes --decoder --key-decoder --value-decoder --producer-id --producer-epoch --control-type --key --key-regex --resync-limit --memory' -F
+complete -c kafkatool -n '__fish_seen_subcommand_from dump; and not __fish_prev_arg_in --encoding -e --format -f --from-offset --to-offset --from-time --to-time --max-bytes --dump-log-version --decoder --key-decoder --value-decoder --producer-id --producer-epoch --control-type --key --key-regex --resync-limit --memory' -F
 complete -c kafkatool -n '__fish_seen_subcommand_from dump' -l deep -s d -d 'Decode and print every record (Kafka\'s --deep-iteration).'
 complete -c kafkatool -n '__fish_seen_subcommand_from dump' -l print-data -s p -d 'Print keys, values and header values (implies --deep; Kafka\'s --print-data-log).'
 complete -c kafkatool -n '__fish_seen_subcommand_from dump' -l encoding -s e -x -a 'utf8 hex base64' -d 'How keys and values are printed: utf8...'
@@ -101,6 +102,7 @@ complete -c kafkatool -n '__fish_seen_subcommand_from dump' -l index-sanity-chec
 complete -c kafkatool -n '__fish_seen_subcommand_from dump' -l strict -d 'Every unparsed byte is an error (zero padding too), and a file stops at its...'
 complete -c kafkatool -n '__fish_seen_subcommand_from dump' -l skip-record-metadata -d 'Record lines without offset/timestamp/size metadata (dump-log).'
 complete -c kafkatool -n '__fish_seen_subcommand_from dump' -l summary-only -d 'Walk and validate everything (records too with --deep), print only the...'
+complete -c kafkatool -n '__fish_seen_subcommand_from dump' -l dump-log-version -x -d 'Which kafka-dump-log.sh -f dump-log matches: 3.9, or 4...'
 complete -c kafkatool -n '__fish_seen_subcommand_from dump' -l count -d 'Print only the number of (matching) records: per records file \'<n> <path>\'...'
 complete -c kafkatool -n '__fish_seen_subcommand_from dump' -l decoder -x -d 'Decode whole records: offsets...'
 complete -c kafkatool -n '__fish_seen_subcommand_from dump' -l key-decoder -x -d 'Decode keys with utf8 (Kafka\'s StringDecoder), hex, base64, json or a...'
@@ -147,6 +149,17 @@ complete -c kafkatool -n '__fish_seen_subcommand_from fetch-sim' -l traceback -d
 complete -c kafkatool -n '__fish_seen_subcommand_from fetch-sim' -l help -s h -d 'Show the help and exit.'
 complete -c kafkatool -n '__fish_seen_subcommand_from man' -l output -s o -r -F -d 'Write every page (kafkatool.1, kafkatool-dump.1, ...) into this directory...'
 complete -c kafkatool -n '__fish_seen_subcommand_from man' -l help -s h -d 'Show the help and exit.'
+complete -c kafkatool -n '__fish_seen_subcommand_from metadata; and not __fish_prev_arg_in --at-offset --at-time --diff --kafka-version --memory --format -f' -F
+complete -c kafkatool -n '__fish_seen_subcommand_from metadata' -l at-offset -x -d 'The image after the record at this offset...'
+complete -c kafkatool -n '__fish_seen_subcommand_from metadata' -l at-time -x -d 'The image of every batch appended at or before this time (epoch ms or ISO-8601).'
+complete -c kafkatool -n '__fish_seen_subcommand_from metadata' -l diff -x -d 'What changed between the images at two offsets.'
+complete -c kafkatool -n '__fish_seen_subcommand_from metadata' -l kafka-version -x -d 'Decode with the record definitions of this Kafka version...'
+complete -c kafkatool -n '__fish_seen_subcommand_from metadata' -l live -d 'Read a log dir whose .lock a live broker holds anyway, with a warning...'
+complete -c kafkatool -n '__fish_seen_subcommand_from metadata' -l memory -x -d 'Memory budget of the whole run (e.g. 256MiB, 1GiB), divided top-down...'
+complete -c kafkatool -n '__fish_seen_subcommand_from metadata' -l format -s f -x -a 'text json table' -d 'Output format: text (default when piped), json (JSON lines, schema 1), table...'
+complete -c kafkatool -n '__fish_seen_subcommand_from metadata' -l quiet -s q -d 'No progress or summary on stderr; findings only.'
+complete -c kafkatool -n '__fish_seen_subcommand_from metadata' -l traceback -d 'Show the Python traceback of an error (for bug reports).'
+complete -c kafkatool -n '__fish_seen_subcommand_from metadata' -l help -s h -d 'Show the help and exit.'
 complete -c kafkatool -n '__fish_seen_subcommand_from reindex-time; and not __fish_prev_arg_in --output -o --index-interval-bytes --jobs -j --memory --format -f' -F
 complete -c kafkatool -n '__fish_seen_subcommand_from reindex-time' -l check -d 'Compare with the files on disk and classify (default).'
 complete -c kafkatool -n '__fish_seen_subcommand_from reindex-time' -l output -s o -r -F -d 'Write the rebuilt index files into DIR/<partition dir>/...'

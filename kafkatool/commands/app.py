@@ -63,6 +63,7 @@ def root(
 # Subcommand modules, in the order ``--help`` lists them. Each has ``register(app)``.
 COMMAND_MODULES: list[str] = [
     "dump",
+    "metadata",
     "reindex_time",
     "downconvert",
     "upconvert",

@@ -365,6 +365,13 @@ def man_page(c: Cmd, tree: Cmd) -> str:
 EXAMPLES: dict[str, list[tuple[str, str]]] = {
     "kafkatool": [("kafkatool sample /tmp/demo && kafkatool dump /tmp/demo/orders-0 --verify",
                    "Make a sample log dir and verify one partition.")],
+    "kafkatool metadata": [
+        ("kafkatool metadata /var/lib/kafka/meta/__cluster_metadata-0",
+         "The cluster's metadata image: brokers, topics, partitions, configs, quotas, ACLs."),
+        ("kafkatool metadata /var/lib/kafka/meta --at-time 2026-11-02T10:00:00Z -f json",
+         "The image as it was at that time, as JSON lines."),
+        ("kafkatool metadata /var/lib/kafka/meta --diff 1200 1450", "What changed between two offsets."),
+    ],
     "kafkatool dump": [
         ("kafkatool dump /var/lib/kafka/orders-0 --deep --verify", "Walk every batch and record, checking CRCs."),
         ("kafkatool dump 00000000000000000000.log --deep --print-data --format dump-log",

@@ -119,12 +119,18 @@ def dump(
                                                        "offset/timestamp/size metadata (dump-log).")] = False,
     summary_only: Annotated[bool, typer.Option("--summary-only", help="Walk and validate everything (records too "
                                                "with --deep), print only the closing summary.")] = False,
+    dump_log_version: Annotated[str, typer.Option(
+        "--dump-log-version", help="Which kafka-dump-log.sh -f dump-log matches: 3.9, or 4 (4.x decodes "
+        "LeaderChange control records and has no stray '}' on legacy record lines).", metavar="3.9|4")] = "3.9",
     count: Annotated[bool, typer.Option("--count", help="Print only the number of (matching) records: per records "
                                        "file '<n> <path>', then '<n> total'.")] = False,
     decoder: Annotated[str | None, typer.Option(
         "--decoder", help="Decode whole records: offsets (__consumer_offsets, Kafka's --offsets-decoder), "
-        "transactions (__transaction_state, --transaction-log-decoder), a bytes decoder for both sides, or a "
-        "plugin. Implies --print-data.", rich_help_panel=_FILTERS, show_default=False)] = None,
+        "transactions (__transaction_state, --transaction-log-decoder), cluster-metadata (KRaft's "
+        "__cluster_metadata, --cluster-metadata-decoder), remote-log-metadata (__remote_log_metadata), "
+        "share-group-state (4.x __share_group_state) - these three are the default in their topic's partition "
+        "dirs -, a bytes decoder for both sides, or a plugin. Implies --print-data.", rich_help_panel=_FILTERS,
+        show_default=False)] = None,
     key_decoder: Annotated[str | None, typer.Option(
         "--key-decoder", help="Decode keys with utf8 (Kafka's StringDecoder), hex, base64, json or a plugin; "
         "implies --print-data.", rich_help_panel=_FILTERS, show_default=False)] = None,
@@ -174,6 +180,8 @@ def dump(
         if not p.exists():
             raise InputError("no such file or directory", path=p)
     check_live(paths, live, _err, "dump")
+    if dump_log_version not in ("3.9", "4"):
+        raise UsageError(f"--dump-log-version {dump_log_version!r}: 3.9 or 4")
     if from_offset is not None and to_offset is not None and from_offset > to_offset:
         raise UsageError("--from-offset is after --to-offset")
     parser = None
@@ -200,7 +208,8 @@ def dump(
     writer: Any
     if form == DumpFormat.dump_log:
         writer = DumpLogWriter(out, _err, print_data=print_data, skip_record_metadata=skip_record_metadata,
-                               decode=make_decoder(encoding.value), max_bytes_set=max_bytes is not None, deep=deep)
+                               decode=make_decoder(encoding.value), max_bytes_set=max_bytes is not None, deep=deep,
+                               kafka4=dump_log_version == "4")
     elif form == DumpFormat.json:
         writer = JsonWriter(out, encoding=encoding.value, decompress_limit=limit, summary_only=quiet_output,
                             file_ends=count)

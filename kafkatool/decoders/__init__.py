@@ -8,8 +8,11 @@ keeps that split:
 * bytes decoders (one side): ``utf8`` (Kafka's ``StringDecoder``: UTF-8, malformed input replaced by
   U+FFFD), ``hex``, ``base64``, ``json`` (valid UTF-8 JSON re-serialised on one line, otherwise a
   one-line ``<not JSON: ...>`` marker);
-* record decoders (both sides at once): ``offsets`` (``__consumer_offsets``, see :mod:`.offsets`) and
-  ``transactions`` (``__transaction_state``, see :mod:`.transactions`);
+* record decoders (both sides at once): ``offsets`` (``__consumer_offsets``, see :mod:`.offsets`),
+  ``transactions`` (``__transaction_state``, see :mod:`.transactions`) and ``cluster-metadata`` (KRaft's
+  ``__cluster_metadata``, see :mod:`.cluster_metadata`), ``remote-log-metadata`` (tiered storage's
+  ``__remote_log_metadata``, :mod:`.remote_log`) and ``share-group-state`` (4.x ``__share_group_state``,
+  :mod:`.share_state`); each picked by :func:`auto_decoder` for its topic's partition dirs;
 * plugins: entry points in the group ``kafkatool.decoders``. The loaded object (a class is instantiated
   with no arguments) is a record decoder if it has ``decode_record(key, value, record)`` or is a plain
   callable ``(key, value, record) -> (key_text, value_text)``, and a bytes decoder if it has
@@ -28,7 +31,22 @@ from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from typing import Protocol, runtime_checkable
 
-from kafkatool.decoders.message import java_utf8
+from kafkatool.decoders.cluster_metadata import (
+    METADATA_PARTITION_DIR,
+    METADATA_TOPIC,
+    FramedMessage,
+    MetadataParseError,
+    decode_cluster_metadata_record,
+    metadata_definition,
+    metadata_types,
+    read_metadata_record,
+    record_type_name,
+    uuid_text,
+    write_metadata_record,
+)
+from kafkatool.decoders.decoded import DecodedText, DecodeProblem, problems_of
+from kafkatool.decoders.kraft_control import ControlMessage, read_control_value
+from kafkatool.decoders.message import MessageError, java_utf8
 from kafkatool.decoders.offsets import (
     GROUP_METADATA_TOPIC,
     decode_offsets_record,
@@ -36,6 +54,9 @@ from kafkatool.decoders.offsets import (
     offset_commit_value,
     partition_for_group,
 )
+from kafkatool.decoders.remote_log import REMOTE_LOG_METADATA_TOPIC, decode_remote_log_metadata_record
+from kafkatool.decoders.schema import kafka_versions, resolve_kafka_version
+from kafkatool.decoders.share_state import SHARE_GROUP_STATE_TOPIC, decode_share_state_record
 from kafkatool.decoders.transactions import decode_transaction_record
 from kafkatool.errors import ExitCode, KafkaToolError, UsageError
 from kafkatool.record.batch import Record
@@ -43,9 +64,13 @@ from kafkatool.record.batch import Record
 ENTRY_POINT_GROUP = "kafkatool.decoders"
 
 __all__ = [
-    "GROUP_METADATA_TOPIC", "BytesDecoder", "DecoderError", "ENTRY_POINT_GROUP", "MessageParser", "RecordDecoder",
-    "available_decoders", "bytes_decoder", "java_utf8", "offset_commit_key", "offset_commit_value",
-    "partition_for_group", "record_decoder", "resolve_parser",
+    "GROUP_METADATA_TOPIC", "METADATA_PARTITION_DIR", "METADATA_TOPIC", "BytesDecoder", "ControlMessage",
+    "DecodeProblem", "DecodedText", "DecoderError", "ENTRY_POINT_GROUP", "FramedMessage", "MessageError",
+    "MessageParser", "MetadataParseError", "RecordDecoder", "auto_decoder", "available_decoders", "bytes_decoder",
+    "java_utf8", "kafka_versions", "metadata_definition", "metadata_types", "offset_commit_key",
+    "offset_commit_value", "partition_for_group", "problems_of", "read_control_value", "read_metadata_record",
+    "record_decoder", "record_type_name", "resolve_kafka_version", "resolve_parser", "uuid_text",
+    "write_metadata_record",
 ]
 
 
@@ -110,7 +135,28 @@ BUILTIN_BYTES_DECODERS: dict[str, BytesDecoder] = {
 BUILTIN_RECORD_DECODERS: dict[str, RecordDecoder] = {
     "offsets": _FunctionRecordDecoder(lambda k, v, r: decode_offsets_record(k, v, r.offset)),
     "transactions": _FunctionRecordDecoder(lambda k, v, r: decode_transaction_record(k, v, r.offset)),
+    "cluster-metadata": _FunctionRecordDecoder(lambda k, v, r: decode_cluster_metadata_record(k, v, r.offset)),
+    "remote-log-metadata": _FunctionRecordDecoder(
+        lambda k, v, r: decode_remote_log_metadata_record(k, v, r.offset)),
+    "share-group-state": _FunctionRecordDecoder(lambda k, v, r: decode_share_state_record(k, v, r.offset)),
 }
+
+# The internal topics whose records only one decoder reads: dumping their partition dirs picks it when no
+# decoder option is given (topic name -> decoder name).
+AUTO_DECODERS = {
+    METADATA_TOPIC: "cluster-metadata",
+    REMOTE_LOG_METADATA_TOPIC: "remote-log-metadata",
+    SHARE_GROUP_STATE_TOPIC: "share-group-state",
+}
+
+
+def auto_decoder(partition_dir_name: str) -> str | None:
+    """The decoder a partition dir's records get without a decoder option (``__cluster_metadata-0``:
+    ``cluster-metadata``), or None (Kafka's default, utf8)."""
+    topic, sep, partition = partition_dir_name.rpartition("-")
+    if not sep or not partition.isdigit():
+        return None
+    return AUTO_DECODERS.get(topic)
 
 
 def _plugins() -> dict[str, EntryPoint]:

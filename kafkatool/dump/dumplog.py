@@ -1,4 +1,6 @@
-"""Kafka 3.9's ``kafka-dump-log.sh`` (``DumpLogSegments.scala``) output, line for line, from dump events.
+"""Kafka 3.9's ``kafka-dump-log.sh`` (``DumpLogSegments.scala``) output, line for line, from dump events; with
+``kafka4``, 4.x's (``org.apache.kafka.tools.DumpLogSegments`` in kafka-tools, the Java port: LeaderChange
+records decoded as `` LeaderChange: <json>``, no stray ``}`` on legacy record lines; the rest is the same).
 
 Spec §8.2. The exact tokens, including Kafka's quirks:
 
@@ -72,7 +74,8 @@ from kafkatool.record.file_records import RecordBatch
 Decoder = Callable[[bytes], str]
 # Files DumpLogSegments 3.9 does not dump (it dispatches on the text after the last '.').
 KAFKA_UNKNOWN_KINDS = frozenset({FileKind.LEADER_EPOCH_CHECKPOINT, FileKind.PARTITION_METADATA,
-                                 FileKind.OFFSET_CHECKPOINT, FileKind.PROPERTIES, FileKind.CLEAN_SHUTDOWN})
+                                 FileKind.OFFSET_CHECKPOINT, FileKind.PROPERTIES, FileKind.CLEAN_SHUTDOWN,
+                                 FileKind.QUORUM_STATE})
 _TS_NAMES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
 _BOOL = {True: "true", False: "false"}
 
@@ -121,7 +124,8 @@ def batch_line(batch: RecordBatch, crc_valid: bool) -> str:
 
 
 def record_lines(batch: RecordBatch, records: list[Record], *, print_data: bool, skip_metadata: bool,
-                 decode: Decoder, decoded: Sequence[tuple[str | None, str | None]] | None = None) -> list[str]:
+                 decode: Decoder, decoded: Sequence[tuple[str | None, str | None]] | None = None,
+                 kafka4: bool = False) -> list[str]:
     """The ``| offset: ...`` lines of ``dumpLog``'s deep iteration.
 
     ``decoded``: the (key, payload) texts of the run's parser, one pair per record (a decoder option); else
@@ -145,9 +149,10 @@ def record_lines(batch: RecordBatch, records: list[Record], *, print_data: bool,
             if is_v2:
                 line += f" sequence: {r[5]} headerKeys: [{','.join([h[0] for h in r[4]])}]"
             else:
-                line += f" isValid: {_BOOL[bool(r[8])]} crc: {r[7]}}}"
+                # 3.9's Scala string has a stray '}' (s"... crc: ${r.checksum}}"); 4.x's Java port has not.
+                line += f" isValid: {_BOOL[bool(r[8])]} crc: {r[7]}" + ("" if kafka4 else "}")
             if control:
-                line += describe_control(key, value).dumplog_text()
+                line += describe_control(key, value).dumplog_text(kafka4)
         if print_data and not control:
             if decoded is not None:
                 key_text, payload = decoded[i]
@@ -257,7 +262,7 @@ class DumpLogWriter:
     """Renders dump events as DumpLogSegments 3.9 prints them: data on ``out``, summaries via ``err``."""
 
     def __init__(self, out: IO[str], err: Callable[[str], None], *, print_data: bool, skip_record_metadata: bool,
-                 decode: Decoder, max_bytes_set: bool, deep: bool) -> None:
+                 decode: Decoder, max_bytes_set: bool, deep: bool, kafka4: bool = False) -> None:
         self.out = out
         self.err = err
         self.print_data = print_data
@@ -265,6 +270,7 @@ class DumpLogWriter:
         self.decode = decode
         self.max_bytes_set = max_bytes_set
         self.deep = deep
+        self.kafka4 = kafka4  # kafka-dump-log.sh 4.x (org.apache.kafka.tools.DumpLogSegments) instead of 3.9's
         self.index_mismatches: dict[str, PairSpool] = {}
         self.time_mismatches: dict[str, PairSpool] = {}
         self.time_out_of_order: dict[str, PairSpool] = {}
@@ -282,7 +288,8 @@ class DumpLogWriter:
             lines = [batch_line(ev.batch, ev.crc_valid)]
             if ev.records is not None:
                 lines += record_lines(ev.batch, ev.records, print_data=self.print_data,
-                                      skip_metadata=self.skip_metadata, decode=self.decode, decoded=ev.decoded)
+                                      skip_metadata=self.skip_metadata, decode=self.decode, decoded=ev.decoded,
+                                      kafka4=self.kafka4)
             lines.append("")
             self.out.write("\n".join(lines))
         elif t is IndexEntryEvent:

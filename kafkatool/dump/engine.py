@@ -34,6 +34,7 @@ import crc32c as _crc32c
 
 from kafkatool._accel import speedups as _C
 from kafkatool.constants import INT32_MAX
+from kafkatool.decoders import MessageParser, auto_decoder, resolve_parser
 from kafkatool.dump.events import (
     BatchEvent,
     DumpOptions,
@@ -122,6 +123,7 @@ class DumpEngine:
         self.totals = _Totals()
         self._mute = False  # findings made while set are not counted (and dropped by the caller)
         self._index_files = IndexFiles(options, self.finding)
+        self._auto_parsers: dict[str, MessageParser] = {}
 
     def run(self, paths: Iterable[str | os.PathLike[str]]) -> Iterator[Event]:
         for path in plan_files(paths, kafka_files_only=self.opts.kafka_compat):
@@ -188,8 +190,11 @@ class DumpEngine:
             looks = None
             if kind == FileKind.LOG and start == 0 and fr.size and not valid_batch_at(fr.buf, 0, fr.size, fr):
                 looks = looks_like(fr.buf, fr.file_size)
+            parser = self.opts.parser
+            if parser is None:
+                parser = self._auto_parser(path)
             if looks is None:
-                yield from self._walk(fr, display, kind, start, base)
+                yield from self._walk(fr, display, kind, start, base, parser)
                 return
             yield self.finding("wrong-file-type", ERROR, display,
                                f"not a log segment: no batch starts at byte 0, and the content looks like {looks}",
@@ -202,7 +207,7 @@ class DumpEngine:
             # findings about batches that are not batches.
             self._mute = True
             try:
-                for ev in self._walk(fr, display, kind, start, base):
+                for ev in self._walk(fr, display, kind, start, base, parser):
                     if type(ev) is not Finding:
                         yield ev
             finally:
@@ -210,8 +215,18 @@ class DumpEngine:
         finally:
             fr.close()
 
+    def _auto_parser(self, path: Path) -> MessageParser | None:
+        """The decoder of an internal topic's partition dir (``decoders.auto_decoder``), when no option set one."""
+        name = auto_decoder(path.parent.name)
+        if name is None:
+            return None
+        parser = self._auto_parsers.get(name)
+        if parser is None:
+            parser = self._auto_parsers[name] = resolve_parser(name)
+        return parser
+
     def _walk(self, fr: FileRecords, display: str, kind: FileKind, start: int,
-              base_offset: int | None = None) -> Iterator[Event]:
+              base_offset: int | None = None, parser: MessageParser | None = None) -> Iterator[Event]:
         opts = self.opts
         t = self.totals
         end = fr.size
@@ -228,8 +243,8 @@ class DumpEngine:
         filter_records = opts.filters_offsets or opts.filters_time
         flt = opts.record_filter
         selector = None
-        if (flt is not None and flt.on_records) or (opts.parser is not None and emit_records):
-            selector = RecordSelector(flt, opts.parser)
+        if (flt is not None and flt.on_records) or (parser is not None and emit_records):
+            selector = RecordSelector(flt, parser)
         select_filters = flt is not None and flt.on_records
         v2_type = DefaultRecordBatch
         progress_every = opts.progress_every

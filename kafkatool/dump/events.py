@@ -50,6 +50,7 @@ class FileKind(str, enum.Enum):
     OFFSET_CHECKPOINT = "offset-checkpoint"  # recovery-point-offset-checkpoint & co. in the log dir root
     PROPERTIES = "properties"  # meta.properties
     CLEAN_SHUTDOWN = "clean-shutdown"  # .kafka_cleanshutdown
+    QUORUM_STATE = "quorum-state"  # KRaft's quorum-state in __cluster_metadata-0
     UNKNOWN = "unknown"
 
     @property
@@ -149,7 +150,7 @@ class EntryKind(str, enum.Enum):
     LEADER_EPOCH = "leader_epoch"  # leader-epoch-checkpoint
     OFFSET_CHECKPOINT = "offset_checkpoint"  # log dir root checkpoints
     PARTITION_METADATA = "partition_metadata"
-    PROPERTY = "property"  # meta.properties, .kafka_cleanshutdown
+    PROPERTY = "property"  # meta.properties, .kafka_cleanshutdown, quorum-state
 
 
 @dataclass(frozen=True, slots=True)

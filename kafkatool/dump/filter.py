@@ -26,7 +26,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from kafkatool.decoders import MessageParser, resolve_parser
+from kafkatool.decoders import DecoderError, MessageParser, problems_of, resolve_parser
 from kafkatool.errors import KafkaToolError, UsageError
 from kafkatool.record.batch import ControlRecordType, Record
 from kafkatool.record.default_records import parse_control_type_id
@@ -146,6 +146,9 @@ class RecordSelector:
                     except KafkaToolError as e:
                         failures.append(DecodeFailure(r, e))
                         pair = (None, None)
+                for text in pair:
+                    for problem in problems_of(text):  # the decoder printed Kafka's text and has more to say
+                        failures.append(DecodeFailure(r, DecoderError(problem.describe(r.offset))))
                 texts.append(pair)
             kept.append(r)
         return kept, texts, failures

@@ -425,28 +425,33 @@ class IndexFiles:
                 entries = [IndexEntryEvent(display, EntryKind.PROPERTY, i, PropertyEntry(k, v))
                            for i, (k, v) in enumerate(read_properties(path).items())]
             elif kind == FileKind.CLEAN_SHUTDOWN:
-                entries = list(self._clean_shutdown_entries(path, display, size))
+                entries = list(self._json_object_entries(path, display, size, "clean shutdown marker"))
+            elif kind == FileKind.QUORUM_STATE:
+                # KRaft's FileQuorumStateStore: one JSON object (leaderId, leaderEpoch, votedId, currentVoters,
+                # data_version...), one entry per key.
+                entries = list(self._json_object_entries(path, display, size, "KRaft quorum-state file"))
         except CorruptDataError as e:
             yield self.finding("checkpoint-corrupt", ERROR, display, e.message, e.position)
         if self.opts.emit_data:
             yield from entries
         yield FileEnd(display, kind, size, entries=len(entries))
 
-    def _clean_shutdown_entries(self, path: Path, display: str, size: int) -> Iterator[IndexEntryEvent]:
-        # 3.9 writes {"version":0,"brokerEpoch":N}; 2.x wrote an empty file.
+    def _json_object_entries(self, path: Path, display: str, size: int, what: str) -> Iterator[IndexEntryEvent]:
+        # The clean shutdown marker: 3.9 writes {"version":0,"brokerEpoch":N}; 2.x wrote an empty file.
         if size > MAX_CLEAN_SHUTDOWN_READ:
-            raise CorruptDataError("implausibly large clean shutdown marker", path=path)
+            raise CorruptDataError(f"implausibly large {what}", path=path)
         try:
             text = path.read_text(encoding="utf-8").strip()
         except (OSError, UnicodeDecodeError) as e:
-            raise CorruptDataError(f"unreadable clean shutdown marker: {e}", path=path) from None
+            raise CorruptDataError(f"unreadable {what}: {e}", path=path) from None
         if not text:
             return
         try:
             obj = json.loads(text)
-        except ValueError:
-            raise CorruptDataError("the clean shutdown marker is not JSON", path=path) from None
+        except ValueError as e:
+            pos = e.pos if isinstance(e, json.JSONDecodeError) else None
+            raise CorruptDataError(f"the {what} is not JSON", path=path, position=pos) from None
         if not isinstance(obj, dict):
-            raise CorruptDataError("the clean shutdown marker is not a JSON object", path=path)
+            raise CorruptDataError(f"the {what} is not a JSON object", path=path)
         for i, (k, v) in enumerate(obj.items()):
             yield IndexEntryEvent(display, EntryKind.PROPERTY, i, PropertyEntry(str(k), json.dumps(v)))

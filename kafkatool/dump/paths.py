@@ -25,6 +25,7 @@ from kafkatool.log.layout import (
 )
 
 KRAFT_SNAPSHOT_SUFFIX = ".checkpoint"  # org.apache.kafka.snapshot.Snapshots.SUFFIX
+KRAFT_QUORUM_STATE = "quorum-state"  # org.apache.kafka.raft.FileQuorumStateStore (KafkaRaftManager's file name)
 
 
 def classify(path: Path) -> FileKind:
@@ -53,6 +54,8 @@ def classify(path: Path) -> FileKind:
         return FileKind.PROPERTIES
     if name == CLEAN_SHUTDOWN_FILE:
         return FileKind.CLEAN_SHUTDOWN
+    if name == KRAFT_QUORUM_STATE:
+        return FileKind.QUORUM_STATE
     return FileKind.UNKNOWN
 
 

@@ -6,8 +6,10 @@ Lines are assembled from pre-escaped pieces rather than ``json.dumps`` of a dict
 line is the hot path of a deep dump (the output is the same compact JSON).
 
 With a decoder option, records of non-control batches get ``key_decoded``/``value_decoded``: the texts the
-decoder gives (JSON strings; null where Kafka's tool prints no ``key:``/``payload:``). ``key``/``value``
-stay the raw bytes in ``--encoding``, so schema 1 readers see no change. Text and table views show the
+decoder gives (JSON strings; null where Kafka's tool prints no ``key:``/``payload:``), and ``value_json``
+when the decoder's value text is a JSON document (``cluster-metadata``: ``{"type":..,"version":..,"data":..}``,
+the record's fields by name). ``key``/``value`` stay the raw bytes in ``--encoding``, so schema 1 readers see
+no change. Text and table views show the
 decoded texts instead of the raw bytes.
 """
 
@@ -22,6 +24,7 @@ from json.encoder import encode_basestring
 from typing import IO, Any
 
 from kafkatool import JSON_SCHEMA_VERSION
+from kafkatool.decoders import DecodedText
 from kafkatool.dump.control import describe_control
 from kafkatool.dump.dumplog import entry_line
 from kafkatool.dump.events import (
@@ -178,6 +181,8 @@ class JsonWriter:
                 kt, vt = decoded[i]
                 line += (f',"key_decoded":{"null" if kt is None else hkey(kt)}'
                          f',"value_decoded":{"null" if vt is None else hkey(vt)}')
+                if isinstance(vt, DecodedText) and vt.is_json:
+                    line += f',"value_json":{vt}'  # the decoder's JSON document itself (cluster-metadata)
             if control:
                 c = describe_control(key, value)
                 line += ',"control":' + json.dumps(

@@ -393,7 +393,7 @@ def test_unknown_decoder_and_bad_options_are_usage_errors(sample: Path) -> None:
     part = sample / "payments-0"
     for args, message in [
         (["--decoder", "avro"], "kafkatool: error: unknown decoder 'avro'; available: utf8, hex, base64, json, "
-                                "offsets, transactions"),
+                                "offsets, transactions, cluster-metadata, remote-log-metadata, share-group-state"),
         (["--key-decoder", "offsets"], "kafkatool: error: 'offsets' decodes whole records: use it with --decoder, "
                                        "not for one side"),
         (["--decoder", "offsets", "--value-decoder", "hex"],

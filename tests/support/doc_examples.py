@@ -146,6 +146,9 @@ SKIPPED: dict[tuple[str, str], str] = {
 def skip_reason(e: Example) -> str | None:
     if (e.page, e.command) in SKIPPED:
         return SKIPPED[(e.page, e.command)]
+    if e.page == "docs/metadata.md":
+        return ("a real KRaft node's metadata log (tests/metadata/test_broker_parity.py runs the same commands on "
+                "3.9.2 and 4.4.0 nodes and compares them with DumpLogSegments and the Admin API)")
     if e.command.startswith("kafkatool spark-scan ") and "local-processes" not in e.command:
         return "Spark: a JVM and 50 s (tests/scan and tests/spark run the same scans)"
     return None
