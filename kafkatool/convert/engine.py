@@ -104,22 +104,24 @@ class ConvertOptions:
 
     def validate(self) -> None:
         if self.to_magic not in (0, 1, 2):
-            raise UsageError(f"--to-magic must be 0 or 1 (got {self.to_magic})")
-        if not self.up and Codec.ZSTD in (self.codec, self.zstd_to):
-            raise UsageError("zstd cannot be written below magic 2: choose gzip, lz4, snappy or none")
+            raise UsageError(f"must be 0 or 1 (down-conversion) or 2 (up-conversion), got {self.to_magic}",
+                             field="to_magic")
+        for name, codec in (("codec", self.codec), ("zstd_to", self.zstd_to)):
+            if not self.up and codec == Codec.ZSTD:
+                raise UsageError("zstd cannot be written below magic 2: choose gzip, lz4, snappy or none", field=name)
         if self.chunk_size < 1:
-            raise UsageError("--chunk-size must be at least 1 byte")
+            raise UsageError("must be at least 1 byte", field="chunk_size")
         if not 1 <= self.segment_bytes <= MAX_SEGMENT_BYTES:
-            raise UsageError(f"--segment-bytes must be between 1 and {MAX_SEGMENT_BYTES} (positions are int32)")
+            raise UsageError(f"must be between 1 and {MAX_SEGMENT_BYTES} (positions are int32)", field="segment_bytes")
         if self.max_message_bytes < 1:
-            raise UsageError("--max-message-bytes must be at least 1")
+            raise UsageError("must be at least 1", field="max_message_bytes")
         if self.batch_bytes < 0:
-            raise UsageError("--batch-bytes must be >= 0")
+            raise UsageError("must be >= 0", field="batch_bytes")
 
 
 @dataclass(slots=True)
 class PartitionStats:
-    """The per-partition summary (``--format json`` prints it as one ``partition`` line)."""
+    """The per-partition summary (one ``partition`` JSON line in the commands' JSON output)."""
 
     partition: str
     source: str
@@ -358,7 +360,7 @@ class DownConverter:
 
     def _within_limit(self, records: list[Record], data: bytes, uncompressed: int, codec: Codec, magic: int,
                       ts_type: TimestampType, lat: int) -> list[Unit]:
-        """KIP-126 for one built wrapper: kept when it fits ``--max-message-bytes``, else split and rebuilt."""
+        """KIP-126 for one built wrapper: kept when it fits ``max_message_bytes``, else split and rebuilt."""
         opts, c = self.opts, self.c
 
         def build(recs: list[Any]) -> bytes:
@@ -392,9 +394,9 @@ def _check_messages(data: bytes, max_bytes: int, batch: RecordBatch) -> None:
         offset, size = _LOG.unpack_from(data, p)
         if size + 12 > max_bytes:
             raise LimitExceededError(
-                f"record at offset {offset} becomes a {size + 12}-byte message, more than --max-message-bytes "
+                f"record at offset {offset} becomes a {size + 12}-byte message, more than max.message.bytes "
                 f"{max_bytes} (Kafka: RecordTooLargeException); raise the limit to convert it",
-                position=batch.position)
+                position=batch.position, field="max_message_bytes")
         p += size + 12
 
 

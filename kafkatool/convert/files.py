@@ -128,7 +128,7 @@ def scan_for_zstd(sources: list[PartitionSource]) -> None:
                             raise ZstdDownConversionError(
                                 f"zstd-compressed batch (offsets {b.base_offset}..{b.last_offset}) cannot be "
                                 "down-converted below magic 2 (Kafka: UnsupportedCompressionTypeException); "
-                                "recompress it with --zstd-to gzip|lz4|snappy|none", path=fr.path,
+                                "recompress it with gzip, lz4, snappy or none", path=fr.path, field="zstd_to",
                                 position=b.position)
                 except CorruptRecordError:
                     pass  # the conversion pass reports it with its position

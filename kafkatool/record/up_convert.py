@@ -59,8 +59,9 @@ class ConversionCounters:
 
 def oversized_copy(batch: RecordBatch, max_bytes: int) -> LimitExceededError:
     return LimitExceededError(
-        f"batch at offset {batch.last_offset} is {batch.size} bytes, more than --max-message-bytes {max_bytes}; "
-        "it is copied unchanged, so raise the limit to the topic's max.message.bytes", position=batch.position)
+        f"batch at offset {batch.last_offset} is {batch.size} bytes, more than max.message.bytes {max_bytes}; "
+        "it is copied unchanged, so raise the limit to the topic's max.message.bytes", position=batch.position,
+        field="max_message_bytes")
 
 
 class UpConverter:
