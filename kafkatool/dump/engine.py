@@ -483,7 +483,7 @@ class DumpEngine:
                 break
             if strict:
                 kind_ = "torn-tail" if st.kind == "size-past-end" and not_batch is None else "corrupt"
-                yield self.finding(kind_, ERROR, display, f"{st.message}; stopping here (--strict)", at, bytes=rest)
+                yield self.finding(kind_, ERROR, display, f"{st.message}; stopping here (strict)", at, bytes=rest)
                 stopped = "strict"
                 break
             q = find_next_batch(buf, at + 1, end, opts.resync_limit, fr)
@@ -492,7 +492,7 @@ class DumpEngine:
                 if scanned < rest - 1:
                     yield self.finding("corrupt", ERROR, display,
                                        f"{st.message}; no valid batch in the next {scanned} bytes, {rest} bytes "
-                                       "not dumped (--resync-limit)", at, bytes=rest)
+                                       "not dumped (beyond the resync limit)", at, bytes=rest)
                 elif not_batch is None:
                     yield self.finding("torn-tail", WARNING, display,
                                        f"{st.message} and no valid batch follows (torn write of the last batch)",

@@ -58,7 +58,8 @@ class RecordFilter:
             for name in control_types:
                 t = CONTROL_TYPES.get(name.lower())
                 if t is None:
-                    raise UsageError(f"unknown control type {name!r}; one of: {', '.join(CONTROL_TYPES)}")
+                    raise UsageError(f"unknown control type {name!r}; one of: {', '.join(CONTROL_TYPES)}",
+                                     field="control_type")
                 ids.add(int(t))
             types = frozenset(ids)
         pattern = None
@@ -66,7 +67,7 @@ class RecordFilter:
             try:
                 pattern = re.compile(key_regex)
             except re.error as e:
-                raise UsageError(f"--key-regex {key_regex!r} is not a valid regular expression: {e}") from e
+                raise UsageError(f"{key_regex!r} is not a valid regular expression: {e}", field="key_regex") from e
         f = RecordFilter(producer_id, producer_epoch, transactional, types,
                          None if key is None else key.encode("utf-8"), pattern)
         return f if f != RecordFilter() else None

@@ -313,7 +313,7 @@ class TextWriter:
             assert isinstance(ev, FileEnd)
             if self.gaps > self.MAX_GAPS_SHOWN:
                 self.err(f"kafkatool: info: offset-gap: {ev.path}: {self.gaps - self.MAX_GAPS_SHOWN} more offset gaps "
-                         "not shown (--format json lists every one)")
+                         "not shown (the JSON lines list every one)")
             if self.summary_only:
                 return
             if ev.kind.is_records:
