@@ -128,7 +128,7 @@ def compress(codec: Codec | int, data: Buffer, *, magic: int = 2, level: int | N
 
 def _too_big(limit: int) -> LimitExceededError:
     return LimitExceededError(
-        f"decompressed data exceeds the limit of {limit} bytes (decompression bomb, or raise --memory)")
+        f"decompressed data exceeds the limit of {limit} bytes (decompression bomb, or a larger memory budget)")
 
 
 # ---------------------------------------------------------------------------------------------- gzip
