@@ -6,7 +6,7 @@ longer writes (KIP-724). The output is a new directory holding one partition dir
 loadable by a broker:
 
 * every source segment yields one or more output segments, the first named by the source's base
-  offset; a new one is rolled as the broker's ``LogSegment.shouldRoll`` would (``--segment-bytes``
+  offset; a new one is rolled as the broker's ``LogSegment.shouldRoll`` would (``segment_bytes``
   reached, or an offset that would not fit the 4-byte relative index); each finished ``.log`` gets its
   ``.index``/``.timeindex`` from :func:`kafkatool.log.recovery.recover_segment` (Kafka 3.9 ``LogSegment.recover``);
 * offsets are preserved; if dropped control batches would lower the log end offset, an empty segment
@@ -15,7 +15,7 @@ loadable by a broker:
   producer snapshots and the aborted-transaction index (v2 batches are copied unchanged), down-conversion
   drops both (v0/v1 have no producer state and no transaction markers);
 * work proceeds batch by batch, each converted batch written before the next is read; the common
-  down-conversion case (a v2 batch keeping its codec) runs compiled, up to ``--chunk-size`` of source
+  down-conversion case (a v2 batch keeping its codec) runs compiled, up to ``chunk_size`` of source
   (128 KiB as Kafka's ``LazyDownConversionRecords``) at a time: memory depends on the chunk size and
   the largest batch only;
 * crash safety: a partition is written into ``DST/.kafkatool-tmp-<name>.tmp``, every file fsynced, then the
@@ -189,7 +189,7 @@ class ConvertObserver:
 class DownConverter:
     """One partition's batches -> v0/v1 output units, ``RecordsUtil.downConvert`` rules plus KIP-126 splits.
 
-    With ``--codec``, batches already at or below the target magic (which Kafka copies) are re-encoded in
+    With a ``codec``, batches already at or below the target magic (which Kafka copies) are re-encoded in
     their own magic; consecutive uncompressed legacy messages are grouped into one compressed wrapper up to
     ``batch_bytes`` (the producer's batch.size and KIP-126 estimate, as upconvert groups them), a group
     breaking where the magic, the timestamp type or the log append time changes."""
@@ -528,7 +528,7 @@ def _convert_into(source: PartitionSource, tmp: Path | None, opts: ConvertOption
             # The compiled run converts and writes the common batches (v2 keeping its codec) many at a time;
             # the loop below takes every other one, and each batch where a run stops.
             run = conv.run if isinstance(conv, DownConverter) and conv.can_run else None
-            done = 0  # bytes converted since the last progress report (one per --chunk-size of source)
+            done = 0  # bytes converted since the last progress report (one per chunk_size of source)
             try:
                 for batch in valid_batches(fr, stats.skipped, last=i == len(source.segments) - 1, stream=stream):
                     pos = batch.position

@@ -217,7 +217,7 @@ class SegmentWriter:
         self.segments += 1
         self._for_source.append(base)
         if self.dir is not None:
-            # The write buffer is the memory budget's output share (--memory), at least 64 KiB.
+            # The write buffer is the memory budget's output share, at least 64 KiB.
             self.file = open(self._path(base, ".log"), "xb", buffering=max(64 << 10, _budget.output_bytes()))
 
     def _close(self) -> None:

@@ -237,7 +237,7 @@ class DumpEngine:
         codecs = t.codecs
         magics = t.magics
         # The compiled walk takes runs of batches that need nothing from the loop below (no output, no filter,
-        # a valid CRC, offsets that follow on; with --deep, records that decode): a summary-only run.
+        # a valid CRC, offsets that follow on; deep, records that decode): a summary-only run.
         fast = _C is not None and not emit and flt is None and not filter_records and selector is None
         fast_walk = _C.dump_walk if fast and _C is not None else None
         fast_flags = (1 if need_records else 0) | (2 if verify_inner or exact_counts else 0)
@@ -460,7 +460,7 @@ class DumpEngine:
             if reader_stop is None:
                 reader_stop, reader_throws = at, st.kind == "corrupt"
             if end < fr.file_size and st.kind != "corrupt" and batch_fits(buf, at, fr.file_size):
-                # The cut --max-bytes asked for, through a batch that is whole in the file: not damage (Kafka
+                # The cut max_bytes asked for, through a batch that is whole in the file: not damage (Kafka
                 # prints nothing there either).
                 stopped = "max-bytes"
                 reader_stop = None
