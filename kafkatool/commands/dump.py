@@ -1,7 +1,7 @@
 """``kafkatool dump``: what is on disk, batch by batch, record by record, entry by entry.
 
-Thin: options -> ``DumpOptions`` -> ``DumpEngine`` events -> a renderer (``text``, ``dump-log``, ``json``,
-or the ``table`` below, the only one that needs rich).
+Options are parsed here; the work is ``kafkatool.dump.run.dump`` (a ``DumpRequest``), its events rendered by
+``kafkatool.commands.render.dump`` (``text``, ``dump-log``, ``json``, or the rich ``table``).
 """
 
 from __future__ import annotations

@@ -8,7 +8,6 @@ one-line summary on stderr.
 from __future__ import annotations
 
 import enum
-from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
 
@@ -159,21 +158,20 @@ def sample(
 
       kafkatool sample /tmp/txn --topics payments --partitions 2 --transactional --segment-bytes 64KiB
     """
-    shaping = SampleRequest(directory, topics=topics, partitions=partitions, magic=magic, codec=codec, level=level,
-                            partition_bytes=partition_bytes, batch_records=batch_records, value_bytes=value_bytes,
-                            key_cardinality=key_cardinality, null_key_fraction=null_key_fraction, headers=headers,
-                            timestamp_type=timestamp_type.value if timestamp_type is not None else None,
-                            producers=producers, idempotent=idempotent, transactional=transactional,
-                            abort_fraction=abort_fraction, compacted=compacted, tombstone_fraction=tombstone_fraction,
-                            index_interval_bytes=index_interval_bytes, retention_bytes=retention_bytes,
-                            leader_epochs=leader_epochs, compressible=compressible)
-    given = shaping.shaping()
+    request = SampleRequest(
+        directory, profile=profile.value if profile is not None else None, seed=seed, start_time=start_time,
+        active_indexes=active_indexes.value, records=records, segment_bytes=segment_bytes,
+        memory=memory_option(memory), topics=topics, partitions=partitions, magic=magic, codec=codec, level=level,
+        partition_bytes=partition_bytes, batch_records=batch_records, value_bytes=value_bytes,
+        key_cardinality=key_cardinality, null_key_fraction=null_key_fraction, headers=headers,
+        timestamp_type=timestamp_type.value if timestamp_type is not None else None, producers=producers,
+        idempotent=idempotent, transactional=transactional, abort_fraction=abort_fraction, compacted=compacted,
+        tombstone_fraction=tombstone_fraction, index_interval_bytes=index_interval_bytes,
+        retention_bytes=retention_bytes, leader_epochs=leader_epochs, compressible=compressible)
+    given = request.shaping()  # the library refuses them with the demo profile too, in its own words
     require(profile != Profile.demo or not given, f"the demo profile is fixed; "
             f"{', '.join('--' + name.replace('_', '-') for name in given)} shape custom topics (use --profile custom "
             "or bench)")
-    request = replace(shaping, profile=profile.value if profile is not None else None, seed=seed,
-                      start_time=start_time, active_indexes=active_indexes.value, records=records,
-                      segment_bytes=segment_bytes, memory=memory_option(memory))
     out = Output(quiet=quiet)
     renderer = SampleRenderer(out, json=fmt == SampleFormat.json)
     outcome = sample_run(request, renderer)
