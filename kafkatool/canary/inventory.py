@@ -17,8 +17,8 @@ of evidence is listed in the report:
   and DeleteRecords only ever remove a prefix, so a gap after the first batch is the cleaner's;
 * a v2 batch with the delete-horizon flag (KIP-534, set only by the cleaner);
 * an internal topic whose policy is fixed to compact (``__consumer_offsets``, ``__transaction_state``);
-* the operator's word: ``--compacted TOPIC``. A compacted topic the cleaner has not touched yet looks like
-  any other topic on disk and must be declared.
+* the operator's word (``InventoryOptions.compacted_topics``). A compacted topic the cleaner has not
+  touched yet looks like any other topic on disk and must be declared.
 """
 
 from __future__ import annotations
@@ -376,7 +376,7 @@ class _Walker:
 def _compaction_evidence(inv: PartitionInventory, opts: InventoryOptions) -> None:
     ev = inv.compaction_evidence
     if inv.topic in opts.compacted_topics:
-        ev.append("declared compacted (--compacted)")
+        ev.append("declared compacted (by the operator)")
     if inv.topic in INTERNAL_COMPACTED_TOPICS:
         ev.append("internal topic (cleanup.policy=compact)")
     if inv.cleaned_to is not None:

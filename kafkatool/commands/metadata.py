@@ -19,12 +19,10 @@ from kafkatool.commands.options import (
     Output,
     QuietOpt,
     TracebackOpt,
-    check_live,
+    memory_option,
     require,
     time_opt,
-    use_budget,
 )
-from kafkatool.errors import ExitCode
 
 HELP = """Rebuild the cluster's KRaft metadata image offline, as a controller replays it.
 
@@ -85,30 +83,18 @@ def metadata(
     require(diff is None or (at_offset is None and at_time is None), "--diff compares two offsets of its own: "
             "it cannot be combined with --at-offset or --at-time")
     require(at_offset is None or at_time is None, "--at-offset and --at-time are alternatives: give one")
-    if diff is not None:
-        require(diff[0] >= 0 and diff[1] >= 0, "--diff offsets must be at least 0")
-    use_budget(memory)  # the mapped-file window of the segment and snapshot reads
-    check_live([path], live, lambda text: out.finding(text), "metadata")
     from kafkatool.commands.render.metadata import render_diff, render_image
-    from kafkatool.decoders import resolve_kafka_version
-    from kafkatool.metadata import build_image, diff_images
+    from kafkatool.metadata.run import MetadataListener, MetadataRequest, metadata
 
-    if kafka_version is not None:
-        try:
-            kafka_version = resolve_kafka_version(kafka_version)
-        except KeyError:
-            from kafkatool.decoders import kafka_versions
+    class Warnings(MetadataListener):
+        def warning(self, text: str) -> None:
+            out.finding(f"kafkatool metadata: {text}")
 
-            require(False, f"--kafka-version {kafka_version}: kafkatool has the definitions of "
-                           f"{', '.join(kafka_versions())}")
-    if diff is not None:
-        a = build_image(path, at_offset=diff[0], kafka_version=kafka_version)
-        b = build_image(path, at_offset=diff[1], kafka_version=kafka_version)
-        render_diff(out, form, a, b, diff_images(a.image.to_json(), b.image.to_json()))
-        findings = a.findings + b.findings
-    else:
-        result = build_image(path, at_offset=at_offset, at_time=at_time, kafka_version=kafka_version)
-        render_image(out, form, result)
-        findings = result.findings
+    outcome = metadata(MetadataRequest(path, at_offset, at_time, diff, kafka_version, live, memory_option(memory)),
+                       Warnings())
+    if outcome.before is not None and outcome.after is not None:
+        render_diff(out, form, outcome.before, outcome.after, outcome.changes)
+    elif outcome.image is not None:
+        render_image(out, form, outcome.image)
     sys.stdout.flush()
-    return ExitCode.FINDINGS if any(f.severity in ("error", "warning") for f in findings) else ExitCode.OK
+    return outcome.exit_code

@@ -6,7 +6,7 @@ longer writes (KIP-724). The output is a new directory holding one partition dir
 loadable by a broker:
 
 * every source segment yields one or more output segments, the first named by the source's base
-  offset; a new one is rolled as the broker's ``LogSegment.shouldRoll`` would (``--segment-bytes``
+  offset; a new one is rolled as the broker's ``LogSegment.shouldRoll`` would (``segment_bytes``
   reached, or an offset that would not fit the 4-byte relative index); each finished ``.log`` gets its
   ``.index``/``.timeindex`` from :func:`kafkatool.log.recovery.recover_segment` (Kafka 3.9 ``LogSegment.recover``);
 * offsets are preserved; if dropped control batches would lower the log end offset, an empty segment
@@ -15,7 +15,7 @@ loadable by a broker:
   producer snapshots and the aborted-transaction index (v2 batches are copied unchanged), down-conversion
   drops both (v0/v1 have no producer state and no transaction markers);
 * work proceeds batch by batch, each converted batch written before the next is read; the common
-  down-conversion case (a v2 batch keeping its codec) runs compiled, up to ``--chunk-size`` of source
+  down-conversion case (a v2 batch keeping its codec) runs compiled, up to ``chunk_size`` of source
   (128 KiB as Kafka's ``LazyDownConversionRecords``) at a time: memory depends on the chunk size and
   the largest batch only;
 * crash safety: a partition is written into ``DST/.kafkatool-tmp-<name>.tmp``, every file fsynced, then the
@@ -108,22 +108,24 @@ class ConvertOptions:
 
     def validate(self) -> None:
         if self.to_magic not in (0, 1, 2):
-            raise UsageError(f"--to-magic must be 0 or 1 (got {self.to_magic})")
-        if not self.up and Codec.ZSTD in (self.codec, self.zstd_to):
-            raise UsageError("zstd cannot be written below magic 2: choose gzip, lz4, snappy or none")
+            raise UsageError(f"must be 0 or 1 (down-conversion) or 2 (up-conversion), got {self.to_magic}",
+                             field="to_magic")
+        for name, codec in (("codec", self.codec), ("zstd_to", self.zstd_to)):
+            if not self.up and codec == Codec.ZSTD:
+                raise UsageError("zstd cannot be written below magic 2: choose gzip, lz4, snappy or none", field=name)
         if self.chunk_size < 1:
-            raise UsageError("--chunk-size must be at least 1 byte")
+            raise UsageError("must be at least 1 byte", field="chunk_size")
         if not 1 <= self.segment_bytes <= MAX_SEGMENT_BYTES:
-            raise UsageError(f"--segment-bytes must be between 1 and {MAX_SEGMENT_BYTES} (positions are int32)")
+            raise UsageError(f"must be between 1 and {MAX_SEGMENT_BYTES} (positions are int32)", field="segment_bytes")
         if self.max_message_bytes < 1:
-            raise UsageError("--max-message-bytes must be at least 1")
+            raise UsageError("must be at least 1", field="max_message_bytes")
         if self.batch_bytes < 0:
-            raise UsageError("--batch-bytes must be >= 0")
+            raise UsageError("must be >= 0", field="batch_bytes")
 
 
 @dataclass(slots=True)
 class PartitionStats:
-    """The per-partition summary (``--format json`` prints it as one ``partition`` line)."""
+    """The per-partition summary (one ``partition`` JSON line in the commands' JSON output)."""
 
     partition: str
     source: str
@@ -191,7 +193,7 @@ class ConvertObserver:
 class DownConverter:
     """One partition's batches -> v0/v1 output units, ``RecordsUtil.downConvert`` rules plus KIP-126 splits.
 
-    With ``--codec``, batches already at or below the target magic (which Kafka copies) are re-encoded in
+    With a ``codec``, batches already at or below the target magic (which Kafka copies) are re-encoded in
     their own magic; consecutive uncompressed legacy messages are grouped into one compressed wrapper up to
     ``batch_bytes`` (the producer's batch.size and KIP-126 estimate, as upconvert groups them), a group
     breaking where the magic, the timestamp type or the log append time changes."""
@@ -362,7 +364,7 @@ class DownConverter:
 
     def _within_limit(self, records: list[Record], data: bytes, uncompressed: int, codec: Codec, magic: int,
                       ts_type: TimestampType, lat: int) -> list[Unit]:
-        """KIP-126 for one built wrapper: kept when it fits ``--max-message-bytes``, else split and rebuilt."""
+        """KIP-126 for one built wrapper: kept when it fits ``max_message_bytes``, else split and rebuilt."""
         opts, c = self.opts, self.c
 
         def build(recs: list[Any]) -> bytes:
@@ -393,9 +395,9 @@ def _check_messages(data: bytes, max_bytes: int, batch: RecordBatch) -> None:
         offset, size = LOG_HEADER.unpack_from(data, p)
         if size + LOG_OVERHEAD > max_bytes:
             raise LimitExceededError(
-                f"record at offset {offset} becomes a {size + LOG_OVERHEAD}-byte message, more than "
-                f"--max-message-bytes {max_bytes} (Kafka: RecordTooLargeException); raise the limit to convert it",
-                position=batch.position)
+                f"record at offset {offset} becomes a {size + LOG_OVERHEAD}-byte message, more than max.message.bytes "
+                f"{max_bytes} (Kafka: RecordTooLargeException); raise the limit to convert it",
+                position=batch.position, field="max_message_bytes")
         p += size + LOG_OVERHEAD
 
 
@@ -527,7 +529,7 @@ def _convert_into(source: PartitionSource, tmp: Path | None, opts: ConvertOption
             # The compiled run converts and writes the common batches (v2 keeping its codec) many at a time;
             # the loop below takes every other one, and each batch where a run stops.
             run = conv.run if isinstance(conv, DownConverter) and conv.can_run else None
-            done = 0  # bytes converted since the last progress report (one per --chunk-size of source)
+            done = 0  # bytes converted since the last progress report (one per chunk_size of source)
             try:
                 for batch in valid_batches(fr, stats.skipped, last=i == len(source.segments) - 1, stream=stream):
                     pos = batch.position

@@ -187,21 +187,23 @@ def _load_plugin(name: str) -> BytesDecoder | RecordDecoder:
     raise UsageError(f"decoder plugin {name!r} ({ep.value}) is neither a decode_record/decode object nor a callable")
 
 
-def bytes_decoder(name: str) -> BytesDecoder:
-    """A decoder for ``--key-decoder``/``--value-decoder``."""
+def bytes_decoder(name: str, field: str = "key_decoder") -> BytesDecoder:
+    """A decoder of one side, keys or values (``field``: the request field that names it, for errors)."""
     found = BUILTIN_BYTES_DECODERS.get(name)
     if found is not None:
         return found
     if name in BUILTIN_RECORD_DECODERS:
-        raise UsageError(f"{name!r} decodes whole records: use it with --decoder, not for one side")
+        raise UsageError(f"{name!r} decodes whole records: use it as the record decoder, not for one side",
+                         field=field)
     plugin = _load_plugin(name)
     if not isinstance(plugin, BytesDecoder):
-        raise UsageError(f"decoder plugin {name!r} decodes whole records (no decode(data)): use it with --decoder")
+        raise UsageError(f"decoder plugin {name!r} decodes whole records (no decode(data)): use it as the record "
+                         "decoder", field=field)
     return plugin
 
 
 def record_decoder(name: str) -> RecordDecoder:
-    """A decoder for ``--decoder``: a record decoder, or a bytes decoder applied to both key and value."""
+    """A decoder of whole records: a record decoder, or a bytes decoder applied to both key and value."""
     found = BUILTIN_RECORD_DECODERS.get(name)
     if found is not None:
         return found
@@ -248,7 +250,7 @@ class MessageParser:
 
     def parse_key(self, record: Record) -> str | None:
         """The key text alone: only the key decoder runs when the parser has one per side (a value the value
-        decoder cannot read does not matter to ``--key-regex``)."""
+        decoder cannot read does not matter to a key filter)."""
         d = self.decoder
         if not isinstance(d, _BothSides):
             return self.parse(record)[0]
@@ -272,12 +274,14 @@ class MessageParser:
 
 def resolve_parser(decoder: str | None = None, key_decoder: str | None = None,
                    value_decoder: str | None = None) -> MessageParser:
-    """The parser for ``--decoder`` or ``--key-decoder``/``--value-decoder`` (default ``utf8`` both sides)."""
+    """The parser for a record ``decoder`` or a ``key_decoder``/``value_decoder`` pair (default ``utf8`` both
+    sides)."""
     if decoder is not None:
         if key_decoder is not None or value_decoder is not None:
-            raise UsageError("--decoder decodes whole records; it cannot be combined with "
-                             "--key-decoder/--value-decoder")
+            raise UsageError("decodes whole records; it cannot be combined with a key or value decoder",
+                             field="decoder")
         return MessageParser(decoder, record_decoder(decoder))
     k = key_decoder or "utf8"
     v = value_decoder or "utf8"
-    return MessageParser(k if k == v else f"{k}/{v}", _BothSides(bytes_decoder(k), bytes_decoder(v)))
+    return MessageParser(k if k == v else f"{k}/{v}", _BothSides(bytes_decoder(k, "key_decoder"),
+                                                                 bytes_decoder(v, "value_decoder")))

@@ -25,7 +25,7 @@ class DecodeProblem:
 
 class DecodedText(str):
     """A decoder's text (a plain ``str`` to every renderer) with two extras: ``is_json`` (the text is one JSON
-    document: ``--format json`` embeds it as JSON) and ``problems`` (reported as ``decode-error`` findings)."""
+    document: the JSON lines output embeds it as JSON) and ``problems`` (reported as ``decode-error`` findings)."""
 
     is_json: bool
     problems: tuple[DecodeProblem, ...]

@@ -11,9 +11,9 @@ Spec §8.2. The exact tokens, including Kafka's quirks:
   the batch's file position, which is the same number unless a corrupt region was skipped (Kafka stops there).
 * record lines: ``| offset: O <batch TimestampType>: T keySize: K valueSize: V``, v2 `` sequence: S headerKeys:
   [a,b]``, legacy `` isValid: true crc: C}`` (the stray ``}`` is in 3.9), control records (``dump_control``),
-  then with print-data and non-control batches `` key: k`` / `` payload: v``. With --skip-record-metadata the
+  then with print-data and non-control batches `` key: k`` / `` payload: v``. Without record metadata the
   line starts with ``| key:``, or `` payload:`` when the key is null (Kafka's ``prefix`` variable).
-* after a ``.log``: ``Found N invalid bytes at the end of <name>`` (only without --max-bytes), where N counts
+* after a ``.log``: ``Found N invalid bytes at the end of <name>`` (only without a max-bytes cut), where N counts
   every byte from where Kafka's ``FileLogInputStream`` stops (a size field past the end, or 17 bytes or fewer
   left) to the end of the file. Where kafkatool resumes after a corrupt region, Kafka's tool does not: batch
   lines stop at the region, the ``Found`` line counts from it, and only kafkatool's findings (stderr) say what
@@ -29,11 +29,10 @@ Spec §8.2. The exact tokens, including Kafka's quirks:
 
 Kafka's default decoder prints keys and values as UTF-8 strings (``StringDecoder``); undecodable bytes become
 U+FFFD, one per malformed sequence as Java's ``new String(bytes, UTF_8)`` counts them
-(``decoders.message.java_utf8``). With a decoder option (``--decoder``, ``--key-decoder``,
-``--value-decoder``: Kafka's ``--offsets-decoder``, ``--transaction-log-decoder``, ``--key-decoder-class``...)
-the key and payload texts are the run's ``MessageParser``'s, decoded by the engine into
-``BatchEvent.decoded``: `` key:`` / `` payload:`` are left out where the parser gives None, as Kafka's
-``Option``s are.
+(``decoders.message.java_utf8``). With a decoder (a record decoder, or a key and a value decoder: Kafka's
+``--offsets-decoder``, ``--transaction-log-decoder``, ``--key-decoder-class``...) the key and payload texts
+are the run's ``MessageParser``'s, decoded by the engine into ``BatchEvent.decoded``: `` key:`` /
+`` payload:`` are left out where the parser gives None, as Kafka's ``Option``s are.
 """
 
 from __future__ import annotations
@@ -129,7 +128,7 @@ def record_lines(batch: RecordBatch, records: list[Record], *, print_data: bool,
     """The ``| offset: ...`` lines of ``dumpLog``'s deep iteration.
 
     ``decoded``: the (key, payload) texts of the run's parser, one pair per record (a decoder option); else
-    each present key and value is ``decode``d (Kafka's ``DecoderMessageParser`` with ``--encoding``'s decoder).
+    each present key and value is ``decode``d (Kafka's ``DecoderMessageParser`` with the encoding's decoder).
     """
     is_v2 = type(batch) is DefaultRecordBatch
     ts_name = _TS_NAMES[int(batch.timestamp_type)]

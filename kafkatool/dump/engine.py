@@ -252,7 +252,7 @@ class DumpEngine:
         codecs = t.codecs
         magics = t.magics
         # The compiled walk takes runs of batches that need nothing from the loop below (no output, no filter,
-        # a valid CRC, offsets that follow on; with --deep, records that decode): a summary-only run.
+        # a valid CRC, offsets that follow on; deep, records that decode): a summary-only run.
         fast = _C is not None and not emit and flt is None and not filter_records and selector is None
         fast_walk = _C.dump_walk if fast and _C is not None else None
         fast_flags = (1 if need_records else 0) | (2 if verify_inner or exact_counts else 0)
@@ -477,7 +477,7 @@ class DumpEngine:
             if reader_stop is None:
                 reader_stop, reader_throws = at, st.kind == "corrupt"
             if end < fr.file_size and st.kind != "corrupt" and batch_fits(buf, at, fr.file_size):
-                # The cut --max-bytes asked for, through a batch that is whole in the file: not damage (Kafka
+                # The cut max_bytes asked for, through a batch that is whole in the file: not damage (Kafka
                 # prints nothing there either).
                 stopped = "max-bytes"
                 reader_stop = None
@@ -500,7 +500,7 @@ class DumpEngine:
                 break
             if strict:
                 kind_ = "torn-tail" if st.kind == "size-past-end" and not_batch is None else "corrupt"
-                yield self.finding(kind_, ERROR, display, f"{st.message}; stopping here (--strict)", at, bytes=rest)
+                yield self.finding(kind_, ERROR, display, f"{st.message}; stopping here (strict)", at, bytes=rest)
                 stopped = "strict"
                 break
             q = find_next_batch(buf, at + 1, end, opts.resync_limit, fr)
@@ -509,7 +509,7 @@ class DumpEngine:
                 if scanned < rest - 1:
                     yield self.finding("corrupt", ERROR, display,
                                        f"{st.message}; no valid batch in the next {scanned} bytes, {rest} bytes "
-                                       "not dumped (--resync-limit)", at, bytes=rest)
+                                       "not dumped (beyond the resync limit)", at, bytes=rest)
                 elif not_batch is None:
                     yield self.finding("torn-tail", WARNING, display,
                                        f"{st.message} and no valid batch follows (torn write of the last batch)",

@@ -250,7 +250,7 @@ class IndexFiles:
                 else:
                     yield item
         show = opts.emit_data and not opts.verify_index_only
-        # Without --verify-index the entries are still checked against the .log's size (a stat, no read): an entry
+        # Without verify_index the entries are still checked against the .log's size (a stat, no read): an entry
         # past the end means the log was cut after the index was written.
         log_size = _log_size(path) if fr is None and n else None
         try:

@@ -8,8 +8,8 @@ line is the hot path of a deep dump (the output is the same compact JSON).
 With a decoder option, records of non-control batches get ``key_decoded``/``value_decoded``: the texts the
 decoder gives (JSON strings; null where Kafka's tool prints no ``key:``/``payload:``), and ``value_json``
 when the decoder's value text is a JSON document (``cluster-metadata``: ``{"type":..,"version":..,"data":..}``,
-the record's fields by name). ``key``/``value`` stay the raw bytes in ``--encoding``, so schema 1 readers see
-no change. Text and table views show the
+the record's fields by name). ``key``/``value`` stay the raw bytes in the run's encoding, so schema 1 readers
+see no change. Text and table views show the
 decoded texts instead of the raw bytes.
 """
 
@@ -109,7 +109,7 @@ class JsonWriter:
         self.value = json_value_encoder(encoding)
         self.limit = decompress_limit
         self.summary_only = summary_only
-        self.file_ends = file_ends  # with summary_only: file_end objects too (--count's per-file numbers)
+        self.file_ends = file_ends  # with summary_only: file_end objects too (a count's per-file numbers)
 
     def handle(self, ev: Event) -> None:
         t = type(ev)
@@ -322,7 +322,7 @@ class TextWriter:
             assert isinstance(ev, FileEnd)
             if self.gaps > self.MAX_GAPS_SHOWN:
                 self.err(f"kafkatool: info: offset-gap: {ev.path}: {self.gaps - self.MAX_GAPS_SHOWN} more offset gaps "
-                         "not shown (--format json lists every one)")
+                         "not shown (the JSON lines list every one)")
             if self.summary_only:
                 return
             if ev.kind.is_records:

@@ -1,6 +1,6 @@
 """Where ``kafkatool dump`` goes on after the bytes Kafka's reader stops at: whether a whole batch is there,
 why bytes cannot be the start of a batch cut short by a crash (a torn tail), the scan for the next CRC-valid
-batch (bounded, window by window), the ``--from-offset`` seek through the ``.index``, and a legacy wrapper's
+batch (bounded, window by window), the ``from_offset`` seek through the ``.index``, and a legacy wrapper's
 base offset as Kafka reports it."""
 
 from __future__ import annotations
@@ -157,7 +157,7 @@ def find_next_batch(buf: Any, start: int, end: int, limit: int, fr: FileRecords 
 
 
 def seek_position(fr: FileRecords, log: Path, base: int, target: int) -> int:
-    """Where to start walking for ``--from-offset``: the ``.index`` entry at or below ``target`` (Kafka's
+    """Where to start walking for a ``from_offset``: the ``.index`` entry at or below ``target`` (Kafka's
     ``OffsetIndex.lookup``), only if a CRC-valid batch starts there; else 0."""
     index = log.with_name(log.name[:-len(LOG_SUFFIX)] + INDEX_SUFFIX) if log.name.endswith(LOG_SUFFIX) else None
     if index is None or not index.is_file():

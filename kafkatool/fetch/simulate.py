@@ -75,9 +75,9 @@ def to_magic_for_version(fetch_version: int) -> int:
 
 
 def version_for_magic(to_magic: int) -> int:
-    """The newest fetch version that down-converts to ``to_magic`` (used when only ``--to-magic`` is given)."""
+    """The newest fetch version that down-converts to ``to_magic`` (used when only the magic is given)."""
     if to_magic not in (0, 1):
-        raise UsageError(f"--to-magic must be 0 or 1, not {to_magic}")
+        raise UsageError(f"must be 0 or 1, not {to_magic}", field="to_magic")
     return 1 if to_magic == 0 else 3
 
 
@@ -226,7 +226,7 @@ def read_partition(log: PartitionLog, fetch_offset: int, max_bytes: int, min_one
     r = ReadResult(high_watermark=hw, log_start_offset=log.log_start_offset, log_end_offset=end.offset,
                    max_bytes=max_bytes, min_one_message=min_one_message)
     if hw > end.offset or hw < log.log_start_offset:
-        raise UsageError(f"--high-watermark {hw} is outside the log [{log.log_start_offset}, {end.offset}]")
+        raise UsageError(f"{hw} is outside the log [{log.log_start_offset}, {end.offset}]", field="high_watermark")
     if fetch_offset < log.log_start_offset or fetch_offset > end.offset:
         r.error_code = OFFSET_OUT_OF_RANGE
         r.error = (f"OffsetOutOfRangeException: Received request for offset {fetch_offset} for partition "
@@ -244,7 +244,8 @@ def read_partition(log: PartitionLog, fetch_offset: int, max_bytes: int, min_one
             try:
                 if position is not None:
                     if position > fr.size:
-                        raise UsageError(f"--position {position} is past the end of {seg.log} ({fr.size} bytes)")
+                        raise UsageError(f"{position} is past the end of {seg.log} ({fr.size} bytes)",
+                                         field="position")
                     found: LogOffsetPosition | None = LogOffsetPosition(fetch_offset, position, 0)
                 else:
                     found = translate_offset(fr, seg, fetch_offset)
@@ -335,7 +336,7 @@ class FetchOptions:
 class PartitionRequest:
     log: PartitionLog
     fetch_offset: int
-    position: int | None = None  # start here instead of searching (kafka-ref lazysend --position)
+    position: int | None = None  # start here instead of searching (as kafka-ref lazysend can)
     high_watermark: int | None = None
 
 
@@ -456,7 +457,7 @@ def simulate(options: FetchOptions, requests: Sequence[PartitionRequest], out: B
     """Simulate one fetch. ``out`` gets the whole FetchResponse (size prefix included), or with ``raw``
     the partition's record bytes only (one partition)."""
     if raw and len(requests) != 1:
-        raise UsageError("--raw writes one partition's record bytes: give exactly one partition")
+        raise UsageError("writes one partition's record bytes: give exactly one partition", field="raw")
     plans = plan_fetch(options, requests)
     try:
         if on_plan is not None:
@@ -487,7 +488,7 @@ def simulate(options: FetchOptions, requests: Sequence[PartitionRequest], out: B
 
 
 def iter_fetch_offsets(spec: Sequence[str], logs: Sequence[PartitionLog]) -> Iterator[int | None]:
-    """``--fetch-offset`` values: one for all partitions, one per partition in order, or ``topic-N=OFFSET``."""
+    """Fetch offsets as given: one for all partitions, one per partition in order, or ``topic-N=OFFSET``."""
     named: dict[str, int] = {}
     plain: list[int] = []
     for item in spec:
@@ -501,10 +502,11 @@ def iter_fetch_offsets(spec: Sequence[str], logs: Sequence[PartitionLog]) -> Ite
             else:
                 plain.append(_offset(part))
     if len(plain) > 1 and len(plain) != len(logs):
-        raise UsageError(f"{len(plain)} fetch offsets for {len(logs)} partitions: give one, or one per partition")
+        raise UsageError(f"{len(plain)} fetch offsets for {len(logs)} partitions: give one, or one per partition",
+                         field="fetch_offset")
     unknown = set(named) - {str(log.topic_partition) for log in logs}
     if unknown:
-        raise UsageError(f"--fetch-offset names unknown partitions: {', '.join(sorted(unknown))}")
+        raise UsageError(f"names unknown partitions: {', '.join(sorted(unknown))}", field="fetch_offset")
     for i, log in enumerate(logs):
         name = str(log.topic_partition)
         if name in named:
@@ -521,4 +523,4 @@ def _offset(text: str) -> int:
     try:
         return int(text)
     except ValueError:
-        raise UsageError(f"not an offset: {text!r}") from None
+        raise UsageError(f"not an offset: {text!r}", field="fetch_offset") from None

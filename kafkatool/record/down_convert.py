@@ -105,8 +105,8 @@ def down_convert(batches: Iterable[RecordBatch], to_magic: int, first_offset: in
                  limit: int | None = None, codec_override: Codec | None = None) -> DownConverted:
     """Convert ``batches`` to ``to_magic`` exactly as ``RecordsUtil.downConvert`` does.
 
-    ``codec_override`` replaces the batch codec for rebuilt batches (kafkatool's ``--zstd-to`` and
-    ``--codec``; Kafka itself always keeps the codec). Without it a zstd batch raises
+    ``codec_override`` replaces the batch codec for rebuilt batches (kafkatool's ``zstd_to`` and
+    ``codec``; Kafka itself always keeps the codec). Without it a zstd batch raises
     :class:`ZstdDownConversionError`, as Kafka does.
     """
     out = DownConverted(b"")
@@ -252,7 +252,7 @@ WRAPPER_HEADER = (batch_header_size(MAGIC_V0, Codec.GZIP), batch_header_size(MAG
 
 def _with_codec(batch: RecordBatch, codec: Codec, out: DownConverted, limit: int | None) -> ConvertedBatch | None:
     """A batch already at or below the target magic, re-encoded with ``codec`` in its own magic (kafkatool's
-    ``--codec``; Kafka copies such batches). Legacy batches keep offsets, timestamps, timestamp type, keys
+    choice of codec; Kafka copies such batches). Legacy batches keep offsets, timestamps, timestamp type, keys
     and values (``MemoryRecordsBuilder`` rules: v1 wrapper offsets relative, the wrapper's timestamp the max
     or the log append time; uncompressed means one message per record); v2 batches keep every header field
     (:func:`kafkatool.record.default_records.with_codec`). None: nothing to re-encode (a control batch or a batch

@@ -250,7 +250,8 @@ def build_within_limit(records: list[Any], data: bytes, uncompressed: int, *, ma
         if len(recs) <= 1:
             raise LimitExceededError(
                 f"record at offset {describe_offset(recs[0])} needs a batch of {len(built)} bytes, more than "
-                f"--max-message-bytes {max_bytes} (Kafka: RecordTooLargeException); raise the limit to convert it")
+                f"max.message.bytes {max_bytes} (Kafka: RecordTooLargeException); raise the limit to convert it",
+                field="max_message_bytes")
         out.splits += 1
         estimator.set_estimation(topic, codec, max(1.0, ratio))
         groups = plan_groups(recs, magic=magic, codec=codec, write_limit=split_size,

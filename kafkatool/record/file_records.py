@@ -280,7 +280,7 @@ def verify_segment(log: str | os.PathLike[str] | FileRecords, *, start: int = 0,
                    max_invalid: int = 1000) -> SegmentVerify:
     """Walk ``log`` as ``FileLogInputStream`` does and check every batch as ``ensureValid`` does.
 
-    The fast path of ``dump --verify`` without records: no batch objects, one ``struct`` read of the
+    The fast path of a dump that verifies without reporting records: no batch objects, one ``struct`` read of the
     size per batch, CRC-32C (v2) or CRC-32 (v0/v1) over the mapped bytes. A batch that fails is
     reported (with the exact error ``batch.ensure_valid()`` raises) and the walk goes on, since its
     size field is still usable; at most ``max_invalid`` failures are kept. Equivalent to::

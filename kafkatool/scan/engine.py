@@ -55,7 +55,7 @@ class ScanOptions:
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     hot_key_capacity: int = 64
     # The worker's share of the run's memory budget: Spark's Python workers activate it (a forked pool
-    # inherits the parent's active one), so mapped-page windows and default limits follow --memory.
+    # inherits the parent's active one), so mapped-page windows and default limits follow the memory budget.
     budget: MemoryBudget | None = None
 
 

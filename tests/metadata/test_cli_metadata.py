@@ -43,7 +43,7 @@ def test_text_table_and_usage_errors(tmp_path: Path) -> None:
     assert table.returncode == 0 and "orders-0" in table.stdout and "partitions" in table.stdout
     for args, words in ((["--at-offset", "1", "--at-time", "5"], "--at-offset and --at-time"),
                         (["--diff", "0", "1", "--at-offset", "1"], "--diff"),
-                        (["--kafka-version", "2.8"], "--kafka-version 2.8"),
+                        (["--kafka-version", "2.8"], "--kafka-version: 2.8"),
                         (["--at-offset", "-1"], "--at-offset")):
         r = run_cli("metadata", d, *args)
         assert r.returncode == 2 and words in r.stderr and len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)

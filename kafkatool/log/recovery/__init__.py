@@ -2,7 +2,7 @@
 
 For each batch from position 0 (``validBytes`` = its position)::
 
-    [--verify] batch.ensureValid()             (CRC; the broker always checks, we on request)
+    [verify] batch.ensureValid()               (CRC; the broker always checks, we on request)
     ensureOffsetInRange(batch.lastOffset)       (relative offset must fit an int32)
     if batch.maxTimestamp > maxSoFar: maxSoFar = (batch.maxTimestamp, batch.lastOffset)
     if validBytes - lastIndexEntry > indexIntervalBytes:

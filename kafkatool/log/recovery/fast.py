@@ -11,7 +11,7 @@ as the reference, field for field (the tests hold them equal).
 How the bytes are read (measured, see benchmarks/results/history.md): small batches through a 1 MiB page-aligned
 window filled with ``preadv`` (a page-aligned copy runs at ~10 GB/s, and the walk then hits the cache;
 mmap page faults cost more than the copy); batches averaging over 16 KiB by one ``HDR``-byte ``pread`` per
-batch, never touching the bytes in between. ``--verify`` reads everything (the CRC needs it).
+batch, never touching the bytes in between. Verifying reads everything (the CRC needs it).
 
 Consumers that need every batch (``index_verify`` checks on-disk entries against the log) get each
 chunk of *valid* batches through ``observers``; memory is a function of the window and chunk sizes.
@@ -73,7 +73,7 @@ from kafkatool.util import budget as _budget
 I64 = npt.NDArray[np.int64]
 WINDOW = 1 << 20
 HDR = PRODUCER_ID_OFFSET  # 43: a v2 header up to its maxTimestamp (a v1 message's timestamp ends before)
-CHUNK_BATCHES = 32768  # most batches per numpy step (~140 bytes of arrays each; fewer on a small --memory)
+CHUNK_BATCHES = 32768  # most batches per numpy step (~140 bytes of arrays each; fewer on a small memory budget)
 BYTES_PER_BATCH = 256  # what one batch of a step may cost, with room: the step fits the budget's cache share
 HOP_ABOVE = 16 << 10  # average batch size above which hopping header to header beats the window copy
 WINDOW_BELOW = 8 << 10  # ... and below which the window wins again
@@ -141,7 +141,7 @@ class _Walk:
         # 1 MiB mapping is 256 page faults, about as long as walking a whole segment of large batches.
         size = WINDOW + len(_ZEROS)
         # MAP_PRIVATE: Python's default anonymous mapping is MAP_SHARED, and a spare window kept by a parent would
-        # then be one buffer shared by every worker forked after it (reindex-time --jobs, spark-scan's local
+        # then be one buffer shared by every worker forked after it (reindex-time's jobs, spark-scan's local
         # pool): two walks filling the same window read each other's bytes.
         self._anon = _SPARE_WINDOWS.pop() if _SPARE_WINDOWS and len(_SPARE_WINDOWS[-1]) == size else \
             mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
