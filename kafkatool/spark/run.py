@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafkatool.constants import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_BYTES
 from kafkatool.errors import ExitCode, UsageError
 from kafkatool.log.lock import check_read, hold_for_write, live_notice, refuse_if_live
 from kafkatool.scan.engine import ScanOptions, ScanReport, run_local
@@ -37,8 +38,6 @@ from kafkatool.util.units import format_size, parse_size
 
 ENGINES = ("spark", "local-processes")
 DEFAULT_SPLIT_SIZE = 128 << 20
-DEFAULT_MAX_MESSAGE_BYTES = 1048588
-DEFAULT_INDEX_INTERVAL_BYTES = 4096
 
 
 @dataclass(frozen=True, slots=True)
