@@ -3,7 +3,6 @@ the README documents every command and option."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -13,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from kafkatool.commands import docs as _docs
+from tests.support.cli import run_cli
 from tests.support.paths import ROOT
 
 TREE = _docs.command_tree()
@@ -88,9 +88,8 @@ def test_zsh_and_fish_completions_name_every_option(rel):
 
 def _help_command_rows(*group: str) -> dict[str, list[str]]:
     """The Commands panel of `kafkatool [GROUP] --help` at 120 columns: command -> its description's lines."""
-    p = subprocess.run([sys.executable, "-m", "kafkatool", *group, "--help"], capture_output=True, text=True,
-                       env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "120", "NO_COLOR": "1",
-                            "TERM": "dumb"}, check=True)
+    p = run_cli(*group, "--help", env={"COLUMNS": "120", "NO_COLOR": "1", "TERM": "dumb"})
+    assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
     start = next(i for i, line in enumerate(lines) if "Commands" in line and line.lstrip().startswith("╭"))
     rows: dict[str, list[str]] = {}
@@ -127,8 +126,8 @@ def test_kafkatool_help_lists_each_command_in_one_line(group):
 ])
 def test_help_shows_bracketed_text(cmd, text):
     """Help texts are plain text: --help (rich) must not take brackets for markup and drop them."""
-    p = subprocess.run([sys.executable, "-m", "kafkatool", *cmd, "--help"], capture_output=True, text=True,
-                       env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "400", "NO_COLOR": "1"}, check=True)
+    p = run_cli(*cmd, "--help", env={"COLUMNS": "400", "NO_COLOR": "1"})
+    assert p.returncode == 0, p.stderr
     assert text in " ".join(p.stdout.replace("│", " ").split()), p.stdout
 
 
