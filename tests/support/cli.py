@@ -41,7 +41,7 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from tests.support.paths import ROOT
 
@@ -59,7 +59,7 @@ _INTERPRETER_ENV = frozenset({"KAFKATOOL_PURE"})
 CRASH_ENV = frozenset({"KAFKATOOL_CRASH_AFTER", "KAFKATOOL_CRASH_SIGNAL", "KAFKATOOL_CRASH_COUNT",
                        "KAFKATOOL_CRASH_PID"})
 # KAFKATOOL_TEST_CLI=exec runs every run_cli call as its own `python -m kafkatool` (the suite as it was before
-# the in-process runs: a check that they hide nothing); =fork forks every one.
+# the in-process runs: a check that they hide nothing); =fork forks every one that needs no new interpreter.
 _FORCED = os.environ.get("KAFKATOOL_TEST_CLI", "").strip().lower()
 
 Mode = Literal["here", "fork", "exec"]
@@ -93,14 +93,14 @@ def run_mode(args: Sequence[str | os.PathLike[str]], env: Mapping[str, str] | No
     """How ``kafkatool ARGS`` with ``env`` runs: ``here`` (this process), ``fork`` (a child forked from this
     process, kafkatool already imported: a process of its own for kill tests and locks) or ``exec`` (a new
     interpreter, for what only a fresh start gives)."""
-    if _FORCED in ("exec", "fork"):
-        return cast(Mode, _FORCED)
+    if _FORCED == "exec":
+        return "exec"
     keys = set(env or {})
     if any(k.startswith("PYTHON") for k in keys) or keys & _INTERPRETER_ENV:
         return "exec"  # read by the interpreter at start-up, or when kafkatool._accel loads the extension
     if _runs_spark([os.fspath(a) for a in args]):
         return "exec"  # Spark's JVM gateway and the environment a session sets belong to one fresh process
-    if keys & CRASH_ENV:
+    if _FORCED == "fork" or keys & CRASH_ENV:
         return "fork"  # the run SIGKILLs (or SIGSTOPs) itself
     if _holds_posix_locks():
         return "fork"  # a child holds none of this process's record locks: it probes them as a broker would
