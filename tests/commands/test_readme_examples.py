@@ -28,6 +28,7 @@ import typer
 from kafkatool.commands import docs as _docs
 from kafkatool.commands.app import get_app
 from tests.support.canary_dirs import small_dir
+from tests.support.cli import run_cli
 from tests.support.paths import ROOT
 
 README = (ROOT / "README.md").read_text()
@@ -223,8 +224,7 @@ def _setup(spec: str, base: Path, tmp: Path, made: dict[str, Path]) -> None:
         if kind == "small":
             small_dir(made[kind])
         else:
-            r = subprocess.run([sys.executable, "-m", "kafkatool", "sample", made[kind], "-q"],
-                               env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True)
+            r = run_cli("sample", made[kind], "-q")
             assert r.returncode == 0, r.stderr
     shutil.copytree(made[kind], target, copy_function=shutil.copy2)
 
