@@ -56,7 +56,7 @@ class CliResult:
 # Read when the interpreter starts or kafkatool's compiled paths load: a run that sets one needs a new interpreter.
 _INTERPRETER_ENV = frozenset({"KAFKATOOL_PURE"})
 # Read when kafkatool.util.crash is imported: a forked child re-reads them (kill tests: the child is SIGKILLed).
-CRASH_ENV = frozenset({"KAFKATOOL_CRASH_AFTER", "KAFKATOOL_CRASH_SIGNAL", "KAFKATOOL_CRASH_COUNT",
+_CRASH_ENV = frozenset({"KAFKATOOL_CRASH_AFTER", "KAFKATOOL_CRASH_SIGNAL", "KAFKATOOL_CRASH_COUNT",
                        "KAFKATOOL_CRASH_PID"})
 # KAFKATOOL_TEST_CLI=exec runs every run_cli call as its own `python -m kafkatool` (the suite as it was before
 # the in-process runs: a check that they hide nothing); =fork forks every one that needs no new interpreter.
@@ -100,7 +100,7 @@ def run_mode(args: Sequence[str | os.PathLike[str]], env: Mapping[str, str] | No
         return "exec"  # read by the interpreter at start-up, or when kafkatool._accel loads the extension
     if _runs_spark([os.fspath(a) for a in args]):
         return "exec"  # Spark's JVM gateway and the environment a session sets belong to one fresh process
-    if _FORCED == "fork" or keys & CRASH_ENV:
+    if _FORCED == "fork" or keys & _CRASH_ENV:
         return "fork"  # the run SIGKILLs (or SIGSTOPs) itself
     if _holds_posix_locks():
         return "fork"  # a child holds none of this process's record locks: it probes them as a broker would
