@@ -634,6 +634,7 @@ def _restore(t: CanaryTemplates, template: Path) -> Path:
     return t.live
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("op", ["verify", "apply", "rollback"])
 def test_sigint_in_canary_verify_apply_and_rollback(op, canary_big):
     live = _restore(canary_big, canary_big.applied if op == "rollback" else canary_big.verified)

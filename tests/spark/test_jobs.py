@@ -118,6 +118,7 @@ def test_verify_index_equals_the_single_process_check(spark, mixed_dir, tmp_path
         {("clicks", "valid-different"), ("damaged", "log-truncation")}
 
 
+@pytest.mark.slow
 def test_spark_scan_local2_through_the_cli_equals_kafkatool_dump(mixed_dir, sample_dir, dumped, tmp_path):
     """The acceptance run: ``kafkatool spark-scan --master local[2]`` (its own JVM, as an operator runs it) over
     the mixed dir and a ``kafkatool sample`` dir; every partition's figures and the total equal the counts
