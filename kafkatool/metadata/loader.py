@@ -433,7 +433,8 @@ def _replay_log(log: MetadataLog, result: ImageResult, rep: _Replayer, start: in
     for i, (_, seg) in enumerate(segments):
         try:
             for e in read_entries(seg, result.findings, last_segment=i == len(segments) - 1):
-                if e.offset < start:
+                if e.offset < start:  # in the snapshot already, but still where the log ends
+                    result.log_end_offset = e.offset + 1
                     continue
                 if rep.past_end(e):
                     return

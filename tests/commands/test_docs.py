@@ -4,6 +4,7 @@ option."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess

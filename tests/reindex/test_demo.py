@@ -10,7 +10,6 @@ import re
 from pathlib import Path
 
 from tests.support.cli import run_cli
-from tests.support.paths import ROOT
 from tests.support.reindex_demo import build_demo
 
 
