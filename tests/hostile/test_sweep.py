@@ -22,7 +22,7 @@ from tests.support.hostile_corpus import CASES, COMMANDS, Case
 from tests.support.paths import ROOT
 from tests.support.rss import MiB, run
 
-MEMORY = 128 * MiB  # the budget every run is given
+MEMORY = 256 * MiB  # the budget every run is given (the default: the bombs fit its decompression limit)
 BASE = 150 * MiB  # interpreter, imports, extension modules: the stated fixed base above the budget
 TIMEOUT = float(os.environ.get("KAFKATOOL_HOSTILE_TIMEOUT", "120"))
 
