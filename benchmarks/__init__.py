@@ -1,1 +1,1 @@
-"""kafkatool's benchmark suite: ``python -m benchmarks`` (see BENCHMARKS.md)."""
+"""kafkatool's benchmark suite: ``python -m benchmarks`` (see benchmarks/README.md)."""

@@ -1,4 +1,4 @@
-"""The benchmark suite: ``python -m benchmarks [options]`` (BENCHMARKS.md documents it and keeps the results).
+"""The benchmark suite: ``python -m benchmarks [options]`` (benchmarks/README.md documents it, results/ has the runs).
 
 For every scenario (a segment written by Kafka's own code, see ``benchmarks/data.py``) it runs kafkatool's
 **commands as an operator runs them**, each run a whole process, and in the same run the peers on the same
@@ -29,8 +29,8 @@ neighbours. Every row cross-checks what both sides counted (batches, bytes, reco
 and bytes) and flags ``COUNTS DIFFER``. Peak RSS is each process's ``ru_maxrss``.
 
 The peak-RSS set (``--sets rss``, ``benchmarks/rss.py``) runs every single-process command once at
-default settings over a 1 GiB segment. Results: one JSON (``--out``); ``python -m benchmarks.report``
-renders the Markdown tables BENCHMARKS.md keeps per release.
+default settings over a 1 GiB segment. Results: one JSON (``--out``); ``python -m benchmarks report``
+renders its Markdown tables, and the docs site's performance page from benchmarks/results/.
 """
 
 from __future__ import annotations

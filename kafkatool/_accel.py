@@ -21,10 +21,12 @@ def pure_requested() -> bool:
     return os.environ.get("KAFKATOOL_PURE", "").strip() not in ("", "0")
 
 
-# Every function the callers use: a stale build (a source tree updated without rebuilding the extension) lacks
-# some, and then the pure-Python paths run rather than an AttributeError mid-command.
+# Every function the callers use, and the result types they read by field name: a stale build (a source tree
+# updated without rebuilding the extension) lacks some, and then the pure-Python paths run rather than an
+# AttributeError mid-command.
 REQUIRED = ("configure", "parse_records", "validate_records", "reframe_v2_records", "legacy_wrapper", "verify_walk",
-            "headers_walk", "hop_walk", "dump_walk", "downconvert_run", "crc32")
+            "headers_walk", "hop_walk", "dump_walk", "downconvert_run", "crc32", "Reframed", "VerifyWalk",
+            "HeadersWalk", "DumpWalk", "DownconvertRun")
 
 
 def load() -> ModuleType | None:

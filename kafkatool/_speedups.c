@@ -21,6 +21,7 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
@@ -30,6 +31,146 @@
 #include <immintrin.h>
 #include <cpuid.h>
 #endif
+
+/* ------------------------------------------------------------------------------------------ layouts */
+
+/* The fixed headers of the formats, one field a member as kafkatool/record/ writes them down (batch.LOG_HEADER and
+ * LOG_ENTRY_PREFIX, default_records.HEADER, legacy_records.MESSAGE_HEADER_V0/V1). The bytes are big-endian, so
+ * these structs are never read through: they are only measured, every offset below an offsetof, every size a
+ * sizeof. The module exports the figures (LAYOUT) and tests/test_speedups.py holds them equal to the Python ones,
+ * which struct.calcsize derives. */
+#define PACKED __attribute__((packed))
+
+struct log_header {                 /* Records.java: in front of every entry, whatever its magic */
+    int64_t offset;                 /* v2: baseOffset; v0/v1: the message's offset (a wrapper's: its last inner one) */
+    int32_t size;                   /* bytes of the entry after this field */
+} PACKED;
+
+struct log_entry_prefix {           /* what FileLogInputStream reads before it knows the format */
+    struct log_header log;
+    uint8_t epoch_or_crc[4];        /* v2: partitionLeaderEpoch; v0/v1: crc */
+    int8_t magic;
+} PACKED;
+
+struct v2_header {                  /* DefaultRecordBatch; the records follow */
+    int64_t base_offset;
+    int32_t length;                 /* batch size - LOG_OVERHEAD */
+    int32_t partition_leader_epoch; /* not covered by the CRC */
+    int8_t magic;                   /* 2 */
+    uint32_t crc;                   /* CRC-32C of attributes .. end of the batch */
+    int16_t attributes;             /* bits 0-2 codec, 3 LogAppendTime, 4 transactional, 5 control, 6 delete horizon */
+    int32_t last_offset_delta;
+    int64_t base_timestamp;
+    int64_t max_timestamp;
+    int64_t producer_id;
+    int16_t producer_epoch;
+    int32_t base_sequence;
+    int32_t records_count;
+} PACKED;
+
+struct message_v0 {                 /* LegacyRecord, magic 0; the key, valueLength int32 and the value follow */
+    uint32_t crc;                   /* CRC-32 (zlib) of magic .. end of the value */
+    int8_t magic;
+    int8_t attributes;              /* bits 0-2 codec */
+    int32_t key_length;             /* -1: null */
+} PACKED;
+
+struct message_v1 {                 /* LegacyRecord, magic 1 */
+    uint32_t crc;
+    int8_t magic;
+    int8_t attributes;              /* bits 0-2 codec, bit 3 LogAppendTime */
+    int64_t timestamp;
+    int32_t key_length;
+} PACKED;
+
+struct entry_v1 {                   /* a v1 log entry: log header, then the message */
+    struct log_header log;
+    struct message_v1 message;
+} PACKED;
+
+enum {
+    /* batch.py */
+    SIZE_OFFSET = offsetof(struct log_header, size),
+    LOG_OVERHEAD = sizeof(struct log_header),
+    MAGIC_OFFSET = offsetof(struct log_entry_prefix, magic),
+    HEADER_SIZE_UP_TO_MAGIC = sizeof(struct log_entry_prefix),
+    /* default_records.py: offsets from the start of the batch */
+    V2_PARTITION_LEADER_EPOCH_OFFSET = offsetof(struct v2_header, partition_leader_epoch),
+    V2_CRC_OFFSET = offsetof(struct v2_header, crc),
+    V2_ATTRIBUTES_OFFSET = offsetof(struct v2_header, attributes),
+    V2_LAST_OFFSET_DELTA_OFFSET = offsetof(struct v2_header, last_offset_delta),
+    V2_BASE_TIMESTAMP_OFFSET = offsetof(struct v2_header, base_timestamp),
+    V2_MAX_TIMESTAMP_OFFSET = offsetof(struct v2_header, max_timestamp),
+    V2_PRODUCER_ID_OFFSET = offsetof(struct v2_header, producer_id),
+    V2_RECORDS_COUNT_OFFSET = offsetof(struct v2_header, records_count),
+    RECORD_BATCH_OVERHEAD = sizeof(struct v2_header),
+    /* log.recovery.fast.HDR: the header up to maxTimestamp, what the recovery walks copy of each batch */
+    RECOVERY_HEADER = offsetof(struct v2_header, producer_id),
+    /* legacy_records.py: offsets from the start of the message, after the log overhead (as LegacyRecord's) */
+    MSG_CRC_OFFSET = offsetof(struct message_v1, crc),
+    MSG_MAGIC_OFFSET = offsetof(struct message_v1, magic),
+    MSG_ATTRIBUTES_OFFSET = offsetof(struct message_v1, attributes),
+    MSG_TIMESTAMP_OFFSET = offsetof(struct message_v1, timestamp),
+    MSG_KEY_SIZE_OFFSET_V0 = offsetof(struct message_v0, key_length),
+    MSG_KEY_SIZE_OFFSET_V1 = offsetof(struct message_v1, key_length),
+    CRC_LENGTH = sizeof(uint32_t),
+    VALUE_SIZE_LENGTH = sizeof(int32_t),
+    RECORD_OVERHEAD_V0 = sizeof(struct message_v0) + VALUE_SIZE_LENGTH, /* the smallest message: 14 */
+    RECORD_OVERHEAD_V1 = sizeof(struct message_v1) + VALUE_SIZE_LENGTH,
+    /* a message from its magic to its key length: what a writer packs before the key (the CRC covers it) */
+    HEAD_V0 = sizeof(struct message_v0) - offsetof(struct message_v0, magic),
+    HEAD_V1 = sizeof(struct message_v1) - offsetof(struct message_v1, magic),
+    /* ... and from the start of the log entry */
+    ENTRY_CRC_OFFSET = offsetof(struct entry_v1, message.crc),
+    ENTRY_ATTRIBUTES_OFFSET = offsetof(struct entry_v1, message.attributes),
+    ENTRY_TIMESTAMP_OFFSET = offsetof(struct entry_v1, message.timestamp),
+    /* default_records.MIN_RECORD_SIZE: a v2 record of one-byte varints and no key, value or headers */
+    MIN_RECORD_SIZE = 7,
+    CODEC_MASK = 0x07,              /* COMPRESSION_CODEC_MASK, in v2 and legacy attributes alike */
+};
+
+_Static_assert(MAGIC_OFFSET == offsetof(struct v2_header, magic), "v2 magic where the walks read it");
+_Static_assert(MAGIC_OFFSET == offsetof(struct entry_v1, message.magic), "legacy magic where the walks read it");
+
+/* The figures above under the names the Python modules give them (relative to the kafkatool package), exported
+ * as LAYOUT for the test that holds the two equal. */
+static const struct {
+    const char *name;
+    long value;
+} layout_names[] = {
+    {"record.batch.SIZE_OFFSET", SIZE_OFFSET},
+    {"record.batch.LOG_OVERHEAD", LOG_OVERHEAD},
+    {"record.batch.MAGIC_OFFSET", MAGIC_OFFSET},
+    {"record.batch.HEADER_SIZE_UP_TO_MAGIC", HEADER_SIZE_UP_TO_MAGIC},
+    {"record.default_records.PARTITION_LEADER_EPOCH_OFFSET", V2_PARTITION_LEADER_EPOCH_OFFSET},
+    {"record.default_records.CRC_OFFSET", V2_CRC_OFFSET},
+    {"record.default_records.ATTRIBUTES_OFFSET", V2_ATTRIBUTES_OFFSET},
+    {"record.default_records.LAST_OFFSET_DELTA_OFFSET", V2_LAST_OFFSET_DELTA_OFFSET},
+    {"record.default_records.BASE_TIMESTAMP_OFFSET", V2_BASE_TIMESTAMP_OFFSET},
+    {"record.default_records.MAX_TIMESTAMP_OFFSET", V2_MAX_TIMESTAMP_OFFSET},
+    {"record.default_records.PRODUCER_ID_OFFSET", V2_PRODUCER_ID_OFFSET},
+    {"record.default_records.RECORDS_COUNT_OFFSET", V2_RECORDS_COUNT_OFFSET},
+    {"record.default_records.RECORD_BATCH_OVERHEAD", RECORD_BATCH_OVERHEAD},
+    {"record.default_records.MIN_RECORD_SIZE", MIN_RECORD_SIZE},
+    {"record.default_records.COMPRESSION_CODEC_MASK", CODEC_MASK},
+    {"log.recovery.fast.HDR", RECOVERY_HEADER},
+    {"record.legacy_records.CRC_OFFSET", MSG_CRC_OFFSET},
+    {"record.legacy_records.MAGIC_OFFSET", MSG_MAGIC_OFFSET},
+    {"record.legacy_records.ATTRIBUTES_OFFSET", MSG_ATTRIBUTES_OFFSET},
+    {"record.legacy_records.TIMESTAMP_OFFSET", MSG_TIMESTAMP_OFFSET},
+    {"record.legacy_records.KEY_SIZE_OFFSET_V0", MSG_KEY_SIZE_OFFSET_V0},
+    {"record.legacy_records.KEY_SIZE_OFFSET_V1", MSG_KEY_SIZE_OFFSET_V1},
+    {"record.legacy_records.VALUE_SIZE_LENGTH", VALUE_SIZE_LENGTH},
+    {"record.legacy_records.RECORD_OVERHEAD_V0", RECORD_OVERHEAD_V0},
+    {"record.legacy_records.RECORD_OVERHEAD_V1", RECORD_OVERHEAD_V1},
+    {"record.legacy_records.HEAD_V0.size", HEAD_V0},
+    {"record.legacy_records.HEAD_V1.size", HEAD_V1},
+    {"record.legacy_records.ENTRY_CRC_OFFSET", ENTRY_CRC_OFFSET},
+    {"record.legacy_records.ENTRY_ATTRIBUTES_OFFSET", ENTRY_ATTRIBUTES_OFFSET},
+    {"record.legacy_records.ENTRY_TIMESTAMP_OFFSET", ENTRY_TIMESTAMP_OFFSET},
+    {"record.legacy_records.COMPRESSION_CODEC_MASK", CODEC_MASK},
+    {"constants.INT32_MAX", INT32_MAX},
+};
 
 /* ------------------------------------------------------------------------------------------ helpers */
 
@@ -258,6 +399,104 @@ static inline PyObject *new_tuple_of(PyTypeObject *tp, Py_ssize_t n)
     return tp->tp_alloc(tp, n);
 }
 
+/* ------------------------------------------------------------------------------------------ results */
+
+/* What the functions below return when they have more to say than a value: struct sequences (named tuples of the
+ * C API), read by field name in Python. kafkatool/_speedups.pyi describes them. */
+
+static PyStructSequence_Field reframed_fields[] = {
+    {"data", "the legacy entries written"},
+    {"records", "records written"},
+    {"filtered", "records below first_offset, dropped"},
+    {"with_headers", "records whose headers were dropped"},
+    {"first_offset", "first record written (-1: none)"},
+    {"last_offset", "last record written (-1: none)"},
+    {"max_timestamp", "largest record timestamp written (-1 for v0 and LogAppendTime)"},
+    {NULL, NULL},
+};
+
+static PyStructSequence_Field verify_walk_fields[] = {
+    {"position", "where the walk stopped: the first batch it did not take"},
+    {"batches", "batches walked"},
+    {"records", "v2 recordsCount, plus one per uncompressed legacy entry"},
+    {"unknown_counts", "compressed legacy wrappers (their record count needs decompression)"},
+    {"failed_at", "the batch whose CRC check failed, just before position (-1: none)"},
+    {NULL, NULL},
+};
+
+static PyStructSequence_Field headers_walk_fields[] = {
+    {"position", "where the walk stopped"},
+    {"headers", "batch headers appended"},
+    {"size", "the size field read last: below RECORD_OVERHEAD_V0 where the walk stopped at it"},
+    {NULL, NULL},
+};
+
+static PyStructSequence_Field dump_walk_fields[] = {
+    {"position", "where the walk stopped: the first batch it left to Python"},
+    {"batches", "batches walked"},
+    {"records", "records counted"},
+    {"unknown_counts", "compressed legacy wrappers whose records were not counted"},
+    {"nbytes", "bytes of the batches walked"},
+    {"last_offset", "the last offset followed (DumpLogSegments' lastOffset), as given when no batch was walked"},
+    {"first_offset", "the first batch's first offset (None: no batch walked)"},
+    {"max_last_offset", "the largest last offset (None: no batch walked)"},
+    {"max_timestamp", "the largest max timestamp (None: no batch walked)"},
+    {"codecs", "batches per codec id 0..7"},
+    {"magics", "batches per magic 0..2"},
+    {NULL, NULL},
+};
+
+static PyStructSequence_Field downconvert_run_fields[] = {
+    {"position", "where the run stopped: the first batch it left to Python"},
+    {"data", "the converted bytes of the run, in order"},
+    {"batches", "source batches converted"},
+    {"records", "records converted"},
+    {"records_filtered", "records below the first offset, dropped"},
+    {"headers_dropped", "records whose headers were dropped"},
+    {"producer_fields_dropped", "batches whose producer id/epoch/sequence were dropped"},
+    {"temporary_memory_bytes", "RecordValidationStats.temporaryMemoryBytes"},
+    {"log_end_offset", "one past the last source offset (-1: no batch)"},
+    {"last_offset", "the last offset written (-1: none)"},
+    {"uncompressed_messages", "messages written uncompressed (one per record)"},
+    {"compressed_batches", "compressed wrappers written (one per batch)"},
+    {"segment_size", "bytes in the output segment after the run"},
+    {"estimates", "the compression-ratio estimates of codec ids 0..3 after the run"},
+    {"estimates_updated", "bit c set: the estimate of codec c changed"},
+    {NULL, NULL},
+};
+
+#define DESC(name, doc, fields) {"kafkatool._speedups." name, doc, fields, \
+                                 (int)(sizeof(fields) / sizeof(fields[0]) - 1)}
+static PyStructSequence_Desc result_descs[] = {
+    DESC("Reframed", "reframe_v2_records: down_convert.Reframed's fields of the same names", reframed_fields),
+    DESC("VerifyWalk", "verify_walk: where file_records._verify's loop got to", verify_walk_fields),
+    DESC("HeadersWalk", "headers_walk and hop_walk: where recovery.fast._Walk's loops got to", headers_walk_fields),
+    DESC("DumpWalk", "dump_walk: what dump.DumpEngine._walk adds up for the batches walked", dump_walk_fields),
+    DESC("DownconvertRun", "downconvert_run: what convert.DownConverter.run adds up", downconvert_run_fields),
+};
+enum { R_REFRAMED, R_VERIFY_WALK, R_HEADERS_WALK, R_DUMP_WALK, R_DOWNCONVERT_RUN, N_RESULTS };
+static PyTypeObject *result_types[N_RESULTS];
+
+/* The items of the tuple ``t`` (a new reference, consumed) as a result of type ``which``: NULL with the error set
+ * when ``t`` is (Py_BuildValue failed) or on a failure here. */
+static PyObject *result(int which, PyObject *t)
+{
+    PyObject *s;
+    if (t == NULL)
+        return NULL;
+    s = PyStructSequence_New(result_types[which]);
+    if (s != NULL && Py_SIZE(s) != PyTuple_GET_SIZE(t)) {
+        PyErr_Format(PyExc_SystemError, "%s takes %zd fields, not %zd", result_descs[which].name, Py_SIZE(s),
+                     PyTuple_GET_SIZE(t));
+        Py_CLEAR(s);
+    }
+    if (s != NULL)
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(t); i++)
+            PyStructSequence_SET_ITEM(s, i, Py_NewRef(PyTuple_GET_ITEM(t, i)));
+    Py_DECREF(t);
+    return s;
+}
+
 /* ------------------------------------------------------------------------------------------ v2 records */
 
 /* One pass over ``count`` v2 records in ``d[p:end]`` with the checks of
@@ -342,7 +581,7 @@ static int v2_records_walk(const uint8_t *d, Py_ssize_t p, Py_ssize_t end, int64
     int64_t i;
     if (count < 0 || p < 0 || p > end)
         return -1;
-    if (count > (end - p) / 7 + 1 || count * 7 > end - p)
+    if (count > (end - p) / MIN_RECORD_SIZE + 1 || count * MIN_RECORD_SIZE > end - p)
         return -1;
     if (out != NULL) {
         empty = PyTuple_New(0);
@@ -413,8 +652,8 @@ static int v2_records_walk(const uint8_t *d, Py_ssize_t p, Py_ssize_t end, int64
             }
             if (a->base_sequence < 0)
                 seq = -1;
-            else if (a->base_sequence > 0x7FFFFFFF - od)
-                seq = od - (0x7FFFFFFF - a->base_sequence) - 1; /* DefaultRecordBatch.incrementSequence */
+            else if (a->base_sequence > INT32_MAX - od)
+                seq = od - (INT32_MAX - a->base_sequence) - 1; /* DefaultRecordBatch.incrementSequence */
             else
                 seq = a->base_sequence + od;
             rec = new_tuple_of(record_type, 9);
@@ -490,7 +729,7 @@ static PyObject *sp_parse_records(PyObject *self, PyObject *const *args, Py_ssiz
     a.log_append_time = 0;
     if (a.has_lat && arg_i64(args[6], &a.log_append_time))
         Py_RETURN_NONE;
-    if (a.base_sequence < -0x80000000LL || a.base_sequence > 0x7FFFFFFFLL)
+    if (a.base_sequence < INT32_MIN || a.base_sequence > INT32_MAX)
         Py_RETURN_NONE;
     if (!PyBytes_CheckExact(args[0]))
         Py_RETURN_NONE; /* slices of other buffer types are not bytes */
@@ -498,7 +737,7 @@ static PyObject *sp_parse_records(PyObject *self, PyObject *const *args, Py_ssiz
         PyErr_Clear();
         Py_RETURN_NONE;
     }
-    if (p < 0 || end < p || end > view.len || count < 0 || count > (end - p) / 7) {
+    if (p < 0 || end < p || end > view.len || count < 0 || count > (end - p) / MIN_RECORD_SIZE) {
         PyBuffer_Release(&view);
         Py_RETURN_NONE;
     }
@@ -537,7 +776,7 @@ static PyObject *sp_validate_records(PyObject *self, PyObject *const *args, Py_s
         PyErr_Clear();
         Py_RETURN_NONE;
     }
-    if (p < 0 || end < p || end > view.len || count < 0 || count > (end - p) / 7) {
+    if (p < 0 || end < p || end > view.len || count < 0 || count > (end - p) / MIN_RECORD_SIZE) {
         PyBuffer_Release(&view);
         Py_RETURN_NONE;
     }
@@ -577,15 +816,15 @@ static PyObject *reframe_core(const uint8_t *d, Py_ssize_t end, int64_t count, i
     uint8_t *o;
     if (attributes < -128 || attributes > 127) /* struct's "b" */
         return NULL;
-    if (count < 0 || count > end / 7 || end > 0x7FFFFFFF)
+    if (count < 0 || count > end / MIN_RECORD_SIZE || end > INT32_MAX)
         return NULL;
     v1 = to_magic == 1;
     if (v1 && has_lat && lat < -1)
         return NULL;
     per_record_ts = v1 && !has_lat;
     fixed_ts = has_lat ? lat : -1;
-    /* Each message is at most 27 bytes longer than its v2 record (34 + key + value vs 7 + key + value). */
-    cap = end + (Py_ssize_t)count * 27;
+    /* Each entry is at most 27 bytes longer than its v2 record (34 + key + value vs 7 + key + value). */
+    cap = end + (Py_ssize_t)count * (LOG_OVERHEAD + RECORD_OVERHEAD_V1 - MIN_RECORD_SIZE);
     outb = PyBytes_FromStringAndSize(NULL, cap);
     if (outb == NULL) {
         PyErr_Clear();
@@ -595,7 +834,7 @@ static PyObject *reframe_core(const uint8_t *d, Py_ssize_t end, int64_t count, i
     for (int64_t i = 0; i < count; i++) {
         Py_ssize_t rec_end, kp = 0, vp = 0, body;
         int64_t length, ts_delta, od, kn, vn, offset, ts, klen;
-        uint8_t *m;
+        uint8_t *m, *msg;
         int headers;
         if (read_varint(d, &p, end, 5, &length) < 0 || length < 0 || length > end - p)
             goto defer;
@@ -664,9 +903,10 @@ static PyObject *reframe_core(const uint8_t *d, Py_ssize_t end, int64_t count, i
         } else {
             ts = fixed_ts;
         }
-        /* [offset int64][size int32][crc uint32] magic attributes [timestamp] keylen key vallen value */
-        body = (v1 ? 14 : 6) + (Py_ssize_t)kn + 4 + (vn >= 0 ? (Py_ssize_t)vn : 0);
-        if ((o - (uint8_t *)PyBytes_AS_STRING(outb)) + 12 + 4 + body > cap)
+        /* log header, message header (the CRC covers it from the magic on), key, valueLength, value */
+        msg = o + LOG_OVERHEAD;
+        body = (v1 ? HEAD_V1 : HEAD_V0) + (Py_ssize_t)kn + VALUE_SIZE_LENGTH + (vn >= 0 ? (Py_ssize_t)vn : 0);
+        if ((o - (uint8_t *)PyBytes_AS_STRING(outb)) + LOG_OVERHEAD + CRC_LENGTH + body > cap)
             goto defer; /* cannot happen (see cap); never write past the buffer */
         {
             int64_t rel;
@@ -674,17 +914,16 @@ static PyObject *reframe_core(const uint8_t *d, Py_ssize_t end, int64_t count, i
                 goto defer;
             put_be64(o, (uint64_t)rel);
         }
-        put_be32(o + 8, (uint32_t)(body + 4));
-        m = o + 16;
-        m[0] = v1 ? 1 : 0;
-        m[1] = (uint8_t)(int8_t)attributes;
+        put_be32(o + SIZE_OFFSET, (uint32_t)(CRC_LENGTH + body));
+        msg[MSG_MAGIC_OFFSET] = v1 ? 1 : 0;
+        msg[MSG_ATTRIBUTES_OFFSET] = (uint8_t)(int8_t)attributes;
         if (v1) {
-            put_be64(m + 2, (uint64_t)ts);
-            put_be32(m + 10, (uint32_t)(int32_t)klen);
-            m += 14;
+            put_be64(msg + MSG_TIMESTAMP_OFFSET, (uint64_t)ts);
+            put_be32(msg + MSG_KEY_SIZE_OFFSET_V1, (uint32_t)(int32_t)klen);
+            m = msg + sizeof(struct message_v1);
         } else {
-            put_be32(m + 2, (uint32_t)(int32_t)klen);
-            m += 6;
+            put_be32(msg + MSG_KEY_SIZE_OFFSET_V0, (uint32_t)(int32_t)klen);
+            m = msg + sizeof(struct message_v0);
         }
         if (kn > 0) {
             memcpy(m, d + kp, (size_t)kn);
@@ -699,7 +938,7 @@ static PyObject *reframe_core(const uint8_t *d, Py_ssize_t end, int64_t count, i
             put_be32(m, 0xFFFFFFFFu);
             m += 4;
         }
-        put_be32(o + 12, crc32_any(0, o + 16, (size_t)body));
+        put_be32(msg + MSG_CRC_OFFSET, crc32_any(0, msg + MSG_MAGIC_OFFSET, (size_t)body));
         o = m;
         written++;
         last = offset;
@@ -724,9 +963,9 @@ defer:
 
 /* reframe_v2_records(d, count, base_offset, base_timestamp, log_append_time, to_magic, attributes,
  *                    first_offset, relative)
- * -> (data, written, filtered, with_headers, first, last, max_ts) | None
- * Mirrors ``down_convert.reframe_v2_records`` (its Reframed fields, record_bytes = len(d) and
- * inner_bytes = len(data) left to the caller). */
+ * -> Reframed(data, records, filtered, with_headers, first_offset, last_offset, max_timestamp) | None
+ * Mirrors ``down_convert.reframe_v2_records`` (its Reframed fields of the same names; record_bytes = len(d) and
+ * inner_bytes = len(data) are left to the caller). */
 static PyObject *sp_reframe_v2_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     Py_buffer view;
@@ -762,8 +1001,9 @@ static PyObject *sp_reframe_v2_records(PyObject *self, PyObject *const *args, Py
     PyBuffer_Release(&view);
     if (outb == NULL)
         Py_RETURN_NONE;
-    return Py_BuildValue("(NLLLLLL)", outb, (long long)r.written, (long long)r.filtered, (long long)r.with_headers,
-                         (long long)r.first, (long long)r.last, (long long)r.max_ts);
+    return result(R_REFRAMED, Py_BuildValue("(NLLLLLL)", outb, (long long)r.written, (long long)r.filtered,
+                                            (long long)r.with_headers, (long long)r.first, (long long)r.last,
+                                            (long long)r.max_ts));
 }
 
 /* The log entry of a compressed legacy wrapper (``down_convert.wrapper_entry_py``) whose value is the
@@ -774,44 +1014,44 @@ static PyObject *wrapper_parts(int64_t magic, int64_t attributes, int64_t ts, in
 {
     Py_ssize_t head, total, len = 0;
     PyObject *outb;
-    uint8_t *o, *m;
+    uint8_t *o, *msg, *m;
     if ((magic != 0 && magic != 1) || attributes < -128 || attributes > 127 || (magic == 1 && ts < -1))
         return NULL;
     for (int i = 0; i < nparts; i++) {
-        if (n[i] < 0 || n[i] > 0x7FFFFFFF - len)
+        if (n[i] < 0 || n[i] > INT32_MAX - len)
             return NULL;
         len += n[i];
     }
-    head = magic == 1 ? 18 : 10; /* magic attributes [ts] keylen vallen */
-    if (len > 0x7FFFFFFF - 4 - head)
+    head = (magic == 1 ? HEAD_V1 : HEAD_V0) + VALUE_SIZE_LENGTH; /* magic attributes [ts] keylen vallen */
+    if (len > INT32_MAX - CRC_LENGTH - head)
         return NULL;
-    total = 16 + head + len;
+    total = LOG_OVERHEAD + CRC_LENGTH + head + len;
     outb = PyBytes_FromStringAndSize(NULL, total);
     if (outb == NULL) {
         PyErr_Clear();
         return NULL;
     }
     o = (uint8_t *)PyBytes_AS_STRING(outb);
+    msg = o + LOG_OVERHEAD;
     put_be64(o, (uint64_t)last_offset);
-    put_be32(o + 8, (uint32_t)(4 + head + len));
-    m = o + 16;
-    m[0] = (uint8_t)magic;
-    m[1] = (uint8_t)(int8_t)attributes;
+    put_be32(o + SIZE_OFFSET, (uint32_t)(CRC_LENGTH + head + len));
+    msg[MSG_MAGIC_OFFSET] = (uint8_t)magic;
+    msg[MSG_ATTRIBUTES_OFFSET] = (uint8_t)(int8_t)attributes;
     if (magic == 1) {
-        put_be64(m + 2, (uint64_t)ts);
-        m += 10;
+        put_be64(msg + MSG_TIMESTAMP_OFFSET, (uint64_t)ts);
+        m = msg + MSG_KEY_SIZE_OFFSET_V1;
     } else {
-        m += 2;
+        m = msg + MSG_KEY_SIZE_OFFSET_V0;
     }
-    put_be32(m, 0xFFFFFFFFu);
-    put_be32(m + 4, (uint32_t)len);
-    m += 8;
+    put_be32(m, 0xFFFFFFFFu); /* null key */
+    put_be32(m + sizeof(int32_t), (uint32_t)len);
+    m += sizeof(int32_t) + VALUE_SIZE_LENGTH;
     for (int i = 0; i < nparts; i++) {
         if (n[i] > 0)
             memcpy(m, v[i], (size_t)n[i]);
         m += n[i];
     }
-    put_be32(o + 12, crc32_any(0, o + 16, (size_t)(head + len)));
+    put_be32(msg + MSG_CRC_OFFSET, crc32_any(0, msg + MSG_MAGIC_OFFSET, (size_t)(head + len)));
     return outb;
 }
 
@@ -990,7 +1230,7 @@ static const uint8_t *walk_buffer(PyObject *obj, int64_t p, int64_t end, Py_buff
     return (const uint8_t *)view->buf;
 }
 
-/* verify_walk(buf, p, stop, end, crc32c, crc32) -> (p, batches, records, unknown, failed_at)
+/* verify_walk(buf, p, stop, end, crc32c, crc32) -> VerifyWalk(position, batches, records, unknown_counts, failed_at)
  *
  * The loop of ``file_records._verify`` from ``p``: walks whole batches while they start before
  * ``stop`` (and the walk rules allow another), adding up what it adds up, and returns where it
@@ -1017,41 +1257,41 @@ static PyObject *sp_verify_walk(PyObject *self, PyObject *const *args, Py_ssize_
     buf = walk_buffer(args[0], p, end, &view);
     if (buf == NULL)
         Py_RETURN_NONE;
-    while (p < stop && p < end - 17) {
-        int32_t size = be_i32(buf + p + 8);
+    while (p < stop && p < end - HEADER_SIZE_UP_TO_MAGIC) {
+        int32_t size = be_i32(buf + p + SIZE_OFFSET);
         int64_t nxt;
         int8_t magic;
         int ok;
-        if (size < 14)
+        if (size < RECORD_OVERHEAD_V0)
             break;
-        nxt = p + 12 + (int64_t)size;
+        nxt = p + LOG_OVERHEAD + (int64_t)size;
         if (nxt > end)
             break;
-        magic = (int8_t)buf[p + 16];
+        magic = (int8_t)buf[p + MAGIC_OFFSET];
         if (magic >= 2) {
-            if (nxt - p < 61) {
+            if (nxt - p < RECORD_BATCH_OVERHEAD) {
                 ok = 0;
             } else {
-                int64_t c = call_crc(crc32c_fn, buf, (Py_ssize_t)p + 21, (Py_ssize_t)nxt);
+                int64_t c = call_crc(crc32c_fn, buf, (Py_ssize_t)p + V2_ATTRIBUTES_OFFSET, (Py_ssize_t)nxt);
                 if (c == -2) {
                     PyBuffer_Release(&view);
                     return NULL;
                 }
                 if (c < 0)
                     break;
-                ok = be_u32(buf + p + 17) == (uint32_t)c;
-                records += be_i32(buf + p + 57);
+                ok = be_u32(buf + p + V2_CRC_OFFSET) == (uint32_t)c;
+                records += be_i32(buf + p + V2_RECORDS_COUNT_OFFSET);
             }
         } else {
-            int64_t c = call_crc(crc32_fn, buf, (Py_ssize_t)p + 16, (Py_ssize_t)nxt);
+            int64_t c = call_crc(crc32_fn, buf, (Py_ssize_t)p + MAGIC_OFFSET, (Py_ssize_t)nxt);
             if (c == -2) {
                 PyBuffer_Release(&view);
                 return NULL;
             }
             if (c < 0)
                 break;
-            ok = be_u32(buf + p + 12) == (uint32_t)c;
-            if (buf[p + 17] & 0x07)
+            ok = be_u32(buf + p + ENTRY_CRC_OFFSET) == (uint32_t)c;
+            if (buf[p + ENTRY_ATTRIBUTES_OFFSET] & CODEC_MASK)
                 unknown++;
             else
                 records++;
@@ -1065,18 +1305,18 @@ static PyObject *sp_verify_walk(PyObject *self, PyObject *const *args, Py_ssize_
         p = nxt;
     }
     PyBuffer_Release(&view);
-    return Py_BuildValue("(LLLLL)", (long long)p, (long long)batches, (long long)records, (long long)unknown,
-                         (long long)failed_at);
+    return result(R_VERIFY_WALK, Py_BuildValue("(LLLLL)", (long long)p, (long long)batches, (long long)records,
+                                               (long long)unknown, (long long)failed_at));
 }
 
-/* headers_walk(win, lp, wl, headers) -> (lp, s) | None
- * The size-only loop of ``recover_fast._Walk._window``: from ``lp`` while ``lp < wl``, append the first
- * 43 bytes of each batch to the bytearray ``headers`` and step by its size; stops at a size below
- * 14 (returned as ``s``). */
+/* headers_walk(win, lp, wl, headers) -> HeadersWalk(position, headers, size) | None
+ * The size-only loop of ``recovery.fast._Walk._window``: from ``lp`` while ``lp < wl``, append the first
+ * RECOVERY_HEADER bytes of each batch to the bytearray ``headers`` and step by its size; stops at a size below
+ * RECORD_OVERHEAD_V0 (returned as ``size``). */
 static PyObject *sp_headers_walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     Py_buffer view;
-    int64_t lp, wl, s = 14, lp0;
+    int64_t lp, wl, s = RECORD_OVERHEAD_V0, lp0;
     Py_ssize_t n = 0, old;
     const uint8_t *w;
     PyObject *hdr;
@@ -1094,21 +1334,21 @@ static PyObject *sp_headers_walk(PyObject *self, PyObject *const *args, Py_ssize
         Py_RETURN_NONE;
     }
     w = (const uint8_t *)view.buf;
-    if (lp < 0 || wl > view.len - 43) {
+    if (lp < 0 || wl > view.len - RECOVERY_HEADER) {
         PyBuffer_Release(&view);
         Py_RETURN_NONE;
     }
     /* Count first, then copy into one resize of the bytearray. */
     lp0 = lp;
     while (lp < wl) {
-        s = be_i32(w + lp + 8);
-        if (s < 14)
+        s = be_i32(w + lp + SIZE_OFFSET);
+        if (s < RECORD_OVERHEAD_V0)
             break;
         n++;
-        lp += s + 12;
+        lp += s + LOG_OVERHEAD;
     }
     old = PyByteArray_GET_SIZE(hdr);
-    if (PyByteArray_Resize(hdr, old + n * 43) < 0) {
+    if (PyByteArray_Resize(hdr, old + n * RECOVERY_HEADER) < 0) {
         PyErr_Clear();
         PyBuffer_Release(&view);
         Py_RETURN_NONE;
@@ -1116,23 +1356,23 @@ static PyObject *sp_headers_walk(PyObject *self, PyObject *const *args, Py_ssize
     dst = PyByteArray_AS_STRING(hdr) + old;
     lp = lp0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        memcpy(dst, w + lp, 43);
-        dst += 43;
-        lp += (int64_t)be_i32(w + lp + 8) + 12;
+        memcpy(dst, w + lp, RECOVERY_HEADER);
+        dst += RECOVERY_HEADER;
+        lp += (int64_t)be_i32(w + lp + SIZE_OFFSET) + LOG_OVERHEAD;
     }
     PyBuffer_Release(&view);
-    return Py_BuildValue("(LL)", (long long)lp, (long long)s);
+    return result(R_HEADERS_WALK, Py_BuildValue("(LnL)", (long long)lp, n, (long long)s));
 }
 
-/* hop_walk(fd, p, limit, max_n, headers) -> (p, n, s)
- * The hopping loop of ``recover_fast._Walk._hops``: one 43-byte pread per batch (headers read short at
- * the end of the file are padded with zeros) while ``p < limit`` and fewer than ``max_n`` batches were
- * read, appending each header to the bytearray ``headers``. Stops at a size below 14 (returned as ``s``,
- * ``p`` at that batch) and wherever a pread fails or is interrupted (``p`` at the batch: the Python loop
- * reads it again and raises what os.pread raises). The bytes between headers are never read. */
+/* hop_walk(fd, p, limit, max_n, headers) -> HeadersWalk(position, headers, size) | None
+ * The hopping loop of ``recovery.fast._Walk._hops``: one RECOVERY_HEADER-byte pread per batch (headers read
+ * short at the end of the file are padded with zeros) while ``p < limit`` and fewer than ``max_n`` batches were
+ * read, appending each header to the bytearray ``headers``. Stops at a size below RECORD_OVERHEAD_V0 (returned as
+ * ``size``, ``position`` at that batch) and wherever a pread fails or is interrupted (``position`` at the batch:
+ * the Python loop reads it again and raises what os.pread raises). The bytes between headers are never read. */
 static PyObject *sp_hop_walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    int64_t fd, p, limit, max_n, s = 14;
+    int64_t fd, p, limit, max_n, s = RECORD_OVERHEAD_V0;
     Py_ssize_t n = 0, old;
     PyObject *hdr;
     uint8_t *tmp;
@@ -1143,39 +1383,40 @@ static PyObject *sp_hop_walk(PyObject *self, PyObject *const *args, Py_ssize_t n
     }
     hdr = args[4];
     if (!PyByteArray_CheckExact(hdr) || arg_i64(args[0], &fd) || arg_i64(args[1], &p) || arg_i64(args[2], &limit)
-        || arg_i64(args[3], &max_n) || fd < 0 || fd > 0x7FFFFFFF || max_n <= 0 || max_n > (1 << 20) || p < 0)
+        || arg_i64(args[3], &max_n) || fd < 0 || fd > INT32_MAX || max_n <= 0 || max_n > (1 << 20) || p < 0)
         Py_RETURN_NONE;
-    tmp = PyMem_Malloc((size_t)max_n * 43);
+    tmp = PyMem_Malloc((size_t)max_n * RECOVERY_HEADER);
     if (tmp == NULL) {
         PyErr_Clear();
         Py_RETURN_NONE;
     }
     while (p < limit && n < max_n) {
-        uint8_t *h = tmp + n * 43;
-        ssize_t got = pread((int)fd, h, 43, (off_t)p);
+        uint8_t *h = tmp + n * RECOVERY_HEADER;
+        ssize_t got = pread((int)fd, h, RECOVERY_HEADER, (off_t)p);
         if (got < 0)
             break;
-        if (got < 43)
-            memset(h + got, 0, (size_t)(43 - got));
-        s = be_i32(h + 8);
-        if (s < 14)
+        if (got < RECOVERY_HEADER)
+            memset(h + got, 0, (size_t)(RECOVERY_HEADER - got));
+        s = be_i32(h + SIZE_OFFSET);
+        if (s < RECORD_OVERHEAD_V0)
             break;
         n++;
-        p += s + 12;
+        p += s + LOG_OVERHEAD;
     }
     old = PyByteArray_GET_SIZE(hdr);
-    if (PyByteArray_Resize(hdr, old + n * 43) < 0) {
+    if (PyByteArray_Resize(hdr, old + n * RECOVERY_HEADER) < 0) {
         PyErr_Clear();
         PyMem_Free(tmp);
         Py_RETURN_NONE;
     }
-    memcpy(PyByteArray_AS_STRING(hdr) + old, tmp, (size_t)n * 43);
+    memcpy(PyByteArray_AS_STRING(hdr) + old, tmp, (size_t)n * RECOVERY_HEADER);
     PyMem_Free(tmp);
-    return Py_BuildValue("(LnL)", (long long)p, n, (long long)s);
+    return result(R_HEADERS_WALK, Py_BuildValue("(LnL)", (long long)p, n, (long long)s));
 }
 
 /* dump_walk(buf, p, stop, end, last, flags, crc32c, crc32, decompress)
- * -> (p, batches, records, unknown, nbytes, last, first_base, max_last, max_ts, codecs, magics) | None
+ * -> DumpWalk(position, batches, records, unknown_counts, nbytes, last_offset, first_offset, max_last_offset,
+ *             max_timestamp, codecs, magics) | None
  *
  * The per-batch body of ``dump.DumpEngine._walk`` for batches that need nothing from Python: no
  * filter, no output, a valid CRC, offsets following on from ``last``, and (``flags & 1``, deep) records
@@ -1208,32 +1449,32 @@ static PyObject *sp_dump_walk(PyObject *self, PyObject *const *args, Py_ssize_t 
     buf = walk_buffer(args[0], p, end, &view);
     if (buf == NULL)
         Py_RETURN_NONE;
-    while (p < stop && p < end - 17) {
-        int32_t size = be_i32(buf + p + 8);
+    while (p < stop && p < end - HEADER_SIZE_UP_TO_MAGIC) {
+        int32_t size = be_i32(buf + p + SIZE_OFFSET);
         int64_t nxt, first, last_off, ts, n_rec;
         int8_t magic;
         int codec;
-        if (size < 14 || p > end - 12 - (int64_t)size)
+        if (size < RECORD_OVERHEAD_V0 || p > end - LOG_OVERHEAD - (int64_t)size)
             break;
-        nxt = p + 12 + (int64_t)size;
-        magic = (int8_t)buf[p + 16];
+        nxt = p + LOG_OVERHEAD + (int64_t)size;
+        magic = (int8_t)buf[p + MAGIC_OFFSET];
         if (magic == 2) {
             int64_t base = be_i64(buf + p);
             int32_t count;
             int16_t attr;
             int64_t c;
-            if (size + 12 < 61)
+            if (size + LOG_OVERHEAD < RECORD_BATCH_OVERHEAD)
                 break;
-            attr = be_i16(buf + p + 21);
-            codec = attr & 7;
-            if (__builtin_add_overflow(base, (int64_t)be_i32(buf + p + 23), &last_off))
+            attr = be_i16(buf + p + V2_ATTRIBUTES_OFFSET);
+            codec = attr & CODEC_MASK;
+            if (__builtin_add_overflow(base, (int64_t)be_i32(buf + p + V2_LAST_OFFSET_DELTA_OFFSET), &last_off))
                 break;
-            ts = be_i64(buf + p + 35);
-            count = be_i32(buf + p + 57);
-            c = call_crc(crc32c_fn, buf, (Py_ssize_t)p + 21, (Py_ssize_t)nxt);
+            ts = be_i64(buf + p + V2_MAX_TIMESTAMP_OFFSET);
+            count = be_i32(buf + p + V2_RECORDS_COUNT_OFFSET);
+            c = call_crc(crc32c_fn, buf, (Py_ssize_t)p + V2_ATTRIBUTES_OFFSET, (Py_ssize_t)nxt);
             if (c == -2)
                 goto fatal;
-            if (c < 0 || (uint32_t)c != be_u32(buf + p + 17))
+            if (c < 0 || (uint32_t)c != be_u32(buf + p + V2_CRC_OFFSET))
                 break;
             first = base;
             if (deep) {
@@ -1247,12 +1488,13 @@ static PyObject *sp_dump_walk(PyObject *self, PyObject *const *args, Py_ssize_t 
                 a.base_sequence = -1;
                 a.first_offset = a.last_offset = 0;
                 if (codec == 0) {
-                    rc = v2_records_walk(buf, (Py_ssize_t)p + 61, (Py_ssize_t)nxt, count, &a, NULL);
+                    rc = v2_records_walk(buf, (Py_ssize_t)p + RECORD_BATCH_OVERHEAD, (Py_ssize_t)nxt, count, &a, NULL);
                 } else {
                     PyObject *data;
                     Py_buffer dv;
                     int fat;
-                    data = call_decompress(decompress_fn, codec, buf, (Py_ssize_t)p + 61, (Py_ssize_t)nxt, &dv, &fat);
+                    data = call_decompress(decompress_fn, codec, buf, (Py_ssize_t)p + RECORD_BATCH_OVERHEAD,
+                                           (Py_ssize_t)nxt, &dv, &fat);
                     if (data == NULL) {
                         if (fat)
                             goto fatal;
@@ -1277,19 +1519,19 @@ static PyObject *sp_dump_walk(PyObject *self, PyObject *const *args, Py_ssize_t 
                 n_rec = count;
             }
         } else if (magic == 0 || magic == 1) {
-            int8_t attributes = (int8_t)buf[p + 17];
+            int8_t attributes = (int8_t)buf[p + ENTRY_ATTRIBUTES_OFFSET];
             int64_t c;
             if (deep)
                 break;
-            codec = attributes & 7;
+            codec = attributes & CODEC_MASK;
             if (codec && stop_legacy_compressed)
                 break;
             last_off = be_i64(buf + p);
-            ts = magic == 1 ? be_i64(buf + p + 18) : -1;
-            c = call_crc(crc32_fn, buf, (Py_ssize_t)p + 16, (Py_ssize_t)nxt);
+            ts = magic == 1 ? be_i64(buf + p + ENTRY_TIMESTAMP_OFFSET) : -1;
+            c = call_crc(crc32_fn, buf, (Py_ssize_t)p + MAGIC_OFFSET, (Py_ssize_t)nxt);
             if (c == -2)
                 goto fatal;
-            if (c < 0 || (uint32_t)c != be_u32(buf + p + 12))
+            if (c < 0 || (uint32_t)c != be_u32(buf + p + ENTRY_CRC_OFFSET))
                 break;
             if (!codec) {
                 first = last_off;
@@ -1325,14 +1567,15 @@ static PyObject *sp_dump_walk(PyObject *self, PyObject *const *args, Py_ssize_t 
     }
     PyBuffer_Release(&view);
     if (!have)
-        return Py_BuildValue("(LLLLLLOOO(LLLLLLLL)(LLL))", (long long)p, 0LL, 0LL, 0LL, 0LL, (long long)last,
-                             Py_None, Py_None, Py_None, 0LL, 0LL, 0LL, 0LL, 0LL, 0LL, 0LL, 0LL, 0LL, 0LL, 0LL);
-    return Py_BuildValue("(LLLLLLLLL(LLLLLLLL)(LLL))", (long long)p, (long long)batches, (long long)records,
-                         (long long)unknown, (long long)nbytes, (long long)last, (long long)first_base,
-                         (long long)max_last, (long long)max_ts,
-                         (long long)codecs[0], (long long)codecs[1], (long long)codecs[2], (long long)codecs[3],
-                         (long long)codecs[4], (long long)codecs[5], (long long)codecs[6], (long long)codecs[7],
-                         (long long)magics[0], (long long)magics[1], (long long)magics[2]);
+        return result(R_DUMP_WALK, Py_BuildValue("(LLLLLLOOO(LLLLLLLL)(LLL))", (long long)p, 0LL, 0LL, 0LL, 0LL,
+                                                 (long long)last, Py_None, Py_None, Py_None, 0LL, 0LL, 0LL, 0LL,
+                                                 0LL, 0LL, 0LL, 0LL, 0LL, 0LL, 0LL));
+    return result(R_DUMP_WALK, Py_BuildValue(
+        "(LLLLLLLLL(LLLLLLLL)(LLL))", (long long)p, (long long)batches, (long long)records, (long long)unknown,
+        (long long)nbytes, (long long)last, (long long)first_base, (long long)max_last, (long long)max_ts,
+        (long long)codecs[0], (long long)codecs[1], (long long)codecs[2], (long long)codecs[3], (long long)codecs[4],
+        (long long)codecs[5], (long long)codecs[6], (long long)codecs[7],
+        (long long)magics[0], (long long)magics[1], (long long)magics[2]));
 fatal:
     PyBuffer_Release(&view);
     return NULL;
@@ -1340,8 +1583,9 @@ fatal:
 
 /* downconvert_run(buf, p, stop, end, checked, to_magic, first_offset, max_bytes, wsize, wbase, segment_bytes,
  *                 wrapper_header, limit, codecs, estimates)
- * -> (p, data, batches, records, filtered, with_headers, producer_dropped, temporary_bytes, log_end,
- *     last_offset, uncompressed_records, compressed_batches, wsize, estimates, updated) | None
+ * -> DownconvertRun(position, data, batches, records, records_filtered, headers_dropped, producer_fields_dropped,
+ *                   temporary_memory_bytes, log_end_offset, last_offset, uncompressed_messages, compressed_batches,
+ *                   segment_size, estimates, estimates_updated) | None
  *
  * ``convert.DownConverter.add`` and ``SegmentWriter.append`` for a run of batches from ``p`` (while they
  * start before ``stop``) that take the common path: v2, not control, codec none/gzip/snappy/lz4 kept,
@@ -1408,8 +1652,8 @@ static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ss
     parts = PyList_New(0);
     if (parts == NULL)
         goto fatal;
-    while (p < stop && p < end - 17) {
-        int32_t size = be_i32(buf + p + 8), count;
+    while (p < stop && p < end - HEADER_SIZE_UP_TO_MAGIC) {
+        int32_t size = be_i32(buf + p + SIZE_OFFSET), count;
         int64_t nxt, base, batch_last, base_ts, lat, pid, inner_len, n;
         int16_t attr;
         int codec, has_lat, ts_bit, fat = 0;
@@ -1417,35 +1661,38 @@ static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ss
         PyObject *dec = NULL, *out, *data;
         Py_buffer dv;
         Reframe r;
-        if (size < 14 || p > end - 12 - (int64_t)size || buf[p + 16] != 2 || size + 12 < 61)
+        if (size < RECORD_OVERHEAD_V0 || p > end - LOG_OVERHEAD - (int64_t)size || buf[p + MAGIC_OFFSET] != 2
+            || size + LOG_OVERHEAD < RECORD_BATCH_OVERHEAD)
             break;
-        nxt = p + 12 + (int64_t)size;
-        attr = be_i16(buf + p + 21);
-        codec = attr & 7;
-        count = be_i32(buf + p + 57);
+        nxt = p + LOG_OVERHEAD + (int64_t)size;
+        attr = be_i16(buf + p + V2_ATTRIBUTES_OFFSET);
+        codec = attr & CODEC_MASK;
+        count = be_i32(buf + p + V2_RECORDS_COUNT_OFFSET);
         if ((attr & 0x20) || codec > 3 || count < 0)
             break;
         if (!checked) {
-            int64_t c = call_crc(crc_fn, buf, (Py_ssize_t)p + 21, (Py_ssize_t)nxt);
+            int64_t c = call_crc(crc_fn, buf, (Py_ssize_t)p + V2_ATTRIBUTES_OFFSET, (Py_ssize_t)nxt);
             if (c == -2)
                 goto fatal;
-            if (c < 0 || (uint32_t)c != be_u32(buf + p + 17))
+            if (c < 0 || (uint32_t)c != be_u32(buf + p + V2_CRC_OFFSET))
                 break;
         }
         checked = 0;
         base = be_i64(buf + p);
-        if (__builtin_add_overflow(base, (int64_t)be_i32(buf + p + 23), &batch_last) || batch_last == INT64_MAX)
+        if (__builtin_add_overflow(base, (int64_t)be_i32(buf + p + V2_LAST_OFFSET_DELTA_OFFSET), &batch_last)
+            || batch_last == INT64_MAX)
             break;
-        base_ts = be_i64(buf + p + 27);
-        lat = be_i64(buf + p + 35);
-        pid = be_i64(buf + p + 43);
+        base_ts = be_i64(buf + p + V2_BASE_TIMESTAMP_OFFSET);
+        lat = be_i64(buf + p + V2_MAX_TIMESTAMP_OFFSET);
+        pid = be_i64(buf + p + V2_PRODUCER_ID_OFFSET);
         has_lat = (attr & 0x08) != 0;
         ts_bit = has_lat && to_magic > 0 ? 0x08 : 0;
         if (codec == 0) {
-            inner = buf + p + 61;
-            inner_len = nxt - p - 61;
+            inner = buf + p + RECORD_BATCH_OVERHEAD;
+            inner_len = nxt - p - RECORD_BATCH_OVERHEAD;
         } else {
-            dec = decompress_area(codec, buf + p + 61, (Py_ssize_t)(nxt - p - 61), limit, fns, &dv, &fat);
+            dec = decompress_area(codec, buf + p + RECORD_BATCH_OVERHEAD, (Py_ssize_t)(nxt - p - RECORD_BATCH_OVERHEAD),
+                                  limit, fns, &dv, &fat);
             if (dec == NULL) {
                 if (fat)
                     goto fatal;
@@ -1555,7 +1802,7 @@ static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ss
         }
         n = PyBytes_GET_SIZE(data);
         /* DownConverter.add's --max-message-bytes check and SegmentWriter.append's roll: the Python path. */
-        if (n > max_bytes || (wsize > 0 && wsize + n > seg_bytes) || r.last - wbase > 0x7FFFFFFF) {
+        if (n > max_bytes || (wsize > 0 && wsize + n > seg_bytes) || r.last - wbase > INT32_MAX) {
             Py_DECREF(data);
             break;
         }
@@ -1587,7 +1834,7 @@ static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ss
         with_headers += r.with_headers;
         if (pid >= 0 || (attr & 0x10))
             producer++;
-        tmem += (int64_t)size + 12 + inner_len + (codec ? wrap_head : 0);
+        tmem += (int64_t)size + LOG_OVERHEAD + inner_len + (codec ? wrap_head : 0);
         if (batch_last + 1 > log_end)
             log_end = batch_last + 1;
         last_out = r.last;
@@ -1610,10 +1857,11 @@ static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ss
         }
     }
     Py_DECREF(parts);
-    return Py_BuildValue("(LNLLLLLLLLLLL(dddd)i)", (long long)p, joined, (long long)batches, (long long)records,
-                         (long long)filtered, (long long)with_headers, (long long)producer, (long long)tmem,
-                         (long long)log_end, (long long)last_out, (long long)none_records, (long long)comp_batches,
-                         (long long)wsize, (double)est[0], (double)est[1], (double)est[2], (double)est[3], updated);
+    return result(R_DOWNCONVERT_RUN, Py_BuildValue(
+        "(LNLLLLLLLLLLL(dddd)i)", (long long)p, joined, (long long)batches, (long long)records, (long long)filtered,
+        (long long)with_headers, (long long)producer, (long long)tmem, (long long)log_end, (long long)last_out,
+        (long long)none_records, (long long)comp_batches, (long long)wsize, (double)est[0], (double)est[1],
+        (double)est[2], (double)est[3], updated));
 fatal:
     Py_XDECREF(parts);
     PyBuffer_Release(&view);
@@ -1676,7 +1924,7 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__speedups(void)
 {
-    PyObject *m;
+    PyObject *m, *layout;
     crc32_init();
 #ifdef KT_X86_CLMUL
     {
@@ -1687,16 +1935,41 @@ PyMODINIT_FUNC PyInit__speedups(void)
     m = PyModule_Create(&module);
     if (m == NULL)
         return NULL;
+    for (int i = 0; i < N_RESULTS; i++) {
+        if (result_types[i] == NULL) {
+            result_types[i] = PyStructSequence_NewType(&result_descs[i]);
+            if (result_types[i] == NULL)
+                goto fail;
+        }
+        /* the name after the module's: kafkatool._speedups.VerifyWalk -> VerifyWalk */
+        if (PyModule_AddObjectRef(m, strrchr(result_descs[i].name, '.') + 1, (PyObject *)result_types[i]) < 0)
+            goto fail;
+    }
+    layout = PyDict_New();
+    if (layout == NULL)
+        goto fail;
+    for (size_t i = 0; i < sizeof(layout_names) / sizeof(layout_names[0]); i++) {
+        PyObject *v = PyLong_FromLong(layout_names[i].value);
+        if (v == NULL || PyDict_SetItemString(layout, layout_names[i].name, v) < 0) {
+            Py_XDECREF(v);
+            Py_DECREF(layout);
+            goto fail;
+        }
+        Py_DECREF(v);
+    }
+    if (PyModule_AddObject(m, "LAYOUT", layout) < 0) {
+        Py_DECREF(layout);
+        goto fail;
+    }
 #ifdef KT_X86_CLMUL
-    if (PyModule_AddIntConstant(m, "CRC32_CLMUL", have_clmul) < 0) {
-        Py_DECREF(m);
-        return NULL;
-    }
+    if (PyModule_AddIntConstant(m, "CRC32_CLMUL", have_clmul) < 0)
+        goto fail;
 #else
-    if (PyModule_AddIntConstant(m, "CRC32_CLMUL", 0) < 0) {
-        Py_DECREF(m);
-        return NULL;
-    }
+    if (PyModule_AddIntConstant(m, "CRC32_CLMUL", 0) < 0)
+        goto fail;
 #endif
     return m;
+fail:
+    Py_DECREF(m);
+    return NULL;
 }

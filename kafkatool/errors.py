@@ -34,8 +34,9 @@ class KafkaToolError(Exception):
         self.message = message
         self.path = os.fspath(path) if path is not None else None
         self.position = position
-        # The request field a usage error is about, by its library name (``to_magic``): the CLI shows the option
-        # that sets it (``--to-magic``); the library's own words never name a command-line flag.
+        # The request field the error is about, by its library name (``to_magic``): the CLI shows the option that
+        # sets it (before a usage error's message; after one about bytes on disk, whose outcome that value would
+        # change). The library's own words never name a command-line flag.
         self.field = field
 
     def at(self, path: str | os.PathLike[str] | None = None, base: int = 0) -> KafkaToolError:

@@ -95,15 +95,39 @@ def test_the_shallow_dump_row_is_shallow() -> None:
     assert dump.peer.shown.split()[:2] == ["kafka-ref", "bench"] and "--deep" not in dump.peer.shown
 
 
-def test_report_inserts_newest_first_after_the_marker(tmp_path: Path) -> None:
-    doc = tmp_path / "BENCHMARKS.md"
-    doc.write_text(f"# Benchmarks\n\n{report.MARKER}\n\n### older\n")
-    report.insert(doc, "### newer\n")
-    text = doc.read_text()
-    assert text.index(report.MARKER) < text.index("### newer") < text.index("### older")
-    (tmp_path / "none.md").write_text("no marker\n")
-    with pytest.raises(SystemExit, match="no '<!-- results"):
-        report.insert(tmp_path / "none.md", "x")
+def test_the_performance_page_is_generated_from_the_results() -> None:
+    """docs/performance.md is exactly what `python -m benchmarks report --page` makes of benchmarks/results/."""
+    assert (ROOT / "docs" / "performance.md").read_text() == report.page(), \
+        "regenerate with `python -m benchmarks report --page docs/performance.md`"
+    assert report.main(["--page", str(ROOT / "docs" / "performance.md"), "--check"]) == 0
+
+
+def _run_json(started: str, commit: str) -> dict[str, object]:
+    d = json.loads((ROOT / "benchmarks" / "results" / "2026-11-25-quick.json").read_text())
+    d["started"], d["git"] = started, {**d["git"], "commit": commit}
+    return d
+
+
+def test_the_page_shows_runs_with_notes_newest_first(tmp_path: Path) -> None:
+    (tmp_path / "old.json").write_text(json.dumps(_run_json("2026-01-01T00:00:00+0000", "a" * 40)))
+    (tmp_path / "old.md").write_text("# the old run\n\nIt was slow.\n")
+    (tmp_path / "new.json").write_text(json.dumps(_run_json("2026-02-01T00:00:00+0000", "b" * 40)))
+    (tmp_path / "new.md").write_text("# the new run\n<!-- report: --wall -->\nIt was fast.\n")
+    (tmp_path / "bare.json").write_text(json.dumps({"results": []}))  # a one-off file: listed, not rendered
+    (tmp_path / "history.md").write_text("# History\n\n## an old table\n")
+    text = report.page(tmp_path)
+    assert text.index("### the new run (2026-02-01)") < text.index("It was fast.") \
+        < text.index("### the old run (2026-01-01)") < text.index("It was slow.") < text.index("## History") \
+        < text.index("### an old table") < text.index("* `bare.json`")
+    new = text[text.index("### the new run"):text.index("### the old run")]
+    assert "The same by wall time:" in new and "<!-- report" not in text
+    assert "The same by wall time:" not in text[text.index("### the old run"):]
+    page = tmp_path / "performance.md"
+    assert report.main(["--page", str(page), "--results-dir", str(tmp_path), "--check"]) == 1  # missing: stale
+    assert report.main(["--page", str(page), "--results-dir", str(tmp_path)]) == 0 and page.read_text() == text
+    (tmp_path / "stray.md").write_text("# notes of nothing\n")
+    with pytest.raises(SystemExit, match="notes without a results JSON"):
+        report.page(tmp_path)
 
 
 @pytest.mark.interop

@@ -105,6 +105,49 @@ def deep_types(x: Any) -> Any:
     return (type(x), x)
 
 
+def named(result: Any, fields: tuple[str, ...]) -> dict[str, Any]:
+    """``fields`` of a result read by name, each with the exact type of every part: a compiled result and its
+    Python twin are compared field by field, as the callers read them."""
+    return {f: deep_types(getattr(result, f)) for f in fields}
+
+
+REFRAMED = ("data", "records", "filtered", "with_headers", "first_offset", "last_offset", "max_timestamp")
+
+
+# ---------------------------------------------------------------------------------------------- layouts
+
+def test_compiled_layouts_are_the_python_layouts(sp: ModuleType) -> None:
+    """Every header offset and size the C code is compiled with (offsetof/sizeof of its packed structs) equals the
+    one kafkatool/record/ derives with struct.calcsize, under the same name."""
+    assert len(sp.LAYOUT) >= 30
+    for path, value in sp.LAYOUT.items():
+        parts = path.split(".")
+        for i in range(len(parts), 0, -1):  # the longest prefix that is a module, then attributes
+            try:
+                obj: Any = importlib.import_module("kafkatool." + ".".join(parts[:i]))
+            except ImportError:
+                continue
+            for attr in parts[i:]:
+                obj = getattr(obj, attr)
+            break
+        assert obj == value, path
+
+
+def test_results_have_named_fields(sp: ModuleType) -> None:
+    """The walks return struct sequences whose fields the callers read by name; the reframe's are the Python
+    twin's ``Reframed`` fields of the same names."""
+    from dataclasses import fields
+
+    assert sp.Reframed.__match_args__ == REFRAMED
+    assert set(REFRAMED) <= {f.name for f in fields(dc.Reframed)}
+    assert sp.VerifyWalk.__match_args__ == ("position", "batches", "records", "unknown_counts", "failed_at")
+    assert sp.HeadersWalk.__match_args__ == ("position", "headers", "size")
+    assert sp.DumpWalk.n_fields == 11 and sp.DownconvertRun.n_fields == 15
+    data = v2.build_batch([(5, TS, b"k", b"v", ())])
+    r = sp.verify_walk(data, 0, len(data), len(data), v2.crc32c, zlib.crc32)
+    assert type(r) is sp.VerifyWalk and (r.position, r.batches, r.records, r.failed_at) == (len(data), 1, 1, -1)
+
+
 # ---------------------------------------------------------------------------------------------- CRC-32
 
 @pytest.mark.parametrize("n", [0, 1, 7, 15, 16, 17, 63, 64, 65, 79, 127, 128, 1000, 1060, 65536 + 3])
@@ -287,9 +330,8 @@ def test_reframe_equals_python(area: tuple[bytes, int], base: int, base_ts: int,
     got = SP.reframe_v2_records(*args, relative)
     if got is not None:
         assert want[0] == "ok"
-        r = want[1]
-        assert deep_types(got) == deep_types((r.data, r.records, r.filtered, r.with_headers, r.first_offset,
-                                              r.last_offset, r.max_timestamp))
+        assert type(got) is SP.Reframed
+        assert named(got, REFRAMED) == named(want[1], REFRAMED)
     with compiled(True):
         assert outcome(dc.reframe_v2_records, *args, relative=relative) == want
 
@@ -350,7 +392,7 @@ def test_reframe_takes_every_valid_area(area: tuple[bytes, int], to_magic: int, 
     got = SP.reframe_v2_records(*args, relative)
     assert got is not None
     r = dc.reframe_v2_records_py(*args, relative=relative)
-    assert got == (r.data, r.records, r.filtered, r.with_headers, r.first_offset, r.last_offset, r.max_timestamp)
+    assert named(got, REFRAMED) == named(r, REFRAMED)
 
 
 # ---------------------------------------------------------------------------------------------- walks
@@ -537,7 +579,7 @@ def test_generated_sample_dump_same_with_and_without(every_format_sample: list[P
 
     def counting_walk(*args: Any) -> Any:
         r = SP.dump_walk(*args)
-        taken[0] += r[1] if r is not None else 0
+        taken[0] += r.batches if r is not None else 0
         return r
 
     for path in every_format_sample:
@@ -597,9 +639,10 @@ def test_dump_walk_never_swallows_an_interrupt(sp: ModuleType) -> None:
         sp.dump_walk(data, 0, len(data), len(data), -1, 0, interrupt, zlib.crc32, interrupt)
     with pytest.raises(KeyboardInterrupt):
         sp.verify_walk(data, 0, len(data), len(data), interrupt, zlib.crc32)
-    assert sp.dump_walk(data, 0, len(data), len(data), -1, 1, crc32c.crc32c, zlib.crc32, fail)[:2] == (0, 0)
-    assert sp.dump_walk(data, 0, len(data), len(data), -1, 1, crc32c.crc32c, zlib.crc32, decompress)[:3] == (
-        len(data), 1, 1)
+    r = sp.dump_walk(data, 0, len(data), len(data), -1, 1, crc32c.crc32c, zlib.crc32, fail)
+    assert (r.position, r.batches) == (0, 0)
+    r = sp.dump_walk(data, 0, len(data), len(data), -1, 1, crc32c.crc32c, zlib.crc32, decompress)
+    assert (r.position, r.batches, r.records) == (len(data), 1, 1)
 
 
 # ---------------------------------------------------------------------------------------------- downconvert
@@ -649,7 +692,7 @@ def test_generated_sample_downconvert_same_with_and_without(every_format_sample:
 
     def counting_run(*args: Any) -> Any:
         r = SP.downconvert_run(*args)
-        taken[0] += r[2] if r is not None else 0
+        taken[0] += r.batches if r is not None else 0
         return r
 
     root = every_format_sample[0].parent.parent
@@ -733,10 +776,12 @@ def test_downconvert_run_never_swallows_an_interrupt(sp: ModuleType) -> None:
                 with pytest.raises(KeyboardInterrupt):
                     run(**kw)
             else:
-                assert run(**kw)[:3] == (0, b"", 0), kw
+                r = run(**kw)
+                assert (r.position, r.data, r.batches) == (0, b"", 0), kw
     whole = run(0)
-    assert whole[0] == len(data) and whole[2] == 2 and whole[3] == 2
-    assert run(0, decompressing=fail)[:3] == (0, b"", 0)
+    assert (whole.position, whole.batches, whole.records) == (len(data), 2, 2)
+    r = run(0, decompressing=fail)
+    assert (r.position, r.data, r.batches) == (0, b"", 0)
 
 
 

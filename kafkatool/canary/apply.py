@@ -338,7 +338,7 @@ def _selected(m: Manifest, patterns: Sequence[str] | None) -> list[PartitionEntr
     globs = [g.strip() for p in patterns for g in p.split(",") if g.strip()]
     out = [p for p in m.partitions if any(fnmatch.fnmatchcase(p.name, g) for g in globs)]
     if not out:
-        raise UsageError("--partitions matches no partition of this canary")
+        raise UsageError("matches no partition of this canary", field="partitions")
     return out
 
 

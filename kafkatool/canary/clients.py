@@ -1,4 +1,4 @@
-"""Consumer clients, their Fetch API versions and the message formats they read (``canary plan --clients``).
+"""Consumer clients, their Fetch API versions and the message formats they read (``canary plan``'s clients file).
 
 A clients file lists one consumer population per line, ``#`` starts a comment (shown as its label)::
 
@@ -173,7 +173,7 @@ def capability(spec: ClientSpec) -> ClientCapability:
     return ClientCapability(spec, fetch, newer, source)
 
 
-def parse_clients(text: str, *, origin: str = "--clients") -> list[ClientSpec]:
+def parse_clients(text: str, *, origin: str = "clients") -> list[ClientSpec]:
     out: list[ClientSpec] = []
     for n, raw in enumerate(text.splitlines(), 1):
         body, _, comment = raw.partition("#")

@@ -17,8 +17,8 @@ of evidence is listed in the report:
   and DeleteRecords only ever remove a prefix, so a gap after the first batch is the cleaner's;
 * a v2 batch with the delete-horizon flag (KIP-534, set only by the cleaner);
 * an internal topic whose policy is fixed to compact (``__consumer_offsets``, ``__transaction_state``);
-* the operator's word: ``--compacted TOPIC``. A compacted topic the cleaner has not touched yet looks like
-  any other topic on disk and must be declared.
+* the operator's word (``InventoryOptions.compacted_topics``). A compacted topic the cleaner has not
+  touched yet looks like any other topic on disk and must be declared.
 """
 
 from __future__ import annotations
@@ -29,21 +29,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kafkatool.constants import DEFAULT_MAX_MESSAGE_BYTES
 from kafkatool.errors import InputError, KafkaToolError
 from kafkatool.log.checkpoints import read_offset_checkpoint, read_properties
 from kafkatool.log.layout import META_PROPERTIES, LogDir, PartitionDir, TopicPartition, is_log_dir, resolve_inputs
 from kafkatool.record.batch import MAGIC_V0, MAGIC_V2, NO_TIMESTAMP, TimestampType
 from kafkatool.record.codecs import Codec
-from kafkatool.record.default_records import DefaultRecordBatch, parse_control_type
+from kafkatool.record.default_records import RECORD_BATCH_OVERHEAD, DefaultRecordBatch, parse_control_type
 from kafkatool.record.file_records import FileRecords
 from kafkatool.record.legacy_records import LegacyRecordBatch
 from kafkatool.record.varint import size_of_varint
 
-DEFAULT_MAX_MESSAGE_BYTES = 1048588  # message.max.bytes / max.message.bytes (1 MiB + LOG_OVERHEAD), 3.9 default
 INTERNAL_COMPACTED_TOPICS = ("__consumer_offsets", "__transaction_state")
 METADATA_TOPIC = "__cluster_metadata"  # KRaft's own log: not a data topic, never converted
 CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
-V2_BATCH_OVERHEAD = 61
 
 
 @dataclass(slots=True)
@@ -242,7 +241,7 @@ def legacy_message_as_v2_size(key: bytes | None, value: bytes | None) -> int:
     body += 1 if key is None else size_of_varint(len(key)) + len(key)
     body += 1 if value is None else size_of_varint(len(value)) + len(value)
     body += 1  # header count 0
-    return V2_BATCH_OVERHEAD + size_of_varint(body) + body
+    return RECORD_BATCH_OVERHEAD + size_of_varint(body) + body
 
 
 def inventory_partition(pd: PartitionDir, opts: InventoryOptions, cleaned_to: int | None = None) -> PartitionInventory:
@@ -377,7 +376,7 @@ class _Walker:
 def _compaction_evidence(inv: PartitionInventory, opts: InventoryOptions) -> None:
     ev = inv.compaction_evidence
     if inv.topic in opts.compacted_topics:
-        ev.append("declared compacted (--compacted)")
+        ev.append("declared compacted (by the operator)")
     if inv.topic in INTERNAL_COMPACTED_TOPICS:
         ev.append("internal topic (cleanup.policy=compact)")
     if inv.cleaned_to is not None:

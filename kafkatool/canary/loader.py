@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafkatool.errors import KafkaToolError
+from kafkatool.log.index import OFFSET_ENTRY_SIZE, preallocated_length
 from kafkatool.log.layout import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
@@ -47,7 +48,7 @@ from kafkatool.log.layout import (
 from kafkatool.record.file_records import FileRecords
 from kafkatool.util.atomic import is_temp_name
 
-PREALLOCATED_INDEX_BYTES = 10 * 1024 * 1024  # roundDown(segment.index.bytes default, 8)
+PREALLOCATED_INDEX_BYTES = preallocated_length(OFFSET_ENTRY_SIZE)  # roundDown(segment.index.bytes default, 8)
 SNAPSHOT_DELETE_SUFFIX = ".checkpoint.deleted"  # Snapshots.DELETE_SUFFIX: KRaft snapshots, left to KafkaMetadataLog
 _SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 

@@ -14,7 +14,7 @@ and KAFKA-13093 (4.0's cleaner rewrites v0/v1 as v2).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -42,17 +42,32 @@ class PlanOptions:
 
     def validate(self) -> None:
         if self.target_format not in (1, 2):
-            raise UsageError(f"--target-format must be 1 or 2 (got {self.target_format})")
+            raise UsageError(f"must be 1 or 2 (got {self.target_format})", field="target_format")
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """A kafkatool run a phase suggests: the command (``("canary", "run")``), its arguments, its options by the
+    request field they set (values as an operator types them: globs quoted), and a comment. The CLI writes it as
+    a command line with its own option names (:func:`plan_json_lines` takes that writer)."""
+
+    command: tuple[str, ...]
+    args: tuple[str, ...] = ()
+    options: tuple[tuple[str, str], ...] = ()
+    comment: str = ""
+
+
+CommandLine = Callable[[Step], str]
 
 
 @dataclass(slots=True)
 class Phase:
     number: int
     title: str
-    applies: bool | None  # None: cannot tell (e.g. no --clients)
+    applies: bool | None  # None: cannot tell (e.g. no clients listed)
     rationale: str
     configs: list[str] = field(default_factory=list)
-    commands: list[str] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
     partitions: list[str] = field(default_factory=list)
 
 
@@ -249,12 +264,12 @@ def _phases(plan: Plan, *, clients_given: bool) -> list[Phase]:
         "bytes (KafkaApis.maybeConvertFetchedData); what breaks depends on every consumer's Fetch version and on "
         "what is on disk. Run this on every broker and log dir: replicas hold the same offsets, not always the "
         "same bytes.",
-        [], [f"kafkatool canary plan {logdir} --clients clients.txt"],
+        [], [Step(("canary", "plan"), (logdir,), (("clients", "clients.txt"),))],
         [p.name for p in old])]
 
     lagging = [r for r in plan.clients if r.needs_down_conversion or (zstd and not r.capability.reads_zstd)]
     if not clients_given:
-        why = ("No --clients given: list consumer populations (client and version) first. The broker's request "
+        why = ("No clients given: list consumer populations (client and version) first. The broker's request "
                "metrics by version (kafka.network:type=RequestMetrics,name=RequestsPerSec,request=Fetch,version=N, "
                "KIP-272) show which Fetch versions are in use.")
         phases.append(Phase(2, "Upgrade old consumers", None, why))
@@ -297,9 +312,9 @@ def _phases(plan: Plan, *, clients_given: bool) -> list[Phase]:
             "crash), and keep the originals for a byte-exact rollback. Do it on each replica's broker in turn: "
             "replicas may then differ in bytes, never in offsets or records.",
             ["the broker (or the whole log dir) must be stopped for apply and rollback"],
-            [f"kafkatool canary run {logdir} --partitions '{','.join(cands)}' --workdir {w}",
-             f"kafkatool canary verify {w}", f"kafkatool canary apply {w}   # broker stopped",
-             f"kafkatool canary rollback {w}   # if anything looks wrong"], cands))
+            [Step(("canary", "run"), (logdir,), (("partitions", f"'{','.join(cands)}'"), ("workdir", w))),
+             Step(("canary", "verify"), (w,)), Step(("canary", "apply"), (w,), comment="broker stopped"),
+             Step(("canary", "rollback"), (w,), comment="if anything looks wrong")], cands))
     else:
         phases.append(Phase(4, "Rehearse the rewrite on canary partitions", False,
                             "kafkatool canary rewrites to v2 only; rehearse the v2 rewrite instead.", [], [], []))
@@ -398,7 +413,8 @@ def _risks(plan: Plan) -> list[Risk]:
 # ---------------------------------------------------------------------------------------------- JSON
 
 
-def plan_json_lines(plan: Plan) -> list[dict[str, Any]]:
+def plan_json_lines(plan: Plan, command_line: CommandLine) -> list[dict[str, Any]]:
+    """The plan as JSON lines; each phase's steps written as command lines by ``command_line``."""
     from kafkatool.canary.inventory import summarize
 
     lines: list[dict[str, Any]] = [p.as_dict() for p in plan.inventory.partitions]
@@ -411,7 +427,9 @@ def plan_json_lines(plan: Plan) -> list[dict[str, Any]]:
         for f in r.fetches:
             lines.append({"type": "client-fetch", "client": r.capability.spec.text, **asdict(f)})
     for ph in plan.phases:
-        lines.append({"type": "phase", **asdict(ph)})
+        lines.append({"type": "phase", "number": ph.number, "title": ph.title, "applies": ph.applies,
+                      "rationale": ph.rationale, "configs": list(ph.configs),
+                      "commands": [command_line(s) for s in ph.steps], "partitions": list(ph.partitions)})
     for k in plan.kafka4:
         lines.append({"type": "kafka4", **asdict(k)})
     for risk in plan.risks:

@@ -1,6 +1,6 @@
 """``kafkatool canary run``: convert chosen partitions into a work dir, never touching the log dir.
 
-For each partition matching ``--partitions``:
+For each partition matching the ``partitions`` globs:
 
 1. every file of the partition dir is copied into ``W/originals/<partition>`` (SHA-256 computed on the
    bytes copied, mtimes kept); a file that changes while it is copied (a live broker appending) fails the
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkatool import __version__
-from kafkatool.canary.inventory import DEFAULT_MAX_MESSAGE_BYTES, scan_partitions
+from kafkatool.canary.inventory import scan_partitions
 from kafkatool.canary.manifest import (
     CANARY,
     ORIGINALS,
@@ -43,6 +43,7 @@ from kafkatool.canary.manifest import (
     dir_entries,
     remove_tree,
 )
+from kafkatool.constants import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_BYTES
 from kafkatool.errors import InputError, KafkaToolError, UsageError
 from kafkatool.log.layout import LOG_SUFFIX, PartitionDir, is_log_dir, offset_from_filename
 from kafkatool.log.lock import refuse_if_live
@@ -59,14 +60,14 @@ class RunOptions:
     batch_bytes: int = 0  # 0: one v2 batch per uncompressed legacy message, as Kafka 4's cleaner writes them
     codec: str | None = None  # None: keep each batch's codec
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
-    index_interval_bytes: int = 4096
+    index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
 
     def validate(self) -> None:
         if self.target_format != 2:
-            raise UsageError("canary run converts to message format v2 only (--target-format 2): v0/v1 are what "
-                             "Kafka 4 can no longer write")
+            raise UsageError("canary run converts to message format v2 only: v0/v1 are what Kafka 4 can no longer "
+                             "write", field="target_format")
         if self.batch_bytes < 0:
-            raise UsageError("--batch-bytes must be >= 0")
+            raise UsageError("must be >= 0", field="batch_bytes")
         if self.codec is not None:
             Codec.from_label(self.codec)
 
@@ -83,12 +84,12 @@ def select_partitions(log_dir: Path, patterns: Sequence[str]) -> list[PartitionD
     """Partition dirs whose name (``topic-N``) matches any glob; each glob must match something."""
     globs = [g.strip() for p in patterns for g in p.split(",") if g.strip()]
     if not globs:
-        raise UsageError("--partitions needs at least one glob (e.g. 'orders-0' or 'legacy-*')")
+        raise UsageError("needs at least one glob (e.g. 'orders-0' or 'legacy-*')", field="partitions")
     parts = scan_partitions(log_dir)
     chosen = [pd for pd in parts if any(fnmatch.fnmatchcase(pd.path.name, g) for g in globs)]
     for g in globs:
         if not any(fnmatch.fnmatchcase(pd.path.name, g) for pd in parts):
-            raise UsageError(f"--partitions {g!r} matches no partition of {log_dir}")
+            raise UsageError(f"{g!r} matches no partition of {log_dir}", field="partitions")
     return chosen
 
 

@@ -37,6 +37,7 @@ from kafkatool.canary.apply import PartitionState, classify, segment_file
 from kafkatool.canary.equivalence import Comparison, StreamStats, compare, read_items
 from kafkatool.canary.loader import predict
 from kafkatool.canary.manifest import PartitionEntry, Workdir, hash_file, matches
+from kafkatool.constants import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_BYTES
 from kafkatool.errors import KafkaToolError
 from kafkatool.log.index import encode_offset_index, encode_time_index
 from kafkatool.log.lock import live_lock, refuse_if_live
@@ -119,8 +120,8 @@ def verify_workdir(workdir: str | Path, *, max_details: int = 20, check_log_dir:
     w = Workdir(workdir)
     refuse_if_live(w.path)
     m = w.read_manifest()
-    max_bytes = int(m.options.get("max_message_bytes", 1048588))
-    interval = int(m.options.get("index_interval_bytes", 4096))
+    max_bytes = int(m.options.get("max_message_bytes", DEFAULT_MAX_MESSAGE_BYTES))
+    interval = int(m.options.get("index_interval_bytes", DEFAULT_INDEX_INTERVAL_BYTES))
     verdicts = []
     for p in m.partitions:
         note(f"canary verify: {p.name}")

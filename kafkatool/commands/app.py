@@ -63,6 +63,7 @@ def root(
 # Subcommand modules, in the order ``--help`` lists them. Each has ``register(app)``.
 COMMAND_MODULES: list[str] = [
     "dump",
+    "metadata",
     "reindex_time",
     "downconvert",
     "upconvert",
@@ -70,6 +71,7 @@ COMMAND_MODULES: list[str] = [
     "canary",
     "spark_scan",
     "sample",
+    "completion",
 ]
 
 _loaded: list[str] = []  # command modules registered so far
@@ -142,6 +144,8 @@ def main(argv: list[str] | None = None) -> None:
             traceback.print_exc()
         if e.field is not None and e.path is None and e.position is None:
             _err(f"kafkatool: error: {option_for(args, e.field)}: {e.message}")
+        elif e.field is not None and (option := _option_of(args, e.field)) is not None:
+            _err(f"kafkatool: error: {e} ({option})")  # about bytes on disk, and the option that would change it
         else:
             _err(f"kafkatool: error: {e}")
         rc = e.exit_code
@@ -174,17 +178,24 @@ def main(argv: list[str] | None = None) -> None:
 def option_for(args: list[str], field: str) -> str:
     """The option of the command ``args`` run that sets the library field ``field`` (``to_magic`` ->
     ``--to-magic``): the parameter of that name, its longest spelling; ``--`` + the field otherwise."""
-    command: Any = typer.main.get_command(app)
+    return _option_of(args, field) or "--" + field.replace("_", "-")
+
+
+def _option_of(args: list[str], field: str) -> str | None:
+    """The option of the command ``args`` run whose parameter is named ``field``, or None (the root's ``--memory``
+    when the command has none)."""
+    chain: list[Any] = [typer.main.get_command(app)]
     for a in args:
-        subs = getattr(command, "commands", None)
+        subs = getattr(chain[-1], "commands", None)
         if subs is None:
             break
         if a in subs:
-            command = subs[a]
-    for param in getattr(command, "params", []):
-        if param.name == field and param.opts:
-            return str(max(param.opts, key=len))
-    return "--" + field.replace("_", "-")
+            chain.append(subs[a])
+    for command in reversed(chain):
+        for param in getattr(command, "params", []):
+            if param.name == field and param.opts and str(param.opts[0]).startswith("-"):
+                return str(max(param.opts, key=len))
+    return None
 
 
 def _plain_help(cmd: object) -> None:

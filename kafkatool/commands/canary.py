@@ -17,14 +17,10 @@ from kafkatool.commands.options import (
     QuietOpt,
     TopicSizes,
     TracebackOpt,
-    check_live,
-    require,
+    memory_option,
     size_opt,
     topic_sizes_opt,
-    use_budget,
 )
-from kafkatool.errors import ExitCode
-from kafkatool.log.lock import live_notice
 
 HELP = """Plan a message-format upgrade (v0 -> v1 -> v2, and the move to Kafka 4) and rehearse it on a few partitions.
 
@@ -46,16 +42,9 @@ def _human(fmt: OutputFormat | None, output: Output) -> bool:
         != OutputFormat.json
 
 
-def _sizes(values: list[TopicSizes] | None) -> tuple[int | None, dict[str, int]]:
-    default: int | None = None
-    per_topic: dict[str, int] = {}
-    for v in values or []:
-        for topic, size in v.items:
-            if topic is None:
-                default = size
-            else:
-                per_topic[topic] = size
-    return default, per_topic
+def _sizes(values: list[TopicSizes] | None) -> dict[str | None, int]:
+    """Every --max-message-bytes value, the last for each topic (None: every topic) winning."""
+    return {topic: size for v in values or [] for topic, size in v.items}
 
 
 PLAN_HELP = """Inventory a log dir and plan the upgrade: bytes and batches per magic and codec, timestamp types,
@@ -100,30 +89,23 @@ def plan_cmd(
     quiet: QuietOpt = False,
     traceback: TracebackOpt = False,
 ) -> int:
-    from kafkatool.canary.clients import read_clients
-    from kafkatool.canary.inventory import DEFAULT_MAX_MESSAGE_BYTES, InventoryOptions, inventory_log_dir
-    from kafkatool.canary.plan import PlanOptions, make_plan, plan_json_lines
-    from kafkatool.commands.render.canary import console, render_plan
+    from kafkatool.canary.api import PlanRequest, plan_upgrade
+    from kafkatool.canary.plan import plan_json_lines
+    from kafkatool.commands.render.canary import CanaryRenderer, command_line, console, render_plan
 
     output = Output(quiet=quiet)
-    use_budget(memory)
-    if log_dir.exists():
-        check_live([log_dir], live, output.finding, "canary plan")
-    default, per_topic = _sizes(max_message_bytes)
-    topics = frozenset(t.strip() for v in compacted or [] for t in v.split(",") if t.strip())
-    caps = read_clients(clients) if clients is not None else []
-    inv = inventory_log_dir(log_dir, InventoryOptions(default or DEFAULT_MAX_MESSAGE_BYTES, per_topic, topics))
-    plan = make_plan(inv, caps, PlanOptions(target_format, partition_max_bytes, fetch_sim))
+    request = PlanRequest(log_dir, target_format, clients, compacted or (), _sizes(max_message_bytes),
+                          partition_max_bytes, fetch_sim, live=live, memory=memory_option(memory))
+    outcome = plan_upgrade(request, CanaryRenderer(output, "canary plan"))
     if _human(fmt, output):
-        render_plan(plan, console(output.out))
+        render_plan(outcome.plan, console(output.out))
     else:
-        for line in plan_json_lines(plan):
+        for line in plan_json_lines(outcome.plan, command_line):
             output.json(line)
-    bad = [p for p in inv.partitions if p.problems]
-    for p in bad:
-        for prob in p.problems:
-            output.finding(f"canary plan: {p.name}: {prob}")
-    return int(ExitCode.FINDINGS if bad else ExitCode.OK)
+    for name, problems in outcome.damaged:
+        for prob in problems:
+            output.finding(f"canary plan: {name}: {prob}")
+    return int(outcome.exit_code)
 
 
 RUN_HELP = """Convert the chosen partitions to message format v2 in a work dir, never touching the log dir.
@@ -167,14 +149,14 @@ def run_cmd(
     quiet: QuietOpt = False,
     traceback: TracebackOpt = False,
 ) -> int:
-    from kafkatool.canary.run import RunOptions, run_canary
-    from kafkatool.commands.render.canary import console, render_run
+    from kafkatool.canary.api import RunRequest, canary_run
+    from kafkatool.commands.render.canary import CanaryRenderer, console, render_run
 
     output = Output(quiet=quiet)
-    use_budget(memory)
-    require(index_interval_bytes >= 1, "--index-interval-bytes must be at least 1 byte")
-    opts = RunOptions(target_format, batch_bytes, codec, max_message_bytes, index_interval_bytes)
-    m = run_canary(log_dir, partitions, workdir, opts, progress=output.note)
+    request = RunRequest(log_dir, partitions, workdir, target_format, batch_bytes, codec, max_message_bytes,
+                         index_interval_bytes, memory=memory_option(memory))
+    outcome = canary_run(request, CanaryRenderer(output, "canary run"))
+    m = outcome.manifest
     if _human(fmt, output):
         render_run(m, str(workdir), console(output.out))
     else:
@@ -185,7 +167,7 @@ def run_cmd(
         output.json({"type": "summary", "workdir": str(workdir), "manifest": str(workdir / "manifest.json"),
                      "log_dir": m.log_dir, "partitions": len(m.partitions), "tool_version": m.tool_version})
     output.note(f"canary run: next: kafkatool canary verify {workdir}")
-    return int(ExitCode.OK)
+    return int(outcome.exit_code)
 
 
 VERIFY_HELP = """Prove every canary partition equivalent to its original, record by record.
@@ -218,18 +200,13 @@ def verify_cmd(
     quiet: QuietOpt = False,
     traceback: TracebackOpt = False,
 ) -> int:
-    from kafkatool.canary.verify import verify_workdir
-    from kafkatool.commands.render.canary import console, render_verify, verify_findings
+    from kafkatool.canary.api import VerifyRequest, canary_verify
+    from kafkatool.commands.render.canary import CanaryRenderer, console, render_verify, verify_findings
 
     output = Output(quiet=quiet)
-    use_budget(memory)
-    r = verify_workdir(workdir, max_details=max_differences, live=live, progress=output.note)
-    if r.live_lock is not None:
-        if live:
-            output.finding(f"kafkatool canary verify: {live_notice(Path(r.live_lock))}")
-        else:
-            output.note(f"canary verify: a live broker holds {r.live_lock}: the log dir's state is not reported "
-                        "(--live reports it anyway)")
+    outcome = canary_verify(VerifyRequest(workdir, max_differences, live, memory=memory_option(memory)),
+                            CanaryRenderer(output, "canary verify"))
+    r = outcome.result
     if _human(fmt, output):
         render_verify(r, console(output.out))
         for line in verify_findings(r):  # in JSON they are the partitions' "differences" and "warnings"
@@ -249,7 +226,7 @@ def verify_cmd(
         output.finding(f"canary verify: {name}: an interrupted apply/rollback in the log dir: run `kafkatool canary "
                        f"apply {workdir}` (or rollback) again to complete it")
     output.note(f"canary verify: {'PASSED' if r.ok else 'FAILED'}")
-    return int(ExitCode.OK if r.ok else ExitCode.FINDINGS)
+    return int(outcome.exit_code)
 
 
 SWAP_HELP = {
@@ -272,12 +249,13 @@ Example: kafkatool canary rollback /var/tmp/c1""",
 
 def _swap(op: str, workdir: Path, partitions: list[str] | None, memory: str | None, fmt: OutputFormat | None,
           quiet: bool) -> int:
-    from kafkatool.canary.apply import swap
-    from kafkatool.commands.render.canary import console, render_swap
+    from kafkatool.canary.api import SwapRequest, canary_swap
+    from kafkatool.commands.render.canary import CanaryRenderer, console, render_swap
 
     output = Output(quiet=quiet)
-    use_budget(memory)
-    r = swap(workdir, op, partitions=partitions, progress=output.note)
+    outcome = canary_swap(SwapRequest(workdir, op, partitions, memory=memory_option(memory)),
+                          CanaryRenderer(output, f"canary {op}"))
+    r = outcome.result
     if _human(fmt, output):
         render_swap(r, console(output.out))
     else:
@@ -285,7 +263,7 @@ def _swap(op: str, workdir: Path, partitions: list[str] | None, memory: str | No
             output.json({"type": "partition", **o.as_dict()})
         output.json({"type": "summary", "op": r.op, "log_dir": r.log_dir, "partitions": len(r.outcomes),
                      "durable_steps": r.steps})
-    return int(ExitCode.OK)
+    return int(outcome.exit_code)
 
 
 PartitionsOpt = Annotated[list[str] | None, typer.Option(

@@ -1,24 +1,13 @@
-"""What ``downconvert`` and ``upconvert`` share: options, the progress bar, the summary rendering."""
+"""The options ``downconvert`` and ``upconvert`` share (their work is ``kafkatool.convert.run.convert``, their
+output ``kafkatool.commands.render.convert``)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TextColumn,
-    TimeRemainingColumn,
-    TransferSpeedColumn,
-)
 
-from kafkatool.commands.options import Output, OutputFormat, size_opt
-from kafkatool.convert.engine import ConvertObserver, PartitionSource, PartitionStats
-from kafkatool.errors import UsageError
-from kafkatool.record.codecs import Codec
-from kafkatool.util.units import format_size
+from kafkatool.commands.options import size_opt
 
 ChunkSizeOpt = Annotated[int, size_opt(
     "--chunk-size", help="Source bytes converted per step (Kafka's LazyDownConversionRecords reads 128 KiB): "
@@ -29,105 +18,4 @@ SegmentBytesOpt = Annotated[int, size_opt(
 MaxMessageBytesOpt = Annotated[int, size_opt(
     "--max-message-bytes", help="No output batch may be larger (the topic's max.message.bytes, 1 MiB + 12). "
     "A larger one is split (KIP-126); a single record that does not fit is an error naming its offset.")]
-DEFAULT_CHUNK_SIZE = 128 * 1024  # Kafka's LazyDownConversionRecordsSend.MAX_READ_SIZE
-DEFAULT_SEGMENT_BYTES = 1 << 30  # segment.bytes
-DEFAULT_MAX_MESSAGE_BYTES = 1048588  # max.message.bytes: 1 MiB + 12 (the record batch overhead)
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Convert and report, but write nothing.")]
-
-
-def codec_or_keep(value: str, name: str) -> Codec | None:
-    if value.strip().lower() == "keep":
-        return None
-    try:
-        return Codec.from_label(value)
-    except Exception:
-        raise UsageError(f"{name} must be keep, none, gzip, snappy, lz4 or zstd (got {value!r})") from None
-
-
-class CliObserver(ConvertObserver):
-    """Progress bar (rich, stderr, only on a terminal) and the per-partition summary as partitions finish."""
-
-    def __init__(self, output: Output, form: OutputFormat, command: str) -> None:
-        self.output = output
-        self.form = form
-        self.command = command
-        self.progress: Progress | None = None
-        self.task: Any = None
-        self.results: list[PartitionStats] = []
-
-    def start(self, sources: list[PartitionSource], total_bytes: int) -> None:
-        if self.output.quiet or not self.output.err.is_terminal:
-            return
-        self.progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(), DownloadColumn(),
-                                 TransferSpeedColumn(), TimeRemainingColumn(), console=self.output.err,
-                                 transient=True)
-        self.progress.start()
-        self.task = self.progress.add_task(self.command, total=total_bytes)
-
-    def advance(self, n_bytes: int, partition: str) -> None:
-        if self.progress is not None:
-            self.progress.update(self.task, advance=n_bytes, description=f"{self.command} {partition}")
-
-    def partition_done(self, stats: PartitionStats) -> None:
-        self.results.append(stats)
-        if self.progress is not None:
-            self.progress.console.print(f"{stats.partition}: done", highlight=False, markup=False)
-        render_partition(self.output, self.form, stats, self.command)
-
-    def stop(self) -> None:
-        if self.progress is not None:
-            self.progress.stop()
-            self.progress = None
-
-
-def render_partition(output: Output, form: OutputFormat, s: PartitionStats, command: str) -> None:
-    for w in s.warnings:  # findings about the input (skipped torn tails, files not carried): always shown
-        output.finding(f"kafkatool {command}: {s.partition}: warning: {w}")
-    if form == OutputFormat.json:
-        output.json({"type": "partition", "command": command, **s.as_dict()})
-        return
-    c = s.counters
-    dest = s.output or "(dry run: nothing written)"
-    lines = [
-        f"{s.partition}: {s.source} -> {dest} (magic {s.to_magic})",
-        f"  segments   {s.segments_in} in, {s.segments_out} out",
-        f"  records    {c.records_in} in, {c.records_out} out",
-        f"  bytes      {s.bytes_in} in ({format_size(s.bytes_in)}), {s.bytes_out} out ({format_size(s.bytes_out)})",
-        f"  batches    {s.batches_in} in, {c.batches_out} written ({c.batches_built} built, {c.batches_copied} "
-        f"copied unchanged)",
-        f"  dropped    {s.control_batches_dropped} control batches, {s.empty_batches_dropped} empty batches, "
-        f"headers of {s.headers_dropped} records, producer fields of {s.producer_fields_dropped} batches",
-        f"  codec      {c.recompressed_batches} batches compressed anew, {c.codec_changed_batches} source batches "
-        f"changed codec",
-        f"  KIP-126    {c.splits} splits into {c.split_batches} batches, split rate {s.split_rate:.4f}",
-        f"  log end    {s.log_end_offset_in} in, {s.log_end_offset_out} out",
-        f"  files      carried: {', '.join(s.files_carried) or '-'}; dropped: {', '.join(s.files_dropped) or '-'}",
-        f"  time       {s.elapsed_s:.3f} s, peak memory {format_size(s.peak_rss_bytes)}"
-        + ("" if s.peak_rss_scope == "partition" else " (the whole process's so far: not resettable here)"),
-    ]
-    if s.trailing_bytes_skipped:
-        lines.append(f"  skipped    {s.trailing_bytes_skipped} torn-tail bytes (as broker recovery would)")
-    for line in lines:
-        output.line(line)
-
-
-def render_total(output: Output, form: OutputFormat, results: list[PartitionStats], command: str,
-                 dry_run: bool) -> None:
-    keys = ("segments_in", "segments_out", "bytes_in", "bytes_out", "batches_in", "records_in", "records_out",
-            "batches_out", "batches_built", "batches_copied", "control_batches_dropped", "headers_dropped",
-            "recompressed_batches", "splits", "split_batches", "trailing_bytes_skipped")
-    totals = {k: 0 for k in keys}
-    for r in results:
-        d = r.as_dict()
-        for k in keys:
-            totals[k] += int(d[k])
-    elapsed = sum(r.elapsed_s for r in results)
-    peak = max((r.peak_rss_bytes for r in results), default=0)
-    if form == OutputFormat.json:
-        output.json({"type": "summary", "command": command, "partitions": len(results), "dry_run": dry_run,
-                     **totals, "elapsed_s": round(elapsed, 3), "peak_rss_bytes": peak})
-        return
-    if len(results) > 1:
-        output.line(f"total: {len(results)} partitions, {totals['records_in']} records in, {totals['records_out']} "
-                    f"out, {format_size(totals['bytes_in'])} in, {format_size(totals['bytes_out'])} out, "
-                    f"{totals['splits']} splits, {elapsed:.3f} s, peak memory {format_size(peak)}")

@@ -1,16 +1,19 @@
-"""Generate the shell completions (bash, zsh, fish) and man pages from the Typer app itself.
+"""Generate the shell completions (bash, zsh, fish), the man pages and the option reference from the Typer app.
 
-    python -m kafkatool.commands.docs            # rewrite completions/ and man/
+    python -m kafkatool.commands.docs            # rewrite completions/, man/ and docs/reference.md
     python -m kafkatool.commands.docs --check    # exit 1 when they are stale (used by the test suite)
 
 The completions are static (they never start Python on <TAB>): every subcommand, option and choice comes
 from the registered Typer commands. The man pages list every option with its help, the exit codes, the JSON
-schema version, the environment and examples. The date is fixed so the output is reproducible.
+schema version, the environment and examples; docs/reference.md lists every command and option for the docs
+site. The date is fixed so the output is reproducible. ``kafkatool completion SHELL`` and ``kafkatool man``
+print the same texts from an installed kafkatool (kafkatool/commands/completion.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,12 +57,19 @@ class Opt:
 
 
 @dataclass
+class Arg:
+    name: str
+    is_path: bool
+    choices: list[str]
+
+
+@dataclass
 class Cmd:
     path: list[str]
     help: str
     short: str
     options: list[Opt] = field(default_factory=list)
-    arguments: list[tuple[str, bool]] = field(default_factory=list)  # (name, is_path)
+    arguments: list[Arg] = field(default_factory=list)
     subcommands: list[Cmd] = field(default_factory=list)
 
     @property
@@ -69,6 +79,26 @@ class Cmd:
 
 def _clean(text: str | None) -> str:
     return " ".join((text or "").split())
+
+
+# A sentence ends at ". " before a capital, a bracket or a quote; "e.g. 256MiB" and "i.e." do not end one.
+_SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\bvs)\.\s+(?=[A-Z(\[`'\"])")
+
+
+def _short(text: str, limit: int) -> str:
+    """The first sentence of ``text`` for a completion menu; past ``limit`` characters it is cut at a word (before
+    a bracket it would leave open) and ends in "...": never in the middle of a word."""
+    t = _clean(text)
+    m = _SENTENCE_END.search(t)
+    if m:
+        t = t[:m.start() + 1]
+    if len(t) <= limit:
+        return t
+    cut = t[:limit - 3]
+    cut = cut[:cut.rfind(" ")] if " " in cut else cut
+    if cut.count("(") > cut.count(")"):
+        cut = cut[:cut.rfind("(")]
+    return cut.rstrip(" ,;:") + "..."
 
 
 def _first_sentence(text: str) -> str:
@@ -93,7 +123,7 @@ def _walk(cmd: Any, path: list[str]) -> Cmd:
                                                    "out", "plot", "clients"}
         if p.param_type_name == "argument":
             name = (p.name or "arg").upper() + ("..." if getattr(p, "nargs", 1) == -1 else "")
-            node.arguments.append((name, is_path))
+            node.arguments.append(Arg(name, is_path and not choices, choices))
             continue
         names = [*p.opts, *getattr(p, "secondary_opts", [])]
         takes_value = not getattr(p, "is_flag", False) and not getattr(p, "count", False)
@@ -156,7 +186,11 @@ def bash(tree: Cmd) -> str:
         if subs:
             lines.append("            else")
             lines.append(f'                COMPREPLY=($(compgen -W "{subs}" -- "$cur"))')
-        elif c.arguments:
+        elif any(a.choices for a in c.arguments):
+            words = " ".join(x for a in c.arguments for x in a.choices)
+            lines.append("            else")
+            lines.append(f'                COMPREPLY=($(compgen -W "{words}" -- "$cur"))')
+        elif any(a.is_path for a in c.arguments):
             lines.append("            else")
             lines.append('                COMPREPLY=($(compgen -f -- "$cur"))')
         lines.append("            fi")
@@ -179,7 +213,7 @@ def zsh(tree: Cmd) -> str:
         out.append(f"{fn}() {{")
         specs = []
         for o in c.options:
-            desc = _zsh_escape(o.help[:100])
+            desc = _zsh_escape(_short(o.help, 100))
             names = o.names
             excl = f"({' '.join(names)})" if len(names) > 1 else ""
             action = ""
@@ -195,7 +229,9 @@ def zsh(tree: Cmd) -> str:
         if c.subcommands:
             specs.append("'1: :->cmds'")
             specs.append("'*:: :->args'")
-        elif c.arguments:
+        elif any(a.choices for a in c.arguments):
+            specs.append(f"'1:{c.arguments[0].name.lower()}:({' '.join(c.arguments[0].choices)})'")
+        elif any(a.is_path for a in c.arguments):
             specs.append("'*:file:_files'")
         out.append("    local state")
         out.append("    _arguments -s \\")
@@ -205,7 +241,7 @@ def zsh(tree: Cmd) -> str:
         if c.subcommands:
             out.append("    case $state in")
             out.append("        cmds)")
-            items = " ".join(f"'{s.path[-1]}:{_zsh_escape(s.short[:80])}'" for s in c.subcommands)
+            items = " ".join(f"'{s.path[-1]}:{_zsh_escape(_short(s.short, 90))}'" for s in c.subcommands)
             out.append(f"            local -a subcmds; subcmds=({items})")
             out.append("            _describe 'command' subcmds ;;")
             out.append("        args)")
@@ -243,23 +279,38 @@ def fish(tree: Cmd) -> str:
             del seen
         for s in c.subcommands:
             sub_cond = cond if depth == 0 else f"__fish_seen_subcommand_from {c.path[-1]}"
-            out.append(f"complete -c kafkatool -n '{sub_cond}' -a {s.path[-1]} -d '{_fish_escape(s.short[:80])}'")
+            desc = _fish_escape(_short(s.short, 90))
+            out.append(f"complete -c kafkatool -n '{sub_cond}' -a {s.path[-1]} -d '{desc}'")
         if c.arguments and not c.subcommands and depth > 0:
-            out.append(f"complete -c kafkatool -n '{cond}' -F")
+            # the arguments, but not as the value of an option (`dump -f <TAB>` offers the formats only)
+            valued = " ".join(n for o in c.options if o.takes_value for n in o.names)
+            not_value = f"; and not __fish_prev_arg_in {valued}" if valued else ""
+            words = " ".join(x for a in c.arguments for x in a.choices)
+            if words:
+                out.append(f"complete -c kafkatool -n '{cond}{not_value}' -a '{words}'")
+            elif any(a.is_path for a in c.arguments):
+                out.append(f"complete -c kafkatool -n '{cond}{not_value}' -F")
         for o in c.options:
             parts = [f"complete -c kafkatool -n '{cond}'"]
             for n in o.names:
                 parts.append(f"-l {n[2:]}" if n.startswith("--") else f"-s {n[1:]}")
             if o.takes_value:
-                parts.append("-r")
+                # -x: a value and no files (the script's `complete -c kafkatool -f` does not cover option values)
                 if o.choices:
-                    parts.append(f"-a '{' '.join(o.choices)}'")
+                    parts.append(f"-x -a '{' '.join(o.choices)}'")
                 elif o.is_path:
-                    parts.append("-F")
-            parts.append(f"-d '{_fish_escape(o.help[:80])}'")
+                    parts.append("-r -F")
+                else:
+                    parts.append("-x")
+            parts.append(f"-d '{_fish_escape(_short(o.help, 80))}'")
             out.append(" ".join(parts))
     out.append("")
     return "\n".join(out)
+
+
+def completion_script(shell: str, tree: Cmd) -> str:
+    """The completion script for ``shell`` (bash, zsh or fish), as completions/ holds it."""
+    return {"bash": bash, "zsh": zsh, "fish": fish}[shell](tree)
 
 
 # ---------------------------------------------------------------------------------------------- man
@@ -277,8 +328,8 @@ def man_page(c: Cmd, tree: Cmd) -> str:
     syn = "[OPTIONS]"
     if c.subcommands:
         syn += " COMMAND [ARGS]..."
-    for a, _ in c.arguments:
-        syn += f" {a}"
+    for a in c.arguments:
+        syn += f" {a.name}"
     out.append(_roff(syn))
     out += [".SH DESCRIPTION", _roff(c.help or c.short)]
     if c.subcommands:
@@ -314,6 +365,13 @@ def man_page(c: Cmd, tree: Cmd) -> str:
 EXAMPLES: dict[str, list[tuple[str, str]]] = {
     "kafkatool": [("kafkatool sample /tmp/demo && kafkatool dump /tmp/demo/orders-0 --verify",
                    "Make a sample log dir and verify one partition.")],
+    "kafkatool metadata": [
+        ("kafkatool metadata /var/lib/kafka/meta/__cluster_metadata-0",
+         "The cluster's metadata image: brokers, topics, partitions, configs, quotas, ACLs."),
+        ("kafkatool metadata /var/lib/kafka/meta --at-time 2026-11-02T10:00:00Z -f json",
+         "The image as it was at that time, as JSON lines."),
+        ("kafkatool metadata /var/lib/kafka/meta --diff 1200 1450", "What changed between two offsets."),
+    ],
     "kafkatool dump": [
         ("kafkatool dump /var/lib/kafka/orders-0 --deep --verify", "Walk every batch and record, checking CRCs."),
         ("kafkatool dump 00000000000000000000.log --deep --print-data --format dump-log",
@@ -334,6 +392,13 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
                              ("kafkatool spark-scan /data/kafka --master spark://master:7077 --output /tmp/stats",
                               "The same on a cluster, written as Parquet.")],
     "kafkatool canary": [("kafkatool canary plan /var/lib/kafka --target-format 2", "Inventory and upgrade plan.")],
+    "kafkatool completion": [
+        ("kafkatool completion bash > ~/.local/share/bash-completion/completions/kafkatool",
+         "Install the bash completion for the current user."),
+        ("kafkatool completion fish > ~/.config/fish/completions/kafkatool.fish", "The same for fish."),
+    ],
+    "kafkatool man": [("kafkatool man canary plan | man -l -", "Read the page of one command."),
+                      ("kafkatool man --output ~/.local/share/man/man1", "Install every page where man finds it.")],
     "kafkatool canary plan": [
         ("kafkatool canary plan /var/lib/kafka --clients clients.txt",
          "What is on disk, what breaks for which consumers, and the upgrade phases."),
@@ -351,42 +416,38 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
 }
 
 
-# ---------------------------------------------------------------------------------------------- README
+# ---------------------------------------------------------------------------------------------- reference
 
-README_BEGIN = "<!-- BEGIN option reference: generated by `python -m kafkatool.commands.docs`; do not edit -->"
-README_END = "<!-- END option reference -->"
+REFERENCE = "docs/reference.md"
 
 
 def option_reference(tree: Cmd) -> str:
-    """Markdown: every command and option with its help, for the README's closing section."""
-    out = [README_BEGIN, "", "## Option reference", "",
-           "Every command and option, generated from the CLI itself (`kafkatool COMMAND --help` says the same). "
-           "Sizes accept units (`4096`, `128KiB`, `64MiB`, `1GiB`); times accept epoch milliseconds or ISO-8601 "
-           "(`2024-05-01T12:00:00Z`). Exit codes: " + ", ".join(f"{int(c)} {m.split(':')[0]}" for c, m in EXIT_CODES)
-           + ".", ""]
+    """Markdown: every command and option with its help (docs/reference.md, a page of the docs site)."""
+    out = ["<!-- generated by `python -m kafkatool.commands.docs` from the CLI itself; do not edit -->", "",
+           "# Option reference", "",
+           "Every command and option, generated from the CLI itself (`kafkatool COMMAND --help` and "
+           "`man kafkatool-COMMAND` say the same). Sizes accept units (`4096`, `128KiB`, `64MiB`, `1GiB`); times "
+           "accept epoch milliseconds or ISO-8601 (`2024-05-01T12:00:00Z`). Exit codes: "
+           + ", ".join(f"{int(c)} {m.split(':')[0]}" for c, m in EXIT_CODES) + " ([conventions](conventions.md)).",
+           ""]
     for c in _all(tree):
-        args = " ".join(a for a, _ in c.arguments)
-        out.append(f"### `{c.name}`{' ' + args if args else ''}")
+        args = " ".join(a.name for a in c.arguments)
+        out.append(f"## `{c.name}`{' ' + args if args else ''}")
         out.append("")
-        out.append(c.short + ("." if c.short and not c.short.endswith(".") else ""))
+        out.append(_md(c.short) + ("." if c.short and not c.short.endswith(".") else ""))
         out.append("")
         for o in c.options:
             label = ", ".join(f"`{n}`" for n in o.names)
             if o.takes_value:
                 label += " " + ("`" + "|".join(o.choices) + "`" if o.choices else f"*{o.metavar}*")
-            out.append(f"* {label}: {o.help.replace('|', '/')}")
+            out.append(f"* {label}: {_md(o.help)}")
         out.append("")
-    out.append(README_END)
-    return "\n".join(out) + "\n"
+    return "\n".join(out).rstrip("\n") + "\n"
 
 
-def readme_with_reference(readme: str, tree: Cmd) -> str:
-    ref = option_reference(tree)
-    if README_BEGIN in readme and README_END in readme:
-        head = readme[:readme.index(README_BEGIN)]
-        tail = readme[readme.index(README_END) + len(README_END):].lstrip("\n")
-        return head + ref + (("\n" + tail) if tail else "")
-    return readme.rstrip("\n") + "\n\n" + ref
+def _md(text: str) -> str:
+    """Help text as Markdown text: no HTML tags or emphasis made of it (``<list>``, ``*.log``, ``__consumer_...``)."""
+    return re.sub(r"([\\`*_<>|\[\]])", r"\\\1", text)
 
 
 # ---------------------------------------------------------------------------------------------- files
@@ -400,9 +461,7 @@ def generated_files(tree: Cmd | None = None) -> dict[str, str]:
     }
     for c in _all(tree):
         files[f"man/{c.name.replace(' ', '-')}.1"] = man_page(c, tree)
-    readme = ROOT / "README.md"
-    if readme.exists():
-        files["README.md"] = readme_with_reference(readme.read_text(), tree)
+    files[REFERENCE] = option_reference(tree)
     return files
 
 

@@ -7,18 +7,7 @@ from typing import Annotated
 
 import typer
 
-from kafkatool.commands.conversion import (
-    DEFAULT_CHUNK_SIZE,
-    DEFAULT_MAX_MESSAGE_BYTES,
-    DEFAULT_SEGMENT_BYTES,
-    ChunkSizeOpt,
-    CliObserver,
-    DryRunOpt,
-    MaxMessageBytesOpt,
-    SegmentBytesOpt,
-    codec_or_keep,
-    render_total,
-)
+from kafkatool.commands.conversion import ChunkSizeOpt, DryRunOpt, MaxMessageBytesOpt, SegmentBytesOpt
 from kafkatool.commands.options import (
     FormatOpt,
     LiveOpt,
@@ -27,13 +16,13 @@ from kafkatool.commands.options import (
     OutputFormat,
     QuietOpt,
     TracebackOpt,
-    check_live,
+    memory_option,
     size_opt,
-    use_budget,
 )
-from kafkatool.convert.engine import ConvertOptions, convert_log
-from kafkatool.errors import ExitCode, UsageError
-from kafkatool.log.lock import refuse_if_live
+from kafkatool.commands.render.convert import ConvertRenderer, render_total
+from kafkatool.constants import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_SEGMENT_BYTES
+from kafkatool.constants import DOWN_CONVERSION_READ_SIZE as MAX_READ_SIZE
+from kafkatool.convert.run import ConvertRequest, convert
 
 HELP = "\n\n".join([
     'Convert SRC (a .log segment, a partition dir or a log dir) to message format v1 or v0 in DST.',
@@ -79,7 +68,7 @@ def downconvert(
         "--batch-bytes", help="With --codec: group consecutive uncompressed legacy messages (already at or below "
         "--to-magic) into compressed wrappers up to this size (Kafka's compression-ratio estimate); 0: one "
         "wrapper per message.", default="16KiB")] = 16384,
-    chunk_size: ChunkSizeOpt = DEFAULT_CHUNK_SIZE,
+    chunk_size: ChunkSizeOpt = MAX_READ_SIZE,
     segment_bytes: SegmentBytesOpt = DEFAULT_SEGMENT_BYTES,
     max_message_bytes: MaxMessageBytesOpt = DEFAULT_MAX_MESSAGE_BYTES,
     dry_run: DryRunOpt = False,
@@ -91,21 +80,10 @@ def downconvert(
 ) -> int:
     output = Output(quiet=quiet)
     form = output.resolve_format(fmt, tty_default=OutputFormat.text)
-    chunk = chunk_size
-    mem = use_budget(memory, chunk_bytes=chunk)  # a chunk that does not fit: exit 2 with the minimum
-    zstd = codec_or_keep(zstd_to, "--zstd-to") if zstd_to is not None else None
-    if zstd_to is not None and zstd is None:
-        raise UsageError("--zstd-to must be gzip, lz4, snappy or none")
-    opts = ConvertOptions(to_magic=to_magic, codec=codec_or_keep(codec, "--codec"), zstd_to=zstd,
-                          batch_bytes=batch_bytes, chunk_size=chunk, decompress_limit=mem.worker.decompress_limit,
-                          segment_bytes=segment_bytes,
-                          max_message_bytes=max_message_bytes, dry_run=dry_run)
-    refuse_if_live(dst)  # a write into a live log dir is refused first: --live never allows that
-    check_live([src], live, output.finding, "downconvert")
-    observer = CliObserver(output, form, "downconvert")
-    try:
-        results = convert_log(src, dst, opts, observer)
-    finally:
-        observer.stop()
-    render_total(output, form, results, "downconvert", dry_run)
-    return ExitCode.OK
+    request = ConvertRequest(src, dst, to_magic, codec=codec, zstd_to=zstd_to, batch_bytes=batch_bytes,
+                             chunk_size=chunk_size, segment_bytes=segment_bytes, max_message_bytes=max_message_bytes,
+                             dry_run=dry_run, live=live, memory=memory_option(memory))
+    with ConvertRenderer(output, form, "downconvert") as renderer:
+        outcome = convert(request, renderer)
+    render_total(output, form, outcome.partitions, "downconvert", dry_run)
+    return outcome.exit_code

@@ -1,7 +1,7 @@
 """``kafkatool dump``: what is on disk, batch by batch, record by record, entry by entry.
 
-Thin: options -> ``DumpOptions`` -> ``DumpEngine`` events -> a renderer (``text``, ``dump-log``, ``json``,
-or the ``table`` below, the only one that needs rich).
+Options are parsed here; the work is ``kafkatool.dump.run.dump`` (a ``DumpRequest``), its events rendered by
+``kafkatool.commands.render.dump`` (``text``, ``dump-log``, ``json``, or the rich ``table``).
 """
 
 from __future__ import annotations
@@ -10,40 +10,24 @@ import enum
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
 
 from kafkatool.commands.options import (
     LiveOpt,
     MemoryOpt,
     QuietOpt,
     TracebackOpt,
-    check_live,
+    memory_option,
+    require,
     size_opt,
     time_opt,
-    use_budget,
 )
-from kafkatool.commands.render.dump_table import TableWriter
-from kafkatool.decoders import resolve_parser
-from kafkatool.dump.dumplog import DumpLogWriter, make_decoder
-from kafkatool.dump.engine import DumpEngine
-from kafkatool.dump.events import (
-    DEFAULT_RESYNC_LIMIT,
-    DumpOptions,
-    Event,
-    FileEnd,
-    FileStart,
-    Finding,
-    Notice,
-    Summary,
-)
-from kafkatool.dump.events import Progress as ProgressEvent
-from kafkatool.dump.filter import RecordFilter
-from kafkatool.dump.render import JsonWriter, TextWriter, summary_text
-from kafkatool.errors import ExitCode, InputError, UsageError
+from kafkatool.commands.render.dump import DumpRenderer
+from kafkatool.dump.events import DEFAULT_RESYNC_LIMIT
+from kafkatool.dump.run import DumpRequest, dump
+from kafkatool.errors import ExitCode
 
 
 class DumpFormat(str, enum.Enum):
@@ -73,11 +57,7 @@ class ControlType(str, enum.Enum):
 _FILTERS = "Decoders and filters"
 
 
-def _err(text: str) -> None:
-    sys.stderr.write(text + "\n")
-
-
-def dump(
+def dump_cmd(
     paths: Annotated[list[Path], typer.Argument(
         help="Segment or index files, partition dirs, or broker log dirs (every file of every partition).",
         show_default=False)],
@@ -119,12 +99,18 @@ def dump(
                                                        "offset/timestamp/size metadata (dump-log).")] = False,
     summary_only: Annotated[bool, typer.Option("--summary-only", help="Walk and validate everything (records too "
                                                "with --deep), print only the closing summary.")] = False,
+    dump_log_version: Annotated[str, typer.Option(
+        "--dump-log-version", help="Which kafka-dump-log.sh -f dump-log matches: 3.9, or 4 (4.x decodes "
+        "LeaderChange control records and has no stray '}' on legacy record lines).", metavar="3.9|4")] = "3.9",
     count: Annotated[bool, typer.Option("--count", help="Print only the number of (matching) records: per records "
                                        "file '<n> <path>', then '<n> total'.")] = False,
     decoder: Annotated[str | None, typer.Option(
         "--decoder", help="Decode whole records: offsets (__consumer_offsets, Kafka's --offsets-decoder), "
-        "transactions (__transaction_state, --transaction-log-decoder), a bytes decoder for both sides, or a "
-        "plugin. Implies --print-data.", rich_help_panel=_FILTERS, show_default=False)] = None,
+        "transactions (__transaction_state, --transaction-log-decoder), cluster-metadata (KRaft's "
+        "__cluster_metadata, --cluster-metadata-decoder), remote-log-metadata (__remote_log_metadata), "
+        "share-group-state (4.x __share_group_state) - these three are the default in their topic's partition "
+        "dirs -, a bytes decoder for both sides, or a plugin. Implies --print-data.", rich_help_panel=_FILTERS,
+        show_default=False)] = None,
     key_decoder: Annotated[str | None, typer.Option(
         "--key-decoder", help="Decode keys with utf8 (Kafka's StringDecoder), hex, base64, json or a plugin; "
         "implies --print-data.", rich_help_panel=_FILTERS, show_default=False)] = None,
@@ -170,90 +156,31 @@ def dump(
     kafkatool dump 00000000000000000000.log -f dump-log --deep;
     kafkatool dump /var/lib/kafka --deep --verify --summary-only
     """
-    for p in paths:
-        if not p.exists():
-            raise InputError("no such file or directory", path=p)
-    check_live(paths, live, _err, "dump")
-    if from_offset is not None and to_offset is not None and from_offset > to_offset:
-        raise UsageError("--from-offset is after --to-offset")
-    parser = None
-    if decoder is not None or key_decoder is not None or value_decoder is not None:
-        parser = resolve_parser(decoder, key_decoder, value_decoder)  # unknown name: UsageError, exit 2
-        print_data = True  # as Kafka's decoder options imply --print-data-log
-    record_filter = RecordFilter.build(
+    require(decoder is None or (key_decoder is None and value_decoder is None),
+            "--decoder decodes whole records; it cannot be combined with --key-decoder/--value-decoder")
+    require(dump_log_version in ("3.9", "4"), f"--dump-log-version {dump_log_version!r}: 3.9 or 4")
+    form = fmt or (DumpFormat.table if sys.stdout.isatty() else DumpFormat.text)
+    request = DumpRequest(
+        paths, deep=deep, print_data=print_data, verify=verify, verify_index=verify_index,
+        verify_index_only=verify_index_only, index_sanity_check=index_sanity_check, strict=strict,
+        from_offset=from_offset, to_offset=to_offset, from_time=from_time, to_time=to_time, max_bytes=max_bytes,
+        resync_limit=resync_limit, decoder=decoder, key_decoder=key_decoder, value_decoder=value_decoder,
         producer_id=producer_id, producer_epoch=producer_epoch, transactional=transactional,
-        control_types=[c.value for c in control_type] if control_type else None, key=key, key_regex=key_regex)
-    deep = deep or print_data
-    limit = use_budget(memory).worker.decompress_limit
-    out = sys.stdout
-    stdout_tty = out.isatty()
-    form = fmt or (DumpFormat.table if stdout_tty else DumpFormat.text)
-    quiet_output = summary_only or count
-    opts = DumpOptions(
-        deep=deep, verify=verify, verify_index=verify_index, verify_index_only=verify_index_only,
-        index_sanity_check=index_sanity_check, strict=strict, from_offset=from_offset, to_offset=to_offset,
-        from_time=from_time, to_time=to_time, max_bytes=max_bytes,
-        decompress_limit=limit, resync_limit=resync_limit,
-        emit_data=not quiet_output, exact_counts=count, kafka_compat=form == DumpFormat.dump_log,
-        record_filter=record_filter, parser=parser)
-    engine = DumpEngine(opts)
-    writer: Any
-    if form == DumpFormat.dump_log:
-        writer = DumpLogWriter(out, _err, print_data=print_data, skip_record_metadata=skip_record_metadata,
-                               decode=make_decoder(encoding.value), max_bytes_set=max_bytes is not None, deep=deep)
-    elif form == DumpFormat.json:
-        writer = JsonWriter(out, encoding=encoding.value, decompress_limit=limit, summary_only=quiet_output,
-                            file_ends=count)
-    elif form == DumpFormat.table:
-        writer = TableWriter(Console(file=out, highlight=False), print_data=print_data, encoding=encoding.value)
-    else:
-        writer = TextWriter(out, _err, print_data=print_data, encoding=encoding.value, summary_only=quiet_output)
-    if quiet_output and form != DumpFormat.json:
-        # Whatever the format, only the findings (stderr), then the summary or the counts (stdout).
-        findings = TextWriter(out, _err, print_data=False, encoding=encoding.value, summary_only=True)
-        writer = _Counts(out, findings) if count else _FindingsOnly(findings)
-    progress = _ProgressView() if not quiet and sys.stderr.isatty() else None
+        control_type=[c.value for c in control_type] if control_type else None, key=key, key_regex=key_regex,
+        summary_only=summary_only, count=count, kafka_compat=form == DumpFormat.dump_log, live=live,
+        memory=memory_option(memory))
+    renderer = DumpRenderer(sys.stdout, form.value, request, encoding=encoding.value,
+                            skip_record_metadata=skip_record_metadata, quiet=quiet,
+                            progress=not quiet and sys.stderr.isatty(), dump_log_version=dump_log_version)
     try:
-        summary = _run(engine, paths, writer, progress)
-        if count:
-            if form != DumpFormat.json:
-                out.write(f"{'?' if summary.records is None else summary.records} total\n")
-        elif summary_only and form != DumpFormat.json:
-            out.write(summary_text(summary) + "\n")
-        elif not quiet and form in (DumpFormat.text, DumpFormat.table):
-            _err(f"kafkatool: summary: {summary_text(summary)}")
-        out.flush()
+        with renderer:
+            outcome = dump(request, renderer)
+            renderer.finish(outcome)
     except BrokenPipeError:
         # `| head`: the reader is gone; that is not an error. (click would turn EPIPE into exit 1.)
         _silence_stdout()
         return ExitCode.OK
-    if summary.io_errors:
-        return ExitCode.USAGE
-    if summary.errors or summary.warnings:
-        return ExitCode.FINDINGS
-    return ExitCode.OK
-
-
-def _run(engine: DumpEngine, paths: list[Path], writer: Any, progress: _ProgressView | None) -> Summary:
-    summary: Summary | None = None
-    try:
-        for ev in engine.run(paths):
-            t = type(ev)
-            if t is ProgressEvent:
-                if progress is not None:
-                    progress.update(ev)  # type: ignore[arg-type]
-                continue
-            if progress is not None and (t is FileStart or t is FileEnd):
-                progress.update(ev)  # type: ignore[arg-type]
-            if t is Summary:
-                summary = ev  # type: ignore[assignment]
-            writer.handle(ev)
-        writer.close()
-    finally:
-        if progress is not None:
-            progress.close()
-    assert summary is not None
-    return summary
+    return outcome.exit_code
 
 
 def _silence_stdout() -> None:
@@ -264,68 +191,9 @@ def _silence_stdout() -> None:
         pass
 
 
-class _FindingsOnly:
-    """--summary-only / --count: findings and notices still reach stderr (through a summary-only
-    ``TextWriter``, which needs the file boundaries to count offset gaps per file), data lines do not."""
-
-    def __init__(self, inner: TextWriter) -> None:
-        self.inner = inner
-
-    def handle(self, ev: Event) -> None:
-        t = type(ev)
-        if t is Finding or t is Notice or t is FileStart or t is FileEnd:
-            self.inner.handle(ev)
-
-    def close(self) -> None:
-        self.inner.close()
-
-
-class _Counts(_FindingsOnly):
-    """--count: ``<records> <path>`` as each records file ends (the records that passed the filters)."""
-
-    def __init__(self, out: Any, inner: TextWriter) -> None:
-        super().__init__(inner)
-        self.out = out
-
-    def handle(self, ev: Event) -> None:
-        if type(ev) is FileEnd and ev.kind.is_records:
-            n = ev.records
-            self.out.write(f"{'?' if n is None else n} {ev.path}\n")
-        super().handle(ev)
-
-
-class _ProgressView:
-    """A transient per-file progress bar on stderr for files large enough to take a while."""
-
-    MIN_SIZE = 64 * 1024 * 1024
-
-    def __init__(self) -> None:
-        self.bar: Progress | None = None
-        self.task: Any = None
-
-    def update(self, ev: FileStart | FileEnd | ProgressEvent) -> None:
-        if isinstance(ev, FileStart):
-            if ev.kind.is_records and ev.size >= self.MIN_SIZE:
-                if self.bar is None:
-                    self.bar = Progress(TextColumn("{task.description}", markup=False), BarColumn(), DownloadColumn(),
-                                        TimeRemainingColumn(), console=Console(stderr=True), transient=True)
-                    self.bar.start()
-                self.task = self.bar.add_task(Path(ev.path).name, total=ev.size)
-        elif isinstance(ev, ProgressEvent):
-            if self.bar is not None and self.task is not None:
-                self.bar.update(self.task, completed=ev.position)
-        elif self.bar is not None and self.task is not None:
-            self.bar.remove_task(self.task)
-            self.task = None
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.stop()
-
-
 def register(app: typer.Typer) -> None:
     app.command(
         "dump",
         short_help="Dump segments, indexes, snapshots and checkpoints; report corruption.",
         no_args_is_help=True,
-    )(dump)
+    )(dump_cmd)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, Annotated, Any, TypeVar
 
@@ -13,9 +13,7 @@ import typer
 from rich.console import Console
 
 from kafkatool.errors import UsageError
-from kafkatool.log.lock import check_read, live_notice
 from kafkatool.sample.spec import IntRange
-from kafkatool.util import budget
 from kafkatool.util.jsonl import json_line
 from kafkatool.util.units import parse_size, parse_time_ms
 
@@ -160,14 +158,6 @@ LIVE_HELP = ("Read a log dir whose .lock a live broker holds anyway, with a warn
 LiveOpt = Annotated[bool, typer.Option("--live", help=LIVE_HELP)]
 
 
-def check_live(paths: Iterable[str | os.PathLike[str]], live: bool, warn: Callable[[str], None],
-               command: str) -> None:
-    """Reading ``paths``: exit 3 while a live broker holds the log dir of one of them, unless ``--live``; then
-    one warning line per held ``.lock`` (active segments may be mid-write)."""
-    for lock in check_read(paths, live=live):
-        warn(f"kafkatool {command}: {live_notice(lock)}")
-
-
 # ``kafkatool --memory`` (the root option), set by the root callback before any command runs.
 _root_memory: str | None = None
 
@@ -181,16 +171,6 @@ def memory_option(command_value: str | None) -> str | None:
     """The ``--memory`` that applies: the command's, else the root's (``None``: KAFKATOOL_MEMORY, else the
     default; ``kafkatool.util.budget.resolve`` reads those)."""
     return command_value if command_value is not None else _root_memory
-
-
-def use_budget(memory: str | None, *, workers: int = 1, chunk_bytes: int = budget.DEFAULT_CHUNK,
-               processes: int | None = None, working_bytes: int = 0, working: str = "") -> budget.MemoryBudget:
-    """Resolve the run's memory budget once and activate it for the library (exit 2 with the minimum when
-    it is too small for ``workers``, ``chunk_bytes`` and the command's ``working_bytes``)."""
-    b = budget.resolve(memory_option(memory), workers=workers, chunk_bytes=chunk_bytes, processes=processes,
-                       working_bytes=working_bytes, working=working)
-    budget.activate(b)
-    return b
 
 
 @dataclass
@@ -250,10 +230,6 @@ def silence(stream: IO[str]) -> None:
         os.close(devnull)
     except (OSError, ValueError):
         pass
-
-
-def env_memory_default() -> str | None:
-    return os.environ.get(budget.ENV)
 
 
 def require(condition: bool, message: str) -> None:

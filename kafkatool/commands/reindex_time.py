@@ -24,8 +24,7 @@ from kafkatool.commands.options import (
     require,
     size_opt,
 )
-
-DEFAULT_INDEX_INTERVAL_BYTES = 4096  # index.interval.bytes (ServerLogConfigs), as recover.py uses it
+from kafkatool.constants import DEFAULT_INDEX_INTERVAL_BYTES
 
 HELP = """Check or rebuild segment time indexes (and offset indexes) offline, by Kafka 3.9's LogSegment.recover rules.
 

@@ -1,15 +1,15 @@
 """``kafkatool sample DIR``: write a realistic, deterministic Kafka log dir.
 
-Thin: options -> ``SampleSpec`` (a profile, adjusted by the options given) -> ``generate_sample`` ->
-a per-partition listing on stdout (text or JSON lines) and a one-line summary on stderr.
+Options are parsed here; the work is ``kafkatool.sample.run.sample`` (a profile, shaped by the options given),
+rendered by ``kafkatool.commands.render.sample``: a per-partition listing on stdout (text or JSON lines) and a
+one-line summary on stderr.
 """
 
 from __future__ import annotations
 
 import enum
-from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -18,27 +18,16 @@ from kafkatool.commands.options import (
     Output,
     QuietOpt,
     TracebackOpt,
+    memory_option,
+    require,
     size_opt,
     size_range_opt,
     time_opt,
-    use_budget,
 )
-from kafkatool.errors import ExitCode, UsageError
-from kafkatool.record.batch import TimestampType
-from kafkatool.record.codecs import CODEC_LABELS, Codec
-from kafkatool.sample.spec import (
-    DEFAULT_START_MS,
-    IntRange,
-    SampleSpec,
-    TopicSpec,
-    bench_topic,
-    demo_topics,
-)
-from kafkatool.util.units import format_size
-
-if TYPE_CHECKING:  # the generator imports numpy: only when the command runs, not when the CLI starts
-    from kafkatool.sample.generate import SampleResult
-    from kafkatool.sample.partition import PartitionSummary
+from kafkatool.commands.render.sample import SampleRenderer
+from kafkatool.sample.run import SampleRequest
+from kafkatool.sample.run import sample as sample_run
+from kafkatool.sample.spec import IntRange
 
 
 class Profile(str, enum.Enum):
@@ -169,175 +158,25 @@ def sample(
 
       kafkatool sample /tmp/txn --topics payments --partitions 2 --transactional --segment-bytes 64KiB
     """
+    request = SampleRequest(
+        directory, profile=profile.value if profile is not None else None, seed=seed, start_time=start_time,
+        active_indexes=active_indexes.value, records=records, segment_bytes=segment_bytes,
+        memory=memory_option(memory), topics=topics, partitions=partitions, magic=magic, codec=codec, level=level,
+        partition_bytes=partition_bytes, batch_records=batch_records, value_bytes=value_bytes,
+        key_cardinality=key_cardinality, null_key_fraction=null_key_fraction, headers=headers,
+        timestamp_type=timestamp_type.value if timestamp_type is not None else None, producers=producers,
+        idempotent=idempotent, transactional=transactional, abort_fraction=abort_fraction, compacted=compacted,
+        tombstone_fraction=tombstone_fraction, index_interval_bytes=index_interval_bytes,
+        retention_bytes=retention_bytes, leader_epochs=leader_epochs, compressible=compressible)
+    given = request.shaping()  # the library refuses them with the demo profile too, in its own words
+    require(profile != Profile.demo or not given, f"the demo profile is fixed; "
+            f"{', '.join('--' + name.replace('_', '-') for name in given)} shape custom topics (use --profile custom "
+            "or bench)")
     out = Output(quiet=quiet)
-    use_budget(memory)
-    shaping: dict[str, Any] = {
-        "--topics": topics, "--partitions": partitions, "--magic": magic, "--codec": codec, "--level": level,
-        "--partition-bytes": partition_bytes, "--batch-records": batch_records, "--value-bytes": value_bytes,
-        "--key-cardinality": key_cardinality, "--null-key-fraction": null_key_fraction, "--headers": headers,
-        "--timestamp-type": timestamp_type, "--producers": producers, "--idempotent": idempotent,
-        "--transactional": transactional or None, "--abort-fraction": abort_fraction,
-        "--compacted": compacted or None, "--tombstone-fraction": tombstone_fraction,
-        "--index-interval-bytes": index_interval_bytes, "--retention-bytes": retention_bytes,
-        "--leader-epochs": leader_epochs, "--compressible": compressible,
-    }
-    given = [k for k, v in shaping.items() if v is not None]
-    chosen = profile or (Profile.custom if given else Profile.demo)
-    seg = segment_bytes
-    if chosen == Profile.demo:
-        if given:
-            raise UsageError(f"the demo profile is fixed; {', '.join(given)} shape custom topics "
-                             "(use --profile custom or bench)")
-        topic_specs = demo_topics(records, seg)
-    else:
-        base = bench_topic() if chosen == Profile.bench else TopicSpec("sample")
-        names = [n.strip() for n in (topics or base.name).split(",") if n.strip()]
-        if not names:
-            raise UsageError("--topics names no topic")
-        shaped = _shape(base, records=records, partition_bytes=partition_bytes, segment_bytes=seg, **{
-            "partitions": partitions, "magic": magic, "codec": codec, "level": level,
-            "batch_records": batch_records, "value_bytes": value_bytes, "key_cardinality": key_cardinality,
-            "null_key_fraction": null_key_fraction, "headers": headers, "timestamp_type": timestamp_type,
-            "producers": producers, "idempotent": idempotent, "transactional": transactional,
-            "abort_fraction": abort_fraction, "compacted": compacted, "tombstone_fraction": tombstone_fraction,
-            "index_interval_bytes": index_interval_bytes, "retention_bytes": retention_bytes,
-            "leader_epochs": leader_epochs, "compressible": compressible})
-        topic_specs = tuple(replace(shaped, name=n) for n in names)
-    spec = SampleSpec(topic_specs, seed=seed,
-                      start_ms=start_time if start_time is not None else DEFAULT_START_MS,
-                      clean_shutdown=active_indexes == ActiveIndexes.trimmed, profile=chosen.value)
-
-    from kafkatool.sample.generate import generate_sample
-
-    header = [fmt == SampleFormat.text]  # printed with the first partition: a refused run prints no data
-
-    def progress(p: PartitionSummary) -> None:
-        if fmt == SampleFormat.json:
-            out.json(_partition_json(p))
-        else:
-            if header[0]:
-                out.line(_HEADER)
-                header[0] = False
-            out.line(_partition_line(p))
-
-    result = generate_sample(directory, spec, progress=progress)
-    if fmt == SampleFormat.json:
-        out.json(_summary_json(result))
-    out.note(_summary_text(result))
-    return ExitCode.OK
-
-
-def _shape(base: TopicSpec, *, records: int | None, partition_bytes: int | None, segment_bytes: int | None,
-           **o: Any) -> TopicSpec:
-    """Apply the options that were given to ``base``."""
-    c: dict[str, Any] = {}
-    if records is not None:
-        c.update(records=records, partition_bytes=None)
-    if partition_bytes is not None:
-        c["partition_bytes"] = partition_bytes
-    if segment_bytes is not None:
-        c["segment_bytes"] = segment_bytes
-    if o["magic"] is not None:
-        c["magics"] = _magics(o["magic"])
-    if o["codec"] is not None:
-        c["codecs"] = _codecs(o["codec"])
-    if o["batch_records"] is not None:
-        c["batch_records"] = IntRange.parse(o["batch_records"], "--batch-records", minimum=1)
-    if o["value_bytes"] is not None:
-        c["value_bytes"] = o["value_bytes"]
-    for name in ("partitions", "level", "key_cardinality", "null_key_fraction", "headers", "abort_fraction",
-                 "tombstone_fraction", "leader_epochs", "compressible", "idempotent", "producers"):
-        if o[name] is not None:
-            c[name] = o[name]
-    if o["timestamp_type"] is not None:
-        c["timestamp_type"] = (TimestampType.LOG_APPEND_TIME if o["timestamp_type"] == TsType.append
-                               else TimestampType.CREATE_TIME)
-    if o["transactional"]:
-        c.update(transactional_producers=o["producers"] or 2, producers=0,
-                 abort_fraction=0.2 if o["abort_fraction"] is None else o["abort_fraction"])
-    if o["compacted"]:
-        c["compacted"] = True
-    for name in ("index_interval_bytes", "retention_bytes"):
-        if o[name] is not None:
-            c[name] = o[name]
-    return replace(base, **c)
-
-
-def _magics(text: str) -> tuple[int, ...]:
-    v = text.strip().lower()
-    if v == "mix":
-        return (0, 1, 2)
-    if v in ("0", "1", "2"):
-        return (int(v),)
-    raise UsageError(f"--magic: expected 0, 1, 2 or mix, got {text!r}")
-
-
-def _codecs(text: str) -> tuple[Codec, ...]:
-    v = text.strip().lower()
-    if v == "mix":
-        return tuple(Codec)
-    out = []
-    for part in v.split(","):
-        if part.strip() not in CODEC_LABELS:
-            raise UsageError(f"--codec: unknown codec {part.strip()!r} ({', '.join(CODEC_LABELS)} or mix)")
-        out.append(Codec.from_label(part))
-    return tuple(dict.fromkeys(out))
-
-
-_HEADER = f"{'PARTITION':<22} {'FORMATS':<9} {'CODECS':<22} {'SEGS':>4} {'RECORDS':>8} {'OFFSETS':<15} " \
-          f"{'SIZE':>9}  NOTES"
-
-
-def _partition_line(p: PartitionSummary) -> str:
-    notes = []
-    if p.commits or p.aborts:
-        notes.append(f"txns {p.commits} committed/{p.aborts} aborted")
-    if p.compacted:
-        notes.append(f"compacted (cleaned to {p.cleaner_checkpoint})" if p.cleaner_checkpoint is not None
-                     else "compacted")
-    if p.log_start_offset > p.first_segment_base:
-        notes.append(f"DeleteRecords to {p.log_start_offset}")
-    elif p.log_start_offset > 0:
-        notes.append(f"retention deleted offsets < {p.log_start_offset}")
-    if p.epochs:
-        notes.append("leader epochs " + ",".join(str(e.epoch) for e in p.epochs))
-    formats = "/".join(f"v{m}" for m in p.magics) or "-"
-    codecs = ",".join(p.codecs) or "-"
-    offsets = f"{p.log_start_offset}..{p.log_end_offset - 1}" if p.log_end_offset > p.log_start_offset else "empty"
-    return (f"{p.topic}-{p.partition:<{max(1, 21 - len(p.topic))}} {formats:<9} {codecs:<22} {len(p.segments):>4} "
-            f"{p.records:>8} {offsets:<15} {format_size(p.bytes):>9}  {'; '.join(notes)}")
-
-
-def _partition_json(p: PartitionSummary) -> dict[str, Any]:
-    return {
-        "type": "partition", "topic": p.topic, "partition": p.partition, "topic_id": p.topic_id,
-        "log_start_offset": p.log_start_offset, "log_end_offset": p.log_end_offset,
-        "high_watermark": p.high_watermark, "recovery_point": p.recovery_point,
-        "magics": list(p.magics), "codecs": list(p.codecs), "records": p.records, "markers": p.markers,
-        "committed_txns": p.commits, "aborted_txns": p.aborts, "bytes": p.bytes,
-        "uncompressed_bytes": p.uncompressed_bytes, "compacted": p.compacted,
-        "cleaner_checkpoint": p.cleaner_checkpoint,
-        "leader_epochs": [[e.epoch, e.start_offset] for e in p.epochs], "snapshots": list(p.snapshots),
-        "segments": [{"base_offset": s.base_offset, "size": s.size, "next_offset": s.next_offset,
-                      "records": s.records, "batches": s.physical_batches, "index_entries": s.offset_index_entries,
-                      "time_index_entries": s.time_index_entries, "aborted_txns": s.aborted_txns}
-                     for s in p.segments],
-    }
-
-
-def _summary_json(r: SampleResult) -> dict[str, Any]:
-    return {"type": "summary", "path": str(r.path), "profile": r.spec.profile, "seed": r.spec.seed,
-            "clean_shutdown": r.spec.clean_shutdown, "cluster_id": r.cluster_id, "directory_id": r.directory_id,
-            "broker_epoch": r.broker_epoch, "topics": len(r.spec.topics), "partitions": len(r.partitions),
-            "records": sum(p.records for p in r.partitions), "bytes": r.bytes,
-            "elapsed_s": round(r.elapsed_s, 3)}
-
-
-def _summary_text(r: SampleResult) -> str:
-    mb_s = r.bytes / r.elapsed_s / 1e6 if r.elapsed_s > 0 else 0.0
-    return (f"kafkatool sample: wrote {len(r.partitions)} partitions of {len(r.spec.topics)} topics, "
-            f"{sum(p.records for p in r.partitions)} records, {format_size(r.bytes)} of segments to {r.path} "
-            f"in {r.elapsed_s:.2f} s ({mb_s:.0f} MB/s; profile {r.spec.profile}, seed {r.spec.seed})")
+    renderer = SampleRenderer(out, json=fmt == SampleFormat.json)
+    outcome = sample_run(request, renderer)
+    renderer.summary(outcome)
+    return outcome.exit_code
 
 
 def register(app: typer.Typer) -> None:

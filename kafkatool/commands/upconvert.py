@@ -7,18 +7,7 @@ from typing import Annotated
 
 import typer
 
-from kafkatool.commands.conversion import (
-    DEFAULT_CHUNK_SIZE,
-    DEFAULT_MAX_MESSAGE_BYTES,
-    DEFAULT_SEGMENT_BYTES,
-    ChunkSizeOpt,
-    CliObserver,
-    DryRunOpt,
-    MaxMessageBytesOpt,
-    SegmentBytesOpt,
-    codec_or_keep,
-    render_total,
-)
+from kafkatool.commands.conversion import ChunkSizeOpt, DryRunOpt, MaxMessageBytesOpt, SegmentBytesOpt
 from kafkatool.commands.options import (
     FormatOpt,
     LiveOpt,
@@ -27,13 +16,13 @@ from kafkatool.commands.options import (
     OutputFormat,
     QuietOpt,
     TracebackOpt,
-    check_live,
+    memory_option,
     size_opt,
-    use_budget,
 )
-from kafkatool.convert.engine import ConvertOptions, convert_log
-from kafkatool.errors import ExitCode
-from kafkatool.log.lock import refuse_if_live
+from kafkatool.commands.render.convert import ConvertRenderer, render_total
+from kafkatool.constants import DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_SEGMENT_BYTES
+from kafkatool.constants import DOWN_CONVERSION_READ_SIZE as MAX_READ_SIZE
+from kafkatool.convert.run import ConvertRequest, convert
 
 HELP = "\n\n".join([
     'Convert the v0/v1 data of SRC (a .log segment, a partition dir or a log dir) to message format v2 in '
@@ -72,7 +61,7 @@ def upconvert(
         "--batch-bytes", help="Group consecutive uncompressed legacy messages into v2 batches up to this size "
         "(Kafka's compression-ratio estimate for compressed output); 0: one batch per message.",
         default="16KiB")] = 16 * 1024,
-    chunk_size: ChunkSizeOpt = DEFAULT_CHUNK_SIZE,
+    chunk_size: ChunkSizeOpt = MAX_READ_SIZE,
     segment_bytes: SegmentBytesOpt = DEFAULT_SEGMENT_BYTES,
     max_message_bytes: MaxMessageBytesOpt = DEFAULT_MAX_MESSAGE_BYTES,
     dry_run: DryRunOpt = False,
@@ -84,19 +73,10 @@ def upconvert(
 ) -> int:
     output = Output(quiet=quiet)
     form = output.resolve_format(fmt, tty_default=OutputFormat.text)
-    chunk = chunk_size
-    mem = use_budget(memory, chunk_bytes=chunk)  # a chunk that does not fit: exit 2 with the minimum
-    opts = ConvertOptions(to_magic=2, codec=codec_or_keep(codec, "--codec"),
-                          batch_bytes=batch_bytes,
-                          chunk_size=chunk, decompress_limit=mem.worker.decompress_limit,
-                          segment_bytes=segment_bytes,
-                          max_message_bytes=max_message_bytes, dry_run=dry_run)
-    refuse_if_live(dst)  # a write into a live log dir is refused first: --live never allows that
-    check_live([src], live, output.finding, "upconvert")
-    observer = CliObserver(output, form, "upconvert")
-    try:
-        results = convert_log(src, dst, opts, observer)
-    finally:
-        observer.stop()
-    render_total(output, form, results, "upconvert", dry_run)
-    return ExitCode.OK
+    request = ConvertRequest(src, dst, 2, codec=codec, batch_bytes=batch_bytes, chunk_size=chunk_size,
+                             segment_bytes=segment_bytes, max_message_bytes=max_message_bytes, dry_run=dry_run,
+                             live=live, memory=memory_option(memory))
+    with ConvertRenderer(output, form, "upconvert") as renderer:
+        outcome = convert(request, renderer)
+    render_total(output, form, outcome.partitions, "upconvert", dry_run)
+    return outcome.exit_code

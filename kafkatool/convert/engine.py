@@ -6,7 +6,7 @@ longer writes (KIP-724). The output is a new directory holding one partition dir
 loadable by a broker:
 
 * every source segment yields one or more output segments, the first named by the source's base
-  offset; a new one is rolled as the broker's ``LogSegment.shouldRoll`` would (``--segment-bytes``
+  offset; a new one is rolled as the broker's ``LogSegment.shouldRoll`` would (``segment_bytes``
   reached, or an offset that would not fit the 4-byte relative index); each finished ``.log`` gets its
   ``.index``/``.timeindex`` from :func:`kafkatool.log.recovery.recover_segment` (Kafka 3.9 ``LogSegment.recover``);
 * offsets are preserved; if dropped control batches would lower the log end offset, an empty segment
@@ -15,7 +15,7 @@ loadable by a broker:
   producer snapshots and the aborted-transaction index (v2 batches are copied unchanged), down-conversion
   drops both (v0/v1 have no producer state and no transaction markers);
 * work proceeds batch by batch, each converted batch written before the next is read; the common
-  down-conversion case (a v2 batch keeping its codec) runs compiled, up to ``--chunk-size`` of source
+  down-conversion case (a v2 batch keeping its codec) runs compiled, up to ``chunk_size`` of source
   (128 KiB as Kafka's ``LazyDownConversionRecords``) at a time: memory depends on the chunk size and
   the largest batch only;
 * crash safety: a partition is written into ``DST/.kafkatool-tmp-<name>.tmp``, every file fsynced, then the
@@ -30,7 +30,6 @@ from __future__ import annotations
 import os
 import resource
 import shutil
-import struct
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -39,6 +38,13 @@ from typing import Any
 import crc32c as _crc32c
 
 from kafkatool._accel import speedups as _C
+from kafkatool.constants import (
+    DEFAULT_INDEX_INTERVAL_BYTES,
+    DEFAULT_MAX_MESSAGE_BYTES,
+    DEFAULT_SEGMENT_BYTES,
+    DOWN_CONVERSION_READ_SIZE,
+    INT32_MAX,
+)
 from kafkatool.convert.files import (
     PartitionSource,
     SegmentWriter,
@@ -50,7 +56,7 @@ from kafkatool.convert.files import (
 from kafkatool.errors import KafkaToolError, LimitExceededError, UsageError
 from kafkatool.log.lock import hold_for_write
 from kafkatool.log.txn_index import read_txn_index
-from kafkatool.record.batch import MAGIC_V2, NO_TIMESTAMP, Record, TimestampType
+from kafkatool.record.batch import LOG_HEADER, LOG_OVERHEAD, MAGIC_V2, NO_TIMESTAMP, Record, TimestampType
 from kafkatool.record.codecs import (
     Codec,
     compress,
@@ -61,7 +67,7 @@ from kafkatool.record.codecs import (
     snappy_block_len,
     snappy_unblock,
 )
-from kafkatool.record.down_convert import MAX_READ_SIZE, WRAPPER_HEADER, DownConverted, down_convert_batch
+from kafkatool.record.down_convert import WRAPPER_HEADER, DownConverted, down_convert_batch
 from kafkatool.record.estimator import (
     ESTIMATION_STEPS,
     BatchPlanner,
@@ -79,10 +85,8 @@ from kafkatool.util.atomic import fsync_dir, temp_name
 
 __all__ = ["ConvertObserver", "ConvertOptions", "PartitionSource", "PartitionStats", "convert_log"]
 
-DEFAULT_SEGMENT_BYTES = 1 << 30  # segment.bytes
-DEFAULT_MAX_MESSAGE_BYTES = 1048588  # max.message.bytes (1 MiB + LOG_OVERHEAD)
 DEFAULT_BATCH_BYTES = 16384  # producer batch.size
-MAX_SEGMENT_BYTES = 0x7FFFFFFF  # positions in .index are int32
+MAX_SEGMENT_BYTES = INT32_MAX  # positions in .index are int32
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,11 +94,11 @@ class ConvertOptions:
     to_magic: int  # 0 or 1: downconvert; 2: upconvert
     codec: Codec | None = None  # None: keep each batch's codec
     zstd_to: Codec | None = None  # downconvert: what zstd batches become (None: refuse them, as Kafka does)
-    chunk_size: int = MAX_READ_SIZE
+    chunk_size: int = DOWN_CONVERSION_READ_SIZE
     segment_bytes: int = DEFAULT_SEGMENT_BYTES
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     batch_bytes: int = DEFAULT_BATCH_BYTES  # upconvert: group uncompressed legacy messages up to this (0: one each)
-    index_interval_bytes: int = 4096
+    index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
     decompress_limit: int | None = None
     dry_run: bool = False
 
@@ -104,22 +108,24 @@ class ConvertOptions:
 
     def validate(self) -> None:
         if self.to_magic not in (0, 1, 2):
-            raise UsageError(f"--to-magic must be 0 or 1 (got {self.to_magic})")
-        if not self.up and Codec.ZSTD in (self.codec, self.zstd_to):
-            raise UsageError("zstd cannot be written below magic 2: choose gzip, lz4, snappy or none")
+            raise UsageError(f"must be 0 or 1 (down-conversion) or 2 (up-conversion), got {self.to_magic}",
+                             field="to_magic")
+        for name, codec in (("codec", self.codec), ("zstd_to", self.zstd_to)):
+            if not self.up and codec == Codec.ZSTD:
+                raise UsageError("zstd cannot be written below magic 2: choose gzip, lz4, snappy or none", field=name)
         if self.chunk_size < 1:
-            raise UsageError("--chunk-size must be at least 1 byte")
+            raise UsageError("must be at least 1 byte", field="chunk_size")
         if not 1 <= self.segment_bytes <= MAX_SEGMENT_BYTES:
-            raise UsageError(f"--segment-bytes must be between 1 and {MAX_SEGMENT_BYTES} (positions are int32)")
+            raise UsageError(f"must be between 1 and {MAX_SEGMENT_BYTES} (positions are int32)", field="segment_bytes")
         if self.max_message_bytes < 1:
-            raise UsageError("--max-message-bytes must be at least 1")
+            raise UsageError("must be at least 1", field="max_message_bytes")
         if self.batch_bytes < 0:
-            raise UsageError("--batch-bytes must be >= 0")
+            raise UsageError("must be >= 0", field="batch_bytes")
 
 
 @dataclass(slots=True)
 class PartitionStats:
-    """The per-partition summary (``--format json`` prints it as one ``partition`` line)."""
+    """The per-partition summary (one ``partition`` JSON line in the commands' JSON output)."""
 
     partition: str
     source: str
@@ -187,7 +193,7 @@ class ConvertObserver:
 class DownConverter:
     """One partition's batches -> v0/v1 output units, ``RecordsUtil.downConvert`` rules plus KIP-126 splits.
 
-    With ``--codec``, batches already at or below the target magic (which Kafka copies) are re-encoded in
+    With a ``codec``, batches already at or below the target magic (which Kafka copies) are re-encoded in
     their own magic; consecutive uncompressed legacy messages are grouped into one compressed wrapper up to
     ``batch_bytes`` (the producer's batch.size and KIP-126 estimate, as upconvert groups them), a group
     breaking where the magic, the timestamp type or the log append time changes."""
@@ -248,31 +254,31 @@ class DownConverter:
             self._run_codecs = (_crc32c.crc32c, dec, comp, snappy_block, lz4_fast_block, snappy_block_len,
                                 snappy_unblock, lz4_unblock)
         estimates = tuple(est.estimation(topic, cid) for cid in range(4)) + ESTIMATION_STEPS
-        r = _C.downconvert_run(buf, p, p + opts.chunk_size, end, 1, to_magic, 0, opts.max_message_bytes, writer.size,
-                               writer.base, writer.segment_bytes, WRAPPER_HEADER[to_magic], limit, self._run_codecs,
-                               estimates)
-        if r is None or r[0] == p:
+        r = _C.downconvert_run(buf, p, p + opts.chunk_size, end, 1, to_magic, 0, opts.max_message_bytes,
+                               writer.size, writer.base, writer.segment_bytes, WRAPPER_HEADER[to_magic], limit,
+                               self._run_codecs, estimates)
+        if r is None or r.position == p:
             return None
-        (q, data, batches, records, filtered, with_headers, producer, tmem, log_end, last, none_records,
-         comp_batches, _wsize, new_estimates, updated) = r
-        writer.append_run(data, last)
+        writer.append_run(r.data, r.last_offset)
+        batches, records = r.batches, r.records
         stats.batches_in += batches
         dc.batches_in += batches
-        dc.records_filtered += filtered
-        dc.headers_dropped += with_headers
-        dc.producer_fields_dropped += producer
+        dc.records_filtered += r.records_filtered
+        dc.headers_dropped += r.headers_dropped
+        dc.producer_fields_dropped += r.producer_fields_dropped
         dc.batches_converted += batches
         dc.records_converted += records
-        dc.temporary_memory_bytes += tmem
+        dc.temporary_memory_bytes += r.temporary_memory_bytes
+        built = r.uncompressed_messages + r.compressed_batches  # one message per record, one wrapper per batch
         c.records_in += records
         c.records_out += records
-        c.batches_out += none_records + comp_batches
-        c.batches_built += none_records + comp_batches
-        c.recompressed_batches += comp_batches
+        c.batches_out += built
+        c.batches_built += built
+        c.recompressed_batches += r.compressed_batches
         for cid in range(1, 4):
-            if updated & (1 << cid):
-                est.ratios[(topic, cid)] = new_estimates[cid]
-        return q, log_end
+            if r.estimates_updated & (1 << cid):
+                est.ratios[(topic, cid)] = r.estimates[cid]
+        return r.position, r.log_end_offset
 
     def _add(self, batch: RecordBatch, override: Codec | None) -> list[Unit]:
         opts, c = self.opts, self.c
@@ -358,7 +364,7 @@ class DownConverter:
 
     def _within_limit(self, records: list[Record], data: bytes, uncompressed: int, codec: Codec, magic: int,
                       ts_type: TimestampType, lat: int) -> list[Unit]:
-        """KIP-126 for one built wrapper: kept when it fits ``--max-message-bytes``, else split and rebuilt."""
+        """KIP-126 for one built wrapper: kept when it fits ``max_message_bytes``, else split and rebuilt."""
         opts, c = self.opts, self.c
 
         def build(recs: list[Any]) -> bytes:
@@ -383,19 +389,16 @@ class DownConverter:
         return units
 
 
-_LOG = struct.Struct(">qi")
-
-
 def _check_messages(data: bytes, max_bytes: int, batch: RecordBatch) -> None:
     p = 0
     while p < len(data):
-        offset, size = _LOG.unpack_from(data, p)
-        if size + 12 > max_bytes:
+        offset, size = LOG_HEADER.unpack_from(data, p)
+        if size + LOG_OVERHEAD > max_bytes:
             raise LimitExceededError(
-                f"record at offset {offset} becomes a {size + 12}-byte message, more than --max-message-bytes "
+                f"record at offset {offset} becomes a {size + LOG_OVERHEAD}-byte message, more than max.message.bytes "
                 f"{max_bytes} (Kafka: RecordTooLargeException); raise the limit to convert it",
-                position=batch.position)
-        p += size + 12
+                position=batch.position, field="max_message_bytes")
+        p += size + LOG_OVERHEAD
 
 
 _CLEAR_REFS = "/proc/self/clear_refs"
@@ -526,7 +529,7 @@ def _convert_into(source: PartitionSource, tmp: Path | None, opts: ConvertOption
             # The compiled run converts and writes the common batches (v2 keeping its codec) many at a time;
             # the loop below takes every other one, and each batch where a run stops.
             run = conv.run if isinstance(conv, DownConverter) and conv.can_run else None
-            done = 0  # bytes converted since the last progress report (one per --chunk-size of source)
+            done = 0  # bytes converted since the last progress report (one per chunk_size of source)
             try:
                 for batch in valid_batches(fr, stats.skipped, last=i == len(source.segments) - 1, stream=stream):
                     pos = batch.position

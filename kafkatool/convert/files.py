@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from kafkatool.constants import INT32_MAX
 from kafkatool.errors import CorruptRecordError, InputError, KafkaToolError, UsageError
 from kafkatool.log.layout import (
     LEADER_EPOCH_CHECKPOINT,
@@ -22,7 +23,6 @@ from kafkatool.log.layout import (
 )
 from kafkatool.log.lock import refuse_if_live
 from kafkatool.log.recovery import recover_segment
-from kafkatool.log.recovery.result import INT32_MAX
 from kafkatool.log.txn_index import AbortedTxn, encode_txn_index
 from kafkatool.record.batch import MAGIC_V2
 from kafkatool.record.codecs import Codec
@@ -128,7 +128,7 @@ def scan_for_zstd(sources: list[PartitionSource]) -> None:
                             raise ZstdDownConversionError(
                                 f"zstd-compressed batch (offsets {b.base_offset}..{b.last_offset}) cannot be "
                                 "down-converted below magic 2 (Kafka: UnsupportedCompressionTypeException); "
-                                "recompress it with --zstd-to gzip|lz4|snappy|none", path=fr.path,
+                                "recompress it with gzip, lz4, snappy or none", path=fr.path, field="zstd_to",
                                 position=b.position)
                 except CorruptRecordError:
                     pass  # the conversion pass reports it with its position
@@ -217,7 +217,7 @@ class SegmentWriter:
         self.segments += 1
         self._for_source.append(base)
         if self.dir is not None:
-            # The write buffer is the memory budget's output share (--memory), at least 64 KiB.
+            # The write buffer is the memory budget's output share, at least 64 KiB.
             self.file = open(self._path(base, ".log"), "xb", buffering=max(64 << 10, _budget.output_bytes()))
 
     def _close(self) -> None:

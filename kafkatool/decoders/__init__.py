@@ -8,8 +8,11 @@ keeps that split:
 * bytes decoders (one side): ``utf8`` (Kafka's ``StringDecoder``: UTF-8, malformed input replaced by
   U+FFFD), ``hex``, ``base64``, ``json`` (valid UTF-8 JSON re-serialised on one line, otherwise a
   one-line ``<not JSON: ...>`` marker);
-* record decoders (both sides at once): ``offsets`` (``__consumer_offsets``, see :mod:`.offsets`) and
-  ``transactions`` (``__transaction_state``, see :mod:`.transactions`);
+* record decoders (both sides at once): ``offsets`` (``__consumer_offsets``, see :mod:`.offsets`),
+  ``transactions`` (``__transaction_state``, see :mod:`.transactions`) and ``cluster-metadata`` (KRaft's
+  ``__cluster_metadata``, see :mod:`.cluster_metadata`), ``remote-log-metadata`` (tiered storage's
+  ``__remote_log_metadata``, :mod:`.remote_log`) and ``share-group-state`` (4.x ``__share_group_state``,
+  :mod:`.share_state`); each picked by :func:`auto_decoder` for its topic's partition dirs;
 * plugins: entry points in the group ``kafkatool.decoders``. The loaded object (a class is instantiated
   with no arguments) is a record decoder if it has ``decode_record(key, value, record)`` or is a plain
   callable ``(key, value, record) -> (key_text, value_text)``, and a bytes decoder if it has
@@ -28,7 +31,22 @@ from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from typing import Protocol, runtime_checkable
 
-from kafkatool.decoders.message import java_utf8
+from kafkatool.decoders.cluster_metadata import (
+    METADATA_PARTITION_DIR,
+    METADATA_TOPIC,
+    FramedMessage,
+    MetadataParseError,
+    decode_cluster_metadata_record,
+    metadata_definition,
+    metadata_types,
+    read_metadata_record,
+    record_type_name,
+    uuid_text,
+    write_metadata_record,
+)
+from kafkatool.decoders.decoded import DecodedText, DecodeProblem, problems_of
+from kafkatool.decoders.kraft_control import ControlMessage, read_control_value
+from kafkatool.decoders.message import MessageError, java_utf8
 from kafkatool.decoders.offsets import (
     GROUP_METADATA_TOPIC,
     decode_offsets_record,
@@ -36,6 +54,9 @@ from kafkatool.decoders.offsets import (
     offset_commit_value,
     partition_for_group,
 )
+from kafkatool.decoders.remote_log import REMOTE_LOG_METADATA_TOPIC, decode_remote_log_metadata_record
+from kafkatool.decoders.schema import kafka_versions, resolve_kafka_version
+from kafkatool.decoders.share_state import SHARE_GROUP_STATE_TOPIC, decode_share_state_record
 from kafkatool.decoders.transactions import decode_transaction_record
 from kafkatool.errors import ExitCode, KafkaToolError, UsageError
 from kafkatool.record.batch import Record
@@ -43,9 +64,13 @@ from kafkatool.record.batch import Record
 ENTRY_POINT_GROUP = "kafkatool.decoders"
 
 __all__ = [
-    "GROUP_METADATA_TOPIC", "BytesDecoder", "DecoderError", "ENTRY_POINT_GROUP", "MessageParser", "RecordDecoder",
-    "available_decoders", "bytes_decoder", "java_utf8", "offset_commit_key", "offset_commit_value",
-    "partition_for_group", "record_decoder", "resolve_parser",
+    "GROUP_METADATA_TOPIC", "METADATA_PARTITION_DIR", "METADATA_TOPIC", "BytesDecoder", "ControlMessage",
+    "DecodeProblem", "DecodedText", "DecoderError", "ENTRY_POINT_GROUP", "FramedMessage", "MessageError",
+    "MessageParser", "MetadataParseError", "RecordDecoder", "auto_decoder", "available_decoders", "bytes_decoder",
+    "java_utf8", "kafka_versions", "metadata_definition", "metadata_types", "offset_commit_key",
+    "offset_commit_value", "partition_for_group", "problems_of", "read_control_value", "read_metadata_record",
+    "record_decoder", "record_type_name", "resolve_kafka_version", "resolve_parser", "uuid_text",
+    "write_metadata_record",
 ]
 
 
@@ -110,7 +135,28 @@ BUILTIN_BYTES_DECODERS: dict[str, BytesDecoder] = {
 BUILTIN_RECORD_DECODERS: dict[str, RecordDecoder] = {
     "offsets": _FunctionRecordDecoder(lambda k, v, r: decode_offsets_record(k, v, r.offset)),
     "transactions": _FunctionRecordDecoder(lambda k, v, r: decode_transaction_record(k, v, r.offset)),
+    "cluster-metadata": _FunctionRecordDecoder(lambda k, v, r: decode_cluster_metadata_record(k, v, r.offset)),
+    "remote-log-metadata": _FunctionRecordDecoder(
+        lambda k, v, r: decode_remote_log_metadata_record(k, v, r.offset)),
+    "share-group-state": _FunctionRecordDecoder(lambda k, v, r: decode_share_state_record(k, v, r.offset)),
 }
+
+# The internal topics whose records only one decoder reads: dumping their partition dirs picks it when no
+# decoder option is given (topic name -> decoder name).
+AUTO_DECODERS = {
+    METADATA_TOPIC: "cluster-metadata",
+    REMOTE_LOG_METADATA_TOPIC: "remote-log-metadata",
+    SHARE_GROUP_STATE_TOPIC: "share-group-state",
+}
+
+
+def auto_decoder(partition_dir_name: str) -> str | None:
+    """The decoder a partition dir's records get without a decoder option (``__cluster_metadata-0``:
+    ``cluster-metadata``), or None (Kafka's default, utf8)."""
+    topic, sep, partition = partition_dir_name.rpartition("-")
+    if not sep or not partition.isdigit():
+        return None
+    return AUTO_DECODERS.get(topic)
 
 
 def _plugins() -> dict[str, EntryPoint]:
@@ -141,21 +187,23 @@ def _load_plugin(name: str) -> BytesDecoder | RecordDecoder:
     raise UsageError(f"decoder plugin {name!r} ({ep.value}) is neither a decode_record/decode object nor a callable")
 
 
-def bytes_decoder(name: str) -> BytesDecoder:
-    """A decoder for ``--key-decoder``/``--value-decoder``."""
+def bytes_decoder(name: str, field: str = "key_decoder") -> BytesDecoder:
+    """A decoder of one side, keys or values (``field``: the request field that names it, for errors)."""
     found = BUILTIN_BYTES_DECODERS.get(name)
     if found is not None:
         return found
     if name in BUILTIN_RECORD_DECODERS:
-        raise UsageError(f"{name!r} decodes whole records: use it with --decoder, not for one side")
+        raise UsageError(f"{name!r} decodes whole records: use it as the record decoder, not for one side",
+                         field=field)
     plugin = _load_plugin(name)
     if not isinstance(plugin, BytesDecoder):
-        raise UsageError(f"decoder plugin {name!r} decodes whole records (no decode(data)): use it with --decoder")
+        raise UsageError(f"decoder plugin {name!r} decodes whole records (no decode(data)): use it as the record "
+                         "decoder", field=field)
     return plugin
 
 
 def record_decoder(name: str) -> RecordDecoder:
-    """A decoder for ``--decoder``: a record decoder, or a bytes decoder applied to both key and value."""
+    """A decoder of whole records: a record decoder, or a bytes decoder applied to both key and value."""
     found = BUILTIN_RECORD_DECODERS.get(name)
     if found is not None:
         return found
@@ -202,7 +250,7 @@ class MessageParser:
 
     def parse_key(self, record: Record) -> str | None:
         """The key text alone: only the key decoder runs when the parser has one per side (a value the value
-        decoder cannot read does not matter to ``--key-regex``)."""
+        decoder cannot read does not matter to a key filter)."""
         d = self.decoder
         if not isinstance(d, _BothSides):
             return self.parse(record)[0]
@@ -226,12 +274,14 @@ class MessageParser:
 
 def resolve_parser(decoder: str | None = None, key_decoder: str | None = None,
                    value_decoder: str | None = None) -> MessageParser:
-    """The parser for ``--decoder`` or ``--key-decoder``/``--value-decoder`` (default ``utf8`` both sides)."""
+    """The parser for a record ``decoder`` or a ``key_decoder``/``value_decoder`` pair (default ``utf8`` both
+    sides)."""
     if decoder is not None:
         if key_decoder is not None or value_decoder is not None:
-            raise UsageError("--decoder decodes whole records; it cannot be combined with "
-                             "--key-decoder/--value-decoder")
+            raise UsageError("decodes whole records; it cannot be combined with a key or value decoder",
+                             field="decoder")
         return MessageParser(decoder, record_decoder(decoder))
     k = key_decoder or "utf8"
     v = value_decoder or "utf8"
-    return MessageParser(k if k == v else f"{k}/{v}", _BothSides(bytes_decoder(k), bytes_decoder(v)))
+    return MessageParser(k if k == v else f"{k}/{v}", _BothSides(bytes_decoder(k, "key_decoder"),
+                                                                 bytes_decoder(v, "value_decoder")))

@@ -24,6 +24,8 @@ transcribed into Python tables (``offsets.py``, ``transactions.py``), reproducin
 from __future__ import annotations
 
 import base64
+import decimal
+import math
 import re
 import struct
 from collections.abc import Callable, Mapping, Sequence
@@ -74,6 +76,7 @@ _STRUCTS = {"int8": struct.Struct(">b"), "int16": struct.Struct(">h"), "uint16":
             "int32": struct.Struct(">i"), "uint32": struct.Struct(">I"), "int64": struct.Struct(">q"),
             "float64": struct.Struct(">d")}
 _UNSET: Any = object()
+NOT_GIVEN: Any = _UNSET  # FieldSpec.default when the definition gives none (the type's zero value applies)
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +152,7 @@ class MessageError(Exception):
     def __init__(self, java_message: str | None) -> None:
         super().__init__(java_message)
         self.java_message = java_message
+        self.position: int | None = None  # where in the buffer the failing read started (set by read_message)
 
     def __str__(self) -> str:
         return "null" if self.java_message is None else self.java_message
@@ -244,12 +248,22 @@ def java_string_hash(s: str) -> int:
     return h - (1 << 32) if h & 0x80000000 else h
 
 
+@dataclass(frozen=True, slots=True)
+class TagNote:
+    """Something in a tagged-field section Kafka's reader passes over silently: an unknown tag (skipped), or a
+    known tag whose declared size is not the size its value took (Kafka reads the value and never checks)."""
+
+    position: int  # of the tag's varint in the buffer
+    message: str
+
+
 class _MessageReader:
-    def __init__(self, spec: MessageSpec, version: int) -> None:
+    def __init__(self, spec: MessageSpec, version: int, notes: list[TagNote] | None = None) -> None:
         self.spec = spec
         self.version = version
         self.valid = spec.valid
         self.flexible = spec.flexible.present(version, spec.valid)
+        self.notes = notes
 
     def has(self, versions: Versions) -> bool:
         return versions.present(self.version, self.valid)
@@ -266,14 +280,23 @@ class _MessageReader:
                 out[f.name] = f.default_value()
         if self.flexible:
             by_tag = {f.tag: f for f in s.fields if self.has(f.versions) and self.has(f.tagged)}
+            notes = self.notes
             for _ in range(r.uvarint()):
+                at = r.pos
                 tag = r.uvarint()
                 size = r.uvarint()
                 known = by_tag.get(tag)
                 if known is None:
                     r.read_array(size)  # readUnknownTaggedField
+                    if notes is not None:
+                        notes.append(TagNote(at, f"unknown tagged field {tag} ({size} bytes) in {s.name} "
+                                                 f"version {v}, skipped"))
                 else:
+                    start = r.pos
                     out[known.name] = self.read_field(r, known, tagged=True)
+                    if notes is not None and r.pos - start != size:
+                        notes.append(TagNote(at, f"tagged field {known.name} (tag {tag}) of {s.name} declares "
+                                                 f"{size} bytes but its value took {r.pos - start}"))
         return out
 
     def read_field(self, r: _Reader, f: FieldSpec, tagged: bool) -> Any:
@@ -324,14 +347,22 @@ class _MessageReader:
         return [self.read_primitive(r, el) for _ in range(length)]
 
 
-def read_message(spec: MessageSpec, data: bytes | memoryview, version: int, pos: int = 0) -> tuple[dict[str, Any], int]:
+def read_message(spec: MessageSpec, data: bytes | memoryview, version: int, pos: int = 0,
+                 notes: list[TagNote] | None = None) -> tuple[dict[str, Any], int]:
     """Read ``spec`` at ``version`` from ``data[pos:]`` as ``new X(readable, version)`` does.
 
     Returns the field values (keyed by definition name, in definition order) and the position after the
-    message; trailing bytes are left alone, as Kafka does. Raises :class:`MessageError`.
+    message; trailing bytes are left alone, as Kafka does. Raises :class:`MessageError` (its ``position`` is
+    where the failing read started). ``notes``, when given, collects what Kafka skips silently in tagged
+    fields (:class:`TagNote`).
     """
     r = _Reader(data, pos)
-    values = _MessageReader(spec, version).read_struct(r, spec.body, nested=False)
+    try:
+        values = _MessageReader(spec, version, notes).read_struct(r, spec.body, nested=False)
+    except MessageError as e:
+        if e.position is None:
+            e.position = r.pos
+        raise
     return values, r.pos
 
 
@@ -530,7 +561,7 @@ class _JsonWriter:
         if t == "bool":
             return "true" if value else "false"
         if t == "float64":
-            raise NotImplementedError("float64 JSON (Java Double.toString) is not needed by any transcribed schema")
+            return java_double_json(value)
         return str(int(value))
 
 
@@ -542,3 +573,34 @@ def to_json(spec: MessageSpec, values: Mapping[str, Any], version: int,
     consumer protocol bytes of GroupMetadataValue members for their decoded form), or None.
     """
     return _JsonWriter(spec, version, override).struct(spec.body, values)
+
+
+def java_double(v: float) -> str:
+    """``Double.toString``: plain decimals for 1e-3 <= |v| < 1e7 (at least one digit after the point), else
+    ``d.dddE<n>``; the shortest digits that read back (Python's ``repr``, which JDK 19+ also prints; JDK 17
+    gives a longer string for a few values such as 2.0E-3's neighbours, never for the quotas operators set)."""
+    if math.isnan(v):
+        return "NaN"
+    if math.isinf(v):
+        return "Infinity" if v > 0 else "-Infinity"
+    if v == 0:
+        return "-0.0" if math.copysign(1.0, v) < 0 else "0.0"
+    sign = "-" if v < 0 else ""
+    digits_t = decimal.Decimal(repr(abs(v))).normalize().as_tuple()
+    digits = "".join(map(str, digits_t.digits))
+    exp = int(digits_t.exponent) + len(digits) - 1  # scientific exponent of the first digit
+    if 1e-3 <= abs(v) < 1e7:
+        if exp >= 0:
+            whole = digits[:exp + 1].ljust(exp + 1, "0")
+            frac = digits[exp + 1:] or "0"
+        else:
+            whole = "0"
+            frac = "0" * (-exp - 1) + digits
+        return f"{sign}{whole}.{frac}"
+    return f"{sign}{digits[0]}.{digits[1:] or '0'}E{exp}"
+
+
+def java_double_json(v: float) -> str:
+    """Jackson's ``DoubleNode`` text: ``Double.toString``, NaN and infinities quoted (QUOTE_NON_NUMERIC_NUMBERS)."""
+    text = java_double(v)
+    return f'"{text}"' if math.isnan(v) or math.isinf(v) else text

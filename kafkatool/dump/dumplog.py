@@ -1,4 +1,6 @@
-"""Kafka 3.9's ``kafka-dump-log.sh`` (``DumpLogSegments.scala``) output, line for line, from dump events.
+"""Kafka 3.9's ``kafka-dump-log.sh`` (``DumpLogSegments.scala``) output, line for line, from dump events; with
+``kafka4``, 4.x's (``org.apache.kafka.tools.DumpLogSegments`` in kafka-tools, the Java port: LeaderChange
+records decoded as `` LeaderChange: <json>``, no stray ``}`` on legacy record lines; the rest is the same).
 
 Spec §8.2. The exact tokens, including Kafka's quirks:
 
@@ -9,9 +11,9 @@ Spec §8.2. The exact tokens, including Kafka's quirks:
   the batch's file position, which is the same number unless a corrupt region was skipped (Kafka stops there).
 * record lines: ``| offset: O <batch TimestampType>: T keySize: K valueSize: V``, v2 `` sequence: S headerKeys:
   [a,b]``, legacy `` isValid: true crc: C}`` (the stray ``}`` is in 3.9), control records (``dump_control``),
-  then with print-data and non-control batches `` key: k`` / `` payload: v``. With --skip-record-metadata the
+  then with print-data and non-control batches `` key: k`` / `` payload: v``. Without record metadata the
   line starts with ``| key:``, or `` payload:`` when the key is null (Kafka's ``prefix`` variable).
-* after a ``.log``: ``Found N invalid bytes at the end of <name>`` (only without --max-bytes), where N counts
+* after a ``.log``: ``Found N invalid bytes at the end of <name>`` (only without a max-bytes cut), where N counts
   every byte from where Kafka's ``FileLogInputStream`` stops (a size field past the end, or 17 bytes or fewer
   left) to the end of the file. Where kafkatool resumes after a corrupt region, Kafka's tool does not: batch
   lines stop at the region, the ``Found`` line counts from it, and only kafkatool's findings (stderr) say what
@@ -27,11 +29,10 @@ Spec §8.2. The exact tokens, including Kafka's quirks:
 
 Kafka's default decoder prints keys and values as UTF-8 strings (``StringDecoder``); undecodable bytes become
 U+FFFD, one per malformed sequence as Java's ``new String(bytes, UTF_8)`` counts them
-(``decoders.message.java_utf8``). With a decoder option (``--decoder``, ``--key-decoder``,
-``--value-decoder``: Kafka's ``--offsets-decoder``, ``--transaction-log-decoder``, ``--key-decoder-class``...)
-the key and payload texts are the run's ``MessageParser``'s, decoded by the engine into
-``BatchEvent.decoded``: `` key:`` / `` payload:`` are left out where the parser gives None, as Kafka's
-``Option``s are.
+(``decoders.message.java_utf8``). With a decoder (a record decoder, or a key and a value decoder: Kafka's
+``--offsets-decoder``, ``--transaction-log-decoder``, ``--key-decoder-class``...) the key and payload texts
+are the run's ``MessageParser``'s, decoded by the engine into ``BatchEvent.decoded``: `` key:`` /
+`` payload:`` are left out where the parser gives None, as Kafka's ``Option``s are.
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ from kafkatool.log.checkpoints import EpochEntry, PartitionMetadata
 from kafkatool.log.index import OffsetPosition, TimestampOffset
 from kafkatool.log.snapshot import ProducerSnapshotEntry
 from kafkatool.log.txn_index import AbortedTxn
-from kafkatool.record.batch import Record
+from kafkatool.record.batch import LOG_OVERHEAD, Record
 from kafkatool.record.codecs import Codec
 from kafkatool.record.default_records import DefaultRecordBatch
 from kafkatool.record.file_records import RecordBatch
@@ -72,7 +73,8 @@ from kafkatool.record.file_records import RecordBatch
 Decoder = Callable[[bytes], str]
 # Files DumpLogSegments 3.9 does not dump (it dispatches on the text after the last '.').
 KAFKA_UNKNOWN_KINDS = frozenset({FileKind.LEADER_EPOCH_CHECKPOINT, FileKind.PARTITION_METADATA,
-                                 FileKind.OFFSET_CHECKPOINT, FileKind.PROPERTIES, FileKind.CLEAN_SHUTDOWN})
+                                 FileKind.OFFSET_CHECKPOINT, FileKind.PROPERTIES, FileKind.CLEAN_SHUTDOWN,
+                                 FileKind.QUORUM_STATE})
 _TS_NAMES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
 _BOOL = {True: "true", False: "false"}
 
@@ -102,28 +104,31 @@ def batch_line(batch: RecordBatch, crc_valid: bool) -> str:
     """``printBatchLevel``."""
     if type(batch) is DefaultRecordBatch:
         h = batch.h
-        a = h[5]
-        base = h[0]
-        seq = h[11]
+        a = h.attributes
+        base = h.base_offset
+        seq = h.base_sequence
         last_seq = batch.last_sequence
-        head = (f"baseOffset: {base} lastOffset: {base + h[6]} count: {h[12]} baseSequence: {seq} "
-                f"lastSequence: {last_seq} producerId: {h[9]} producerEpoch: {h[10]} partitionLeaderEpoch: {h[2]} "
+        head = (f"baseOffset: {base} lastOffset: {base + h.last_offset_delta} count: {h.records_count} "
+                f"baseSequence: {seq} lastSequence: {last_seq} producerId: {h.producer_id} "
+                f"producerEpoch: {h.producer_epoch} partitionLeaderEpoch: {h.partition_leader_epoch} "
                 f"isTransactional: {_BOOL[bool(a & 0x10)]} isControl: {_BOOL[bool(a & 0x20)]} "
-                f"deleteHorizonMs: {optional_long(h[7] if a & 0x40 else None)}")
+                f"deleteHorizonMs: {optional_long(h.base_timestamp if a & 0x40 else None)}")
         ts_name = "LogAppendTime" if a & 0x08 else "CreateTime"
-        return (f"{head} position: {batch.position} {ts_name}: {h[8]} size: {h[1] + 12} magic: {h[3]} "
-                f"compresscodec: {_codec_name(a & 7)} crc: {h[4]} isvalid: {_BOOL[crc_valid]}")
+        return (f"{head} position: {batch.position} {ts_name}: {h.max_timestamp} size: {h.length + LOG_OVERHEAD} "
+                f"magic: {h.magic} "
+                f"compresscodec: {_codec_name(a & 7)} crc: {h.crc} isvalid: {_BOOL[crc_valid]}")
     return (f"offset: {batch.last_offset} position: {batch.position} {batch.timestamp_type.label}: "
             f"{batch.max_timestamp} size: {batch.size} magic: {batch.magic} compresscodec: "
             f"{_codec_name(batch.codec_id)} crc: {batch.crc} isvalid: {_BOOL[crc_valid]}")
 
 
 def record_lines(batch: RecordBatch, records: list[Record], *, print_data: bool, skip_metadata: bool,
-                 decode: Decoder, decoded: Sequence[tuple[str | None, str | None]] | None = None) -> list[str]:
+                 decode: Decoder, decoded: Sequence[tuple[str | None, str | None]] | None = None,
+                 kafka4: bool = False) -> list[str]:
     """The ``| offset: ...`` lines of ``dumpLog``'s deep iteration.
 
     ``decoded``: the (key, payload) texts of the run's parser, one pair per record (a decoder option); else
-    each present key and value is ``decode``d (Kafka's ``DecoderMessageParser`` with ``--encoding``'s decoder).
+    each present key and value is ``decode``d (Kafka's ``DecoderMessageParser`` with the encoding's decoder).
     """
     is_v2 = type(batch) is DefaultRecordBatch
     ts_name = _TS_NAMES[int(batch.timestamp_type)]
@@ -143,9 +148,10 @@ def record_lines(batch: RecordBatch, records: list[Record], *, print_data: bool,
             if is_v2:
                 line += f" sequence: {r[5]} headerKeys: [{','.join([h[0] for h in r[4]])}]"
             else:
-                line += f" isValid: {_BOOL[bool(r[8])]} crc: {r[7]}}}"
+                # 3.9's Scala string has a stray '}' (s"... crc: ${r.checksum}}"); 4.x's Java port has not.
+                line += f" isValid: {_BOOL[bool(r[8])]} crc: {r[7]}" + ("" if kafka4 else "}")
             if control:
-                line += describe_control(key, value).dumplog_text()
+                line += describe_control(key, value).dumplog_text(kafka4)
         if print_data and not control:
             if decoded is not None:
                 key_text, payload = decoded[i]
@@ -255,7 +261,7 @@ class DumpLogWriter:
     """Renders dump events as DumpLogSegments 3.9 prints them: data on ``out``, summaries via ``err``."""
 
     def __init__(self, out: IO[str], err: Callable[[str], None], *, print_data: bool, skip_record_metadata: bool,
-                 decode: Decoder, max_bytes_set: bool, deep: bool) -> None:
+                 decode: Decoder, max_bytes_set: bool, deep: bool, kafka4: bool = False) -> None:
         self.out = out
         self.err = err
         self.print_data = print_data
@@ -263,6 +269,7 @@ class DumpLogWriter:
         self.decode = decode
         self.max_bytes_set = max_bytes_set
         self.deep = deep
+        self.kafka4 = kafka4  # kafka-dump-log.sh 4.x (org.apache.kafka.tools.DumpLogSegments) instead of 3.9's
         self.index_mismatches: dict[str, PairSpool] = {}
         self.time_mismatches: dict[str, PairSpool] = {}
         self.time_out_of_order: dict[str, PairSpool] = {}
@@ -280,7 +287,8 @@ class DumpLogWriter:
             lines = [batch_line(ev.batch, ev.crc_valid)]
             if ev.records is not None:
                 lines += record_lines(ev.batch, ev.records, print_data=self.print_data,
-                                      skip_metadata=self.skip_metadata, decode=self.decode, decoded=ev.decoded)
+                                      skip_metadata=self.skip_metadata, decode=self.decode, decoded=ev.decoded,
+                                      kafka4=self.kafka4)
             lines.append("")
             self.out.write("\n".join(lines))
         elif t is IndexEntryEvent:

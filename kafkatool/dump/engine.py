@@ -33,6 +33,8 @@ from typing import Any
 import crc32c as _crc32c
 
 from kafkatool._accel import speedups as _C
+from kafkatool.constants import INT32_MAX
+from kafkatool.decoders import MessageParser, auto_decoder, resolve_parser
 from kafkatool.dump.events import (
     BatchEvent,
     DumpOptions,
@@ -51,7 +53,6 @@ from kafkatool.dump.filter import RecordSelector
 from kafkatool.dump.indexes import IndexFiles
 from kafkatool.dump.paths import base_offset_of, classify, plan_files
 from kafkatool.dump.resync import (
-    INT32_MAX,
     all_zero,
     batch_fits,
     find_next_batch,
@@ -122,6 +123,7 @@ class DumpEngine:
         self.totals = _Totals()
         self._mute = False  # findings made while set are not counted (and dropped by the caller)
         self._index_files = IndexFiles(options, self.finding)
+        self._auto_parsers: dict[str, MessageParser] = {}
 
     def run(self, paths: Iterable[str | os.PathLike[str]]) -> Iterator[Event]:
         for path in plan_files(paths, kafka_files_only=self.opts.kafka_compat):
@@ -188,8 +190,11 @@ class DumpEngine:
             looks = None
             if kind == FileKind.LOG and start == 0 and fr.size and not valid_batch_at(fr.buf, 0, fr.size, fr):
                 looks = looks_like(fr.buf, fr.file_size)
+            parser = self.opts.parser
+            if parser is None:
+                parser = self._auto_parser(path)
             if looks is None:
-                yield from self._walk(fr, display, kind, start, base)
+                yield from self._walk(fr, display, kind, start, base, parser)
                 return
             yield self.finding("wrong-file-type", ERROR, display,
                                f"not a log segment: no batch starts at byte 0, and the content looks like {looks}",
@@ -202,7 +207,7 @@ class DumpEngine:
             # findings about batches that are not batches.
             self._mute = True
             try:
-                for ev in self._walk(fr, display, kind, start, base):
+                for ev in self._walk(fr, display, kind, start, base, parser):
                     if type(ev) is not Finding:
                         yield ev
             finally:
@@ -210,8 +215,18 @@ class DumpEngine:
         finally:
             fr.close()
 
+    def _auto_parser(self, path: Path) -> MessageParser | None:
+        """The decoder of an internal topic's partition dir (``decoders.auto_decoder``), when no option set one."""
+        name = auto_decoder(path.parent.name)
+        if name is None:
+            return None
+        parser = self._auto_parsers.get(name)
+        if parser is None:
+            parser = self._auto_parsers[name] = resolve_parser(name)
+        return parser
+
     def _walk(self, fr: FileRecords, display: str, kind: FileKind, start: int,
-              base_offset: int | None = None) -> Iterator[Event]:
+              base_offset: int | None = None, parser: MessageParser | None = None) -> Iterator[Event]:
         opts = self.opts
         t = self.totals
         end = fr.size
@@ -228,8 +243,8 @@ class DumpEngine:
         filter_records = opts.filters_offsets or opts.filters_time
         flt = opts.record_filter
         selector = None
-        if (flt is not None and flt.on_records) or (opts.parser is not None and emit_records):
-            selector = RecordSelector(flt, opts.parser)
+        if (flt is not None and flt.on_records) or (parser is not None and emit_records):
+            selector = RecordSelector(flt, parser)
         select_filters = flt is not None and flt.on_records
         v2_type = DefaultRecordBatch
         progress_every = opts.progress_every
@@ -237,7 +252,7 @@ class DumpEngine:
         codecs = t.codecs
         magics = t.magics
         # The compiled walk takes runs of batches that need nothing from the loop below (no output, no filter,
-        # a valid CRC, offsets that follow on; with --deep, records that decode): a summary-only run.
+        # a valid CRC, offsets that follow on; deep, records that decode): a summary-only run.
         fast = _C is not None and not emit and flt is None and not filter_records and selector is None
         fast_walk = _C.dump_walk if fast and _C is not None else None
         fast_flags = (1 if need_records else 0) | (2 if verify_inner or exact_counts else 0)
@@ -265,33 +280,34 @@ class DumpEngine:
                     if fast_walk is not None and pos < next_progress:
                         r = fast_walk(buf, pos, min(next_progress, pos + window), stream.end, last, fast_flags,
                                       _crc32c.crc32c, _crc32, fast_decompress)
-                        if r is not None and r[0] != pos and base_offset is not None and not overflow_reported \
-                                and not (r[6] >= base_offset and r[7] - base_offset <= INT32_MAX):
+                        if r is not None and r.position != pos and base_offset is not None \
+                                and not overflow_reported and not (r.first_offset >= base_offset
+                                                                   and r.max_last_offset - base_offset <= INT32_MAX):
                             # an offset in the run may not fit the segment's relative offsets: the loop below
                             # finds the batch (offset-overflow) and walks the rest of the file
                             fast_walk = None
                             r = None
-                        if r is not None and r[0] != pos:
-                            q, nb, nr, unknown, nbytes, last, first_base, max_last, max_ts_, by_codec, by_magic = r
-                            walked += nbytes
-                            emitted_bytes += nbytes
-                            n_batches += nb
-                            n_records += nr
-                            if unknown:
+                        if r is not None and r.position != pos:
+                            walked += r.nbytes
+                            emitted_bytes += r.nbytes
+                            n_batches += r.batches
+                            n_records += r.records
+                            last = r.last_offset
+                            if r.unknown_counts:
                                 records_known = False
-                            for cid, c in enumerate(by_codec):
+                            for cid, c in enumerate(r.codecs):
                                 if c:
                                     codecs[cid] = codecs.get(cid, 0) + c
-                            for m, c in enumerate(by_magic):
+                            for m, c in enumerate(r.magics):
                                 if c:
                                     magics[m] = magics.get(m, 0) + c
                             if t.first_offset is None:
-                                t.first_offset = first_base
-                            if t.last_offset is None or max_last > t.last_offset:
-                                t.last_offset = max_last
-                            if t.max_timestamp is None or max_ts_ > t.max_timestamp:
-                                t.max_timestamp = max_ts_
-                            stream.jump(q)
+                                t.first_offset = r.first_offset
+                            if t.last_offset is None or r.max_last_offset > t.last_offset:
+                                t.last_offset = r.max_last_offset
+                            if t.max_timestamp is None or r.max_timestamp > t.max_timestamp:
+                                t.max_timestamp = r.max_timestamp
+                            stream.jump(r.position)
                             continue
                     size = batch.size
                     walked += size
@@ -301,12 +317,12 @@ class DumpEngine:
                     is_v2 = type(batch) is v2_type
                     if is_v2:
                         h = batch.h  # type: ignore[union-attr]
-                        first: int | None = h[0]
-                        last_off = h[0] + h[6]
-                        max_ts = h[8]
-                        first_ts = h[7] if not h[5] & 0x40 else None
-                        codec_id = h[5] & 7
-                        magic = h[3]
+                        first: int | None = h.base_offset
+                        last_off = h.base_offset + h.last_offset_delta
+                        max_ts = h.max_timestamp
+                        first_ts = h.base_timestamp if not h.attributes & 0x40 else None
+                        codec_id = h.attributes & 7
+                        magic = h.magic
                     else:
                         last_off = batch.offset  # type: ignore[union-attr]
                         codec_id = batch.attributes & 7
@@ -351,7 +367,8 @@ class DumpEngine:
                             f"batch (offsets ..{last_off}, magic {magic}, {size} bytes) is corrupt: stored crc "
                             f"{batch.crc} != computed {batch.compute_crc()}", pos, last_off)
                     if flt is not None and not (
-                            flt.batch_matches(h[9], h[10], bool(h[5] & 0x10), bool(h[5] & 0x20)) if is_v2
+                            flt.batch_matches(h.producer_id, h.producer_epoch, bool(h.attributes & 0x10),
+                                              bool(h.attributes & 0x20)) if is_v2
                             else flt.batch_matches(-1, -1, False, False)):  # v0/v1: Kafka's defaults
                         # Filtered out from its header: still CRC-checked and followed for offset gaps (at the
                         # batch boundary), never decompressed.
@@ -414,7 +431,7 @@ class DumpEngine:
                                     and (from_ts is None or r[1] >= from_ts) and (to_ts is None or r[1] <= to_ts)]
                         if selector is not None and recs:
                             recs, decoded, failures = selector.select(
-                                recs, bool(h[5] & 0x20) if is_v2 else False, emit_records)
+                                recs, bool(h.attributes & 0x20) if is_v2 else False, emit_records)
                             for fail in failures:
                                 yield self.finding("decode-error", WARNING, display, fail.error.message, pos,
                                                    fail.record.offset)
@@ -432,7 +449,7 @@ class DumpEngine:
                         n_records += len(recs)
                     elif is_v2:
                         if crc_ok:  # a damaged header's count means nothing
-                            n_records += h[12]
+                            n_records += h.records_count
                     elif not codec_id:
                         n_records += 1
                     else:
@@ -460,7 +477,7 @@ class DumpEngine:
             if reader_stop is None:
                 reader_stop, reader_throws = at, st.kind == "corrupt"
             if end < fr.file_size and st.kind != "corrupt" and batch_fits(buf, at, fr.file_size):
-                # The cut --max-bytes asked for, through a batch that is whole in the file: not damage (Kafka
+                # The cut max_bytes asked for, through a batch that is whole in the file: not damage (Kafka
                 # prints nothing there either).
                 stopped = "max-bytes"
                 reader_stop = None
@@ -483,7 +500,7 @@ class DumpEngine:
                 break
             if strict:
                 kind_ = "torn-tail" if st.kind == "size-past-end" and not_batch is None else "corrupt"
-                yield self.finding(kind_, ERROR, display, f"{st.message}; stopping here (--strict)", at, bytes=rest)
+                yield self.finding(kind_, ERROR, display, f"{st.message}; stopping here (strict)", at, bytes=rest)
                 stopped = "strict"
                 break
             q = find_next_batch(buf, at + 1, end, opts.resync_limit, fr)
@@ -492,7 +509,7 @@ class DumpEngine:
                 if scanned < rest - 1:
                     yield self.finding("corrupt", ERROR, display,
                                        f"{st.message}; no valid batch in the next {scanned} bytes, {rest} bytes "
-                                       "not dumped (--resync-limit)", at, bytes=rest)
+                                       "not dumped (beyond the resync limit)", at, bytes=rest)
                 elif not_batch is None:
                     yield self.finding("torn-tail", WARNING, display,
                                        f"{st.message} and no valid batch follows (torn write of the last batch)",

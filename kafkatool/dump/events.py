@@ -30,7 +30,7 @@ DEFAULT_RESYNC_LIMIT = 64 * 1024 * 1024
 
 
 class Severity(str, enum.Enum):
-    """How much a finding matters: errors and warnings make the exit code 1, info does not (unless --strict
+    """How much a finding matters: errors and warnings make the exit code 1, info does not (unless strict mode
     promoted it to an error)."""
 
     ERROR = "error"
@@ -50,6 +50,7 @@ class FileKind(str, enum.Enum):
     OFFSET_CHECKPOINT = "offset-checkpoint"  # recovery-point-offset-checkpoint & co. in the log dir root
     PROPERTIES = "properties"  # meta.properties
     CLEAN_SHUTDOWN = "clean-shutdown"  # .kafka_cleanshutdown
+    QUORUM_STATE = "quorum-state"  # KRaft's quorum-state in __cluster_metadata-0
     UNKNOWN = "unknown"
 
     @property
@@ -78,7 +79,7 @@ class DumpOptions:
     # index is an entry even when it is zero padding (Kafka prints it).
     kafka_compat: bool = False
     progress_every: int = 64 * 1024 * 1024  # bytes of .log between Progress events
-    record_filter: RecordFilter | None = None  # --producer-id, --key, --control-type ... (dump_filter)
+    record_filter: RecordFilter | None = None  # producer id, key, control types ... (dump.filter)
     parser: MessageParser | None = None  # a decoder option: emitted records carry their decoded texts
 
     @property
@@ -149,7 +150,7 @@ class EntryKind(str, enum.Enum):
     LEADER_EPOCH = "leader_epoch"  # leader-epoch-checkpoint
     OFFSET_CHECKPOINT = "offset_checkpoint"  # log dir root checkpoints
     PARTITION_METADATA = "partition_metadata"
-    PROPERTY = "property"  # meta.properties, .kafka_cleanshutdown
+    PROPERTY = "property"  # meta.properties, .kafka_cleanshutdown, quorum-state
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +177,7 @@ class Notice:
 class Finding:
     """Something wrong (or worth knowing) about the bytes on disk, with where it is.
 
-    ``kind`` names what was found (documented in the README's finding table); ``data`` carries the
+    ``kind`` names what was found (documented in docs/dump.md's finding table); ``data`` carries the
     kind's numbers (e.g. ``index_offset``/``log_offset`` of an index mismatch).
     """
 
@@ -212,7 +213,7 @@ class FileEnd:
     entries: int = 0  # index/checkpoint entries
     valid_bytes: int = 0  # bytes of walked batches
     invalid_bytes: int = 0  # bytes not in any walked batch (skipped regions and the tail)
-    # Why the walk ended before the end of the file: "to-offset", "strict", "max-bytes" (the cut --max-bytes
+    # Why the walk ended before the end of the file: "to-offset", "strict", "max-bytes" (the cut max_bytes
     # asked for, not damage) or "wrong-file-type" (the content is another kind of file, see kafkatool.record.sniff).
     stopped: str | None = None
     # Where Kafka's FileLogInputStream stops reading this file (its DumpLogSegments prints "Found <size -

@@ -1,18 +1,18 @@
 """``kafkatool dump``'s record filters, and the decoding of records for output.
 
-Filters combine with AND; a repeated ``--control-type`` is an OR of its values. They come in two kinds:
+Filters combine with AND; several ``control_types`` are an OR of their values. They come in two kinds:
 
 * batch-level (``producer_id``, ``producer_epoch``, ``transactional``, and the control flag implied by
   ``control_types`` or by a key filter): decided from the batch header, so a batch that fails them is
   skipped without decompressing its records. v0/v1 entries have Kafka's defaults: producer id and epoch
   -1, not transactional, not control (``AbstractLegacyRecordBatch``).
 * record-level (``control_types``, ``key``, ``key_regex``): the engine decodes the records of the batches
-  left and keeps those that match; a batch with none left is not reported. Without ``--deep`` only the batch
+  left and keeps those that match; a batch with none left is not reported. Without a deep walk only the batch
   line is shown (its records were decoded to decide, not printed).
 
 ``key`` is the exact key bytes (the UTF-8 bytes of the text given). ``key_regex`` is searched
-(``re.search``) in the key *as the run's key decoder prints it*: ``utf8`` by default, the ``--key-decoder``,
-or the key text of a ``--decoder`` (for ``offsets``: ``{"type":"1","data":{"group":...}}``). Key filters
+(``re.search``) in the key *as the run's key decoder prints it*: ``utf8`` by default, the key decoder's,
+or the key text of a record decoder (for ``offsets``: ``{"type":"1","data":{"group":...}}``). Key filters
 apply to data records: control batches never match them, and a null key never matches.
 
 Decoding for output (a decoder option was given) happens here too, so that a decoder failing on a
@@ -26,12 +26,12 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from kafkatool.decoders import MessageParser, resolve_parser
+from kafkatool.decoders import DecoderError, MessageParser, problems_of, resolve_parser
 from kafkatool.errors import KafkaToolError, UsageError
 from kafkatool.record.batch import ControlRecordType, Record
 from kafkatool.record.default_records import parse_control_type_id
 
-#: ``--control-type`` names: ``ControlRecordType`` in lower case with dashes.
+#: control type names: ``ControlRecordType`` in lower case with dashes.
 CONTROL_TYPES: dict[str, ControlRecordType] = {
     t.name.lower().replace("_", "-"): t for t in ControlRecordType if t is not ControlRecordType.UNKNOWN}
 
@@ -58,7 +58,8 @@ class RecordFilter:
             for name in control_types:
                 t = CONTROL_TYPES.get(name.lower())
                 if t is None:
-                    raise UsageError(f"unknown control type {name!r}; one of: {', '.join(CONTROL_TYPES)}")
+                    raise UsageError(f"unknown control type {name!r}; one of: {', '.join(CONTROL_TYPES)}",
+                                     field="control_type")
                 ids.add(int(t))
             types = frozenset(ids)
         pattern = None
@@ -66,7 +67,7 @@ class RecordFilter:
             try:
                 pattern = re.compile(key_regex)
             except re.error as e:
-                raise UsageError(f"--key-regex {key_regex!r} is not a valid regular expression: {e}") from e
+                raise UsageError(f"{key_regex!r} is not a valid regular expression: {e}", field="key_regex") from e
         f = RecordFilter(producer_id, producer_epoch, transactional, types,
                          None if key is None else key.encode("utf-8"), pattern)
         return f if f != RecordFilter() else None
@@ -146,6 +147,9 @@ class RecordSelector:
                     except KafkaToolError as e:
                         failures.append(DecodeFailure(r, e))
                         pair = (None, None)
+                for text in pair:
+                    for problem in problems_of(text):  # the decoder printed Kafka's text and has more to say
+                        failures.append(DecodeFailure(r, DecoderError(problem.describe(r.offset))))
                 texts.append(pair)
             kept.append(r)
         return kept, texts, failures

@@ -53,6 +53,7 @@ from kafkatool.log.index import (
     OFFSET_ENTRY,
     OFFSET_ENTRY_SIZE,
     TIME_ENTRY,
+    TIME_ENTRY_RELATIVE_OFFSET,
     TIME_ENTRY_SIZE,
     OffsetLookup,
     OffsetPosition,
@@ -66,7 +67,15 @@ from kafkatool.log.layout import INDEX_SUFFIX, LOG_SUFFIX
 from kafkatool.log.snapshot import read_snapshot
 from kafkatool.log.txn_index import ENTRY_SIZE as TXN_ENTRY_SIZE
 from kafkatool.log.txn_index import read_txn_index
-from kafkatool.record.batch import LOG_HEADER, LOG_OVERHEAD, MAGIC_V2, NO_TIMESTAMP
+from kafkatool.record.batch import (
+    HEADER_SIZE_UP_TO_MAGIC,
+    LOG_HEADER,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    MAGIC_V2,
+    NO_TIMESTAMP,
+)
+from kafkatool.record.default_records import BASE_TIMESTAMP_OFFSET, LAST_OFFSET_DELTA_OFFSET
 from kafkatool.record.file_records import FileRecords, RecordBatch
 from kafkatool.record.legacy_records import RECORD_OVERHEAD_V0
 
@@ -106,17 +115,18 @@ def _sibling(path: Path, suffix: str) -> Path:
 
 def last_offset_at(buf: bytes | bytearray | memoryview, pos: int, end: int) -> int | None:
     """``lastOffset()`` of the batch at ``pos`` by FileLogInputStream's rules, None if no batch is there."""
-    if end - pos <= 17:
+    if end - pos <= HEADER_SIZE_UP_TO_MAGIC:
         return None
     offset, size = LOG_HEADER.unpack_from(buf, pos)
     if size < RECORD_OVERHEAD_V0 or pos + LOG_OVERHEAD + size > end:
         return None
-    magic = buf[pos + 16]
+    magic = buf[pos + MAGIC_OFFSET]
     if magic > 127 or magic < MAGIC_V2:
         return int(offset)
-    if size + LOG_OVERHEAD < 27:
+    if size + LOG_OVERHEAD < BASE_TIMESTAMP_OFFSET:  # lastOffsetDelta ends where baseTimestamp starts
         return None
-    return int(offset) + int.from_bytes(buf[pos + 23:pos + 27], "big", signed=True)
+    delta = buf[pos + LAST_OFFSET_DELTA_OFFSET:pos + BASE_TIMESTAMP_OFFSET]
+    return int(offset) + int.from_bytes(delta, "big", signed=True)
 
 
 def _log_size(index: Path) -> int | None:
@@ -240,7 +250,7 @@ class IndexFiles:
                 else:
                     yield item
         show = opts.emit_data and not opts.verify_index_only
-        # Without --verify-index the entries are still checked against the .log's size (a stat, no read): an entry
+        # Without verify_index the entries are still checked against the .log's size (a stat, no read): an entry
         # past the end means the log was cut after the index was written.
         log_size = _log_size(path) if fr is None and n else None
         try:
@@ -286,7 +296,7 @@ class IndexFiles:
         base = _base_offset(path)
         data = _read(path)
         yield FileStart(display, FileKind.TIME_INDEX, size, base)
-        n = entry_count(data, TIME_ENTRY_SIZE, 8)
+        n = entry_count(data, TIME_ENTRY_SIZE, TIME_ENTRY_RELATIVE_OFFSET)
         if not opts.kafka_compat and n == 1 and data[:TIME_ENTRY_SIZE] == bytes(TIME_ENTRY_SIZE):
             n = 0
         yield from self._padding_findings(display, data, TIME_ENTRY_SIZE, n, "time")
@@ -415,28 +425,33 @@ class IndexFiles:
                 entries = [IndexEntryEvent(display, EntryKind.PROPERTY, i, PropertyEntry(k, v))
                            for i, (k, v) in enumerate(read_properties(path).items())]
             elif kind == FileKind.CLEAN_SHUTDOWN:
-                entries = list(self._clean_shutdown_entries(path, display, size))
+                entries = list(self._json_object_entries(path, display, size, "clean shutdown marker"))
+            elif kind == FileKind.QUORUM_STATE:
+                # KRaft's FileQuorumStateStore: one JSON object (leaderId, leaderEpoch, votedId, currentVoters,
+                # data_version...), one entry per key.
+                entries = list(self._json_object_entries(path, display, size, "KRaft quorum-state file"))
         except CorruptDataError as e:
             yield self.finding("checkpoint-corrupt", ERROR, display, e.message, e.position)
         if self.opts.emit_data:
             yield from entries
         yield FileEnd(display, kind, size, entries=len(entries))
 
-    def _clean_shutdown_entries(self, path: Path, display: str, size: int) -> Iterator[IndexEntryEvent]:
-        # 3.9 writes {"version":0,"brokerEpoch":N}; 2.x wrote an empty file.
+    def _json_object_entries(self, path: Path, display: str, size: int, what: str) -> Iterator[IndexEntryEvent]:
+        # The clean shutdown marker: 3.9 writes {"version":0,"brokerEpoch":N}; 2.x wrote an empty file.
         if size > MAX_CLEAN_SHUTDOWN_READ:
-            raise CorruptDataError("implausibly large clean shutdown marker", path=path)
+            raise CorruptDataError(f"implausibly large {what}", path=path)
         try:
             text = path.read_text(encoding="utf-8").strip()
         except (OSError, UnicodeDecodeError) as e:
-            raise CorruptDataError(f"unreadable clean shutdown marker: {e}", path=path) from None
+            raise CorruptDataError(f"unreadable {what}: {e}", path=path) from None
         if not text:
             return
         try:
             obj = json.loads(text)
-        except ValueError:
-            raise CorruptDataError("the clean shutdown marker is not JSON", path=path) from None
+        except ValueError as e:
+            pos = e.pos if isinstance(e, json.JSONDecodeError) else None
+            raise CorruptDataError(f"the {what} is not JSON", path=path, position=pos) from None
         if not isinstance(obj, dict):
-            raise CorruptDataError("the clean shutdown marker is not a JSON object", path=path)
+            raise CorruptDataError(f"the {what} is not a JSON object", path=path)
         for i, (k, v) in enumerate(obj.items()):
             yield IndexEntryEvent(display, EntryKind.PROPERTY, i, PropertyEntry(str(k), json.dumps(v)))

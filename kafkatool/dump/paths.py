@@ -25,6 +25,7 @@ from kafkatool.log.layout import (
 )
 
 KRAFT_SNAPSHOT_SUFFIX = ".checkpoint"  # org.apache.kafka.snapshot.Snapshots.SUFFIX
+KRAFT_QUORUM_STATE = "quorum-state"  # org.apache.kafka.raft.FileQuorumStateStore (KafkaRaftManager's file name)
 
 
 def classify(path: Path) -> FileKind:
@@ -53,6 +54,8 @@ def classify(path: Path) -> FileKind:
         return FileKind.PROPERTIES
     if name == CLEAN_SHUTDOWN_FILE:
         return FileKind.CLEAN_SHUTDOWN
+    if name == KRAFT_QUORUM_STATE:
+        return FileKind.QUORUM_STATE
     return FileKind.UNKNOWN
 
 
@@ -103,7 +106,7 @@ KAFKA_DUMPED_KINDS = frozenset({FileKind.LOG, FileKind.KRAFT_SNAPSHOT, FileKind.
 def plan_files(paths: Iterable[str | os.PathLike[str]], *, kafka_files_only: bool = False) -> Iterator[Path]:
     """Every file to dump, in argument order; a dir expands to its files (``logdir.resolve_inputs``).
 
-    ``kafka_files_only``: a dir expands only to the files Kafka's tool dumps (``--format dump-log``: the run is
+    ``kafka_files_only``: a dir expands only to the files Kafka's tool dumps (the dump-log format: the run is
     then ``kafka-dump-log.sh --files`` over them); files named on the command line are always dumped."""
     def expanded(files: Iterable[Path]) -> Iterator[Path]:
         return (f for f in files if not kafka_files_only or classify(f) in KAFKA_DUMPED_KINDS)

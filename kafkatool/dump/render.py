@@ -1,13 +1,15 @@
 """``kafkatool dump``'s ``text`` and ``json`` renderers (``dumplog_format`` has Kafka's format).
 
-JSON lines, schema 1 (every object has ``"type"`` and ``"schema": 1``; documented in the README):
+JSON lines, schema 1 (every object has ``"type"`` and ``"schema": 1``; documented in docs/dump.md):
 ``file``, ``batch``, ``record``, ``index_entry``, ``notice``, ``finding``, ``file_end``, ``summary``.
 Lines are assembled from pre-escaped pieces rather than ``json.dumps`` of a dict per record: the record
 line is the hot path of a deep dump (the output is the same compact JSON).
 
 With a decoder option, records of non-control batches get ``key_decoded``/``value_decoded``: the texts the
-decoder gives (JSON strings; null where Kafka's tool prints no ``key:``/``payload:``). ``key``/``value``
-stay the raw bytes in ``--encoding``, so schema 1 readers see no change. Text and table views show the
+decoder gives (JSON strings; null where Kafka's tool prints no ``key:``/``payload:``), and ``value_json``
+when the decoder's value text is a JSON document (``cluster-metadata``: ``{"type":..,"version":..,"data":..}``,
+the record's fields by name). ``key``/``value`` stay the raw bytes in the run's encoding, so schema 1 readers
+see no change. Text and table views show the
 decoded texts instead of the raw bytes.
 """
 
@@ -22,6 +24,7 @@ from json.encoder import encode_basestring
 from typing import IO, Any
 
 from kafkatool import JSON_SCHEMA_VERSION
+from kafkatool.decoders import DecodedText
 from kafkatool.dump.control import describe_control
 from kafkatool.dump.dumplog import entry_line
 from kafkatool.dump.events import (
@@ -36,6 +39,7 @@ from kafkatool.dump.events import (
     Summary,
 )
 from kafkatool.dump.resync import batch_base_offset
+from kafkatool.record.batch import LOG_OVERHEAD
 from kafkatool.record.codecs import Codec
 from kafkatool.record.default_records import DefaultRecordBatch
 from kafkatool.util.jsonl import escape_separators, json_line
@@ -74,13 +78,16 @@ def batch_fields(ev: BatchEvent, decompress_limit: int | None) -> dict[str, Any]
     b = ev.batch
     if type(b) is DefaultRecordBatch:
         h = b.h
-        a = h[5]
-        return {"path": ev.path, "position": b.position, "base_offset": h[0], "last_offset": h[0] + h[6],
-                "magic": h[3], "codec": codec_label(a & 7), "size": h[1] + 12, "crc": h[4], "crc_valid": ev.crc_valid,
-                "timestamp_type": "LogAppendTime" if a & 8 else "CreateTime", "max_timestamp": h[8],
-                "base_timestamp": h[7], "producer_id": h[9], "producer_epoch": h[10], "base_sequence": h[11],
-                "last_sequence": b.last_sequence, "is_transactional": bool(a & 0x10), "is_control": bool(a & 0x20),
-                "partition_leader_epoch": h[2], "count": h[12], "delete_horizon_ms": h[7] if a & 0x40 else None}
+        a = h.attributes
+        return {"path": ev.path, "position": b.position, "base_offset": h.base_offset,
+                "last_offset": h.base_offset + h.last_offset_delta, "magic": h.magic, "codec": codec_label(a & 7),
+                "size": h.length + LOG_OVERHEAD, "crc": h.crc, "crc_valid": ev.crc_valid,
+                "timestamp_type": "LogAppendTime" if a & 8 else "CreateTime", "max_timestamp": h.max_timestamp,
+                "base_timestamp": h.base_timestamp, "producer_id": h.producer_id, "producer_epoch": h.producer_epoch,
+                "base_sequence": h.base_sequence, "last_sequence": b.last_sequence,
+                "is_transactional": bool(a & 0x10), "is_control": bool(a & 0x20),
+                "partition_leader_epoch": h.partition_leader_epoch, "count": h.records_count,
+                "delete_horizon_ms": h.base_timestamp if a & 0x40 else None}
     return {"path": ev.path, "position": b.position, "base_offset": batch_base_offset(ev, decompress_limit),
             "last_offset": b.last_offset, "magic": b.magic, "codec": codec_label(b.codec_id), "size": b.size,
             "crc": b.crc, "crc_valid": ev.crc_valid, "timestamp_type": b.timestamp_type.label,
@@ -102,7 +109,7 @@ class JsonWriter:
         self.value = json_value_encoder(encoding)
         self.limit = decompress_limit
         self.summary_only = summary_only
-        self.file_ends = file_ends  # with summary_only: file_end objects too (--count's per-file numbers)
+        self.file_ends = file_ends  # with summary_only: file_end objects too (a count's per-file numbers)
 
     def handle(self, ev: Event) -> None:
         t = type(ev)
@@ -174,6 +181,8 @@ class JsonWriter:
                 kt, vt = decoded[i]
                 line += (f',"key_decoded":{"null" if kt is None else hkey(kt)}'
                          f',"value_decoded":{"null" if vt is None else hkey(vt)}')
+                if isinstance(vt, DecodedText) and vt.is_json:
+                    line += f',"value_json":{vt}'  # the decoder's JSON document itself (cluster-metadata)
             if control:
                 c = describe_control(key, value)
                 line += ',"control":' + json.dumps(
@@ -313,7 +322,7 @@ class TextWriter:
             assert isinstance(ev, FileEnd)
             if self.gaps > self.MAX_GAPS_SHOWN:
                 self.err(f"kafkatool: info: offset-gap: {ev.path}: {self.gaps - self.MAX_GAPS_SHOWN} more offset gaps "
-                         "not shown (--format json lists every one)")
+                         "not shown (the JSON lines list every one)")
             if self.summary_only:
                 return
             if ev.kind.is_records:
@@ -340,19 +349,20 @@ class TextWriter:
         crc = "ok" if ev.crc_valid else f"BAD (stored {b.crc}, computed {b.compute_crc()})"
         if type(b) is DefaultRecordBatch:
             h = b.h
-            a = h[5]
-            line = (f"@{b.position} offsets {h[0]}..{h[0] + h[6]} count {h[12]} v{h[3]} {codec_label(a & 7)} "
-                    f"{h[1] + 12}B {'LogAppendTime' if a & 8 else 'CreateTime'} {self.ts(h[8])} crc {crc}")
-            if h[9] >= 0 or h[11] >= 0:
-                line += f" producer {h[9]} epoch {h[10]} seq {h[11]}..{b.last_sequence}"
-            if h[2] >= 0:
-                line += f" leaderEpoch {h[2]}"
+            a = h.attributes
+            line = (f"@{b.position} offsets {h.base_offset}..{h.base_offset + h.last_offset_delta} "
+                    f"count {h.records_count} v{h.magic} {codec_label(a & 7)} {h.length + LOG_OVERHEAD}B "
+                    f"{'LogAppendTime' if a & 8 else 'CreateTime'} {self.ts(h.max_timestamp)} crc {crc}")
+            if h.producer_id >= 0 or h.base_sequence >= 0:
+                line += f" producer {h.producer_id} epoch {h.producer_epoch} seq {h.base_sequence}..{b.last_sequence}"
+            if h.partition_leader_epoch >= 0:
+                line += f" leaderEpoch {h.partition_leader_epoch}"
             if a & 0x10:
                 line += " transactional"
             if a & 0x20:
                 line += " control"
             if a & 0x40:
-                line += f" deleteHorizon {self.ts(h[7])}"
+                line += f" deleteHorizon {self.ts(h.base_timestamp)}"
             return line
         base = ev.base_offset
         offsets = f"{base}..{b.last_offset}" if base is not None and base != b.last_offset else f"{b.last_offset}"

@@ -1,6 +1,6 @@
 """Where ``kafkatool dump`` goes on after the bytes Kafka's reader stops at: whether a whole batch is there,
 why bytes cannot be the start of a batch cut short by a crash (a torn tail), the scan for the next CRC-valid
-batch (bounded, window by window), the ``--from-offset`` seek through the ``.index``, and a legacy wrapper's
+batch (bounded, window by window), the ``from_offset`` seek through the ``.index``, and a legacy wrapper's
 base offset as Kafka reports it."""
 
 from __future__ import annotations
@@ -12,14 +12,29 @@ from typing import Any
 
 import crc32c as _crc32c
 
+from kafkatool.constants import INT32_MAX
 from kafkatool.dump.events import BatchEvent
 from kafkatool.errors import KafkaToolError
 from kafkatool.log.index import load_offset_lookup
 from kafkatool.log.layout import INDEX_SUFFIX, LOG_SUFFIX
-from kafkatool.record.batch import LOG_HEADER, LOG_OVERHEAD, MAGIC_V2
-from kafkatool.record.default_records import RECORD_BATCH_OVERHEAD
+from kafkatool.record.batch import (
+    HEADER_SIZE_UP_TO_MAGIC,
+    LOG_HEADER,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    MAGIC_V2,
+    OFFSET_OFFSET,
+    SIZE_OFFSET,
+)
+from kafkatool.record.default_records import (
+    ATTRIBUTES_OFFSET,
+    COMPRESSION_CODEC_MASK,
+    CRC_OFFSET,
+    LAST_OFFSET_DELTA_OFFSET,
+    RECORD_BATCH_OVERHEAD,
+)
 from kafkatool.record.file_records import FileRecords
-from kafkatool.record.legacy_records import RECORD_OVERHEAD_V0
+from kafkatool.record.legacy_records import ENTRY_ATTRIBUTES_OFFSET, ENTRY_CRC_OFFSET, RECORD_OVERHEAD_V0
 
 # A position where a batch could start: any offset, a size of at least 14 below 2^31, then magic 0..2 at
 # byte 16. Used only to pick candidates for the resync scan; each one is then confirmed by its CRC.
@@ -27,7 +42,6 @@ _CANDIDATE = re.compile(
     rb"(?s)(?=.{8}(?:[\x01-\x7f]...|\x00[\x01-\xff]..|\x00\x00[\x01-\xff].|\x00\x00\x00[\x0e-\xff])....[\x00-\x02])")
 _NONZERO = re.compile(rb"[^\x00]")
 
-INT32_MAX = 0x7FFFFFFF
 # The largest batch a broker could have written: one produce request (socket.request.max.bytes, 100 MiB by
 # default) raised tenfold. A size field declaring more is not a batch cut short by a crash.
 MAX_PLAUSIBLE_BATCH = 1 << 30
@@ -35,7 +49,7 @@ MAX_PLAUSIBLE_BATCH = 1 << 30
 
 def batch_fits(buf: Any, at: int, file_end: int) -> bool:
     """Is there a whole batch (by its size field) at ``at`` in ``buf[:file_end]``?"""
-    if file_end - at <= LOG_OVERHEAD + 5:
+    if file_end - at <= HEADER_SIZE_UP_TO_MAGIC:
         return False
     size: int = LOG_HEADER.unpack_from(buf, at)[1]
     return size >= RECORD_OVERHEAD_V0 and at + LOG_OVERHEAD + size <= file_end
@@ -47,33 +61,35 @@ def not_a_batch_start(buf: Any, at: int, end: int, last_offset: int, base_offset
     last batch's and fit the segment, the size must be one a broker can have written, the magic 0..2, the
     codec one Kafka knows."""
     n = end - at
-    if n >= 8:
-        offset = int.from_bytes(buf[at:at + 8], "big", signed=True)
+    if n >= SIZE_OFFSET:
+        offset = int.from_bytes(buf[at + OFFSET_OFFSET:at + SIZE_OFFSET], "big", signed=True)
         if offset < 0:
             return f"offset field {offset}"
         if last_offset >= 0 and offset <= last_offset:
             return f"offset {offset} does not follow the last batch's {last_offset}"
         if base_offset is not None and not 0 <= offset - base_offset <= INT32_MAX:
             return f"offset {offset} is outside the segment's {base_offset}..{base_offset + INT32_MAX}"
-    if n < 12:
+    if n < LOG_OVERHEAD:
         return None
     size = LOG_HEADER.unpack_from(buf, at)[1]
     if size < RECORD_OVERHEAD_V0:
         return f"size field {size}, below Kafka's minimum of {RECORD_OVERHEAD_V0}"
     if size + LOG_OVERHEAD > MAX_PLAUSIBLE_BATCH:
         return f"size field declares {size + LOG_OVERHEAD} bytes, more than any broker accepts in a batch"
-    if n < 17:
+    if n < HEADER_SIZE_UP_TO_MAGIC:
         return None
-    magic = buf[at + 16]
+    magic = buf[at + MAGIC_OFFSET]
     if magic > MAGIC_V2:
         return f"magic byte {magic}"
     if magic == MAGIC_V2:
         if size + LOG_OVERHEAD < RECORD_BATCH_OVERHEAD:
             return f"{size + LOG_OVERHEAD} bytes is less than a v2 batch header"
-        if n >= 23 and buf[at + 22] & 7 > 4:
-            return f"codec {buf[at + 22] & 7}"
-    elif n >= 18 and (buf[at + 17] & 7 > 3 or buf[at + 17] & 0xF0):
-        return f"v{magic} attributes 0x{buf[at + 17]:02x}"
+        low = at + ATTRIBUTES_OFFSET + 1  # the low byte of the (big-endian int16) attributes: the codec bits
+        if n >= LAST_OFFSET_DELTA_OFFSET and buf[low] & COMPRESSION_CODEC_MASK > 4:
+            return f"codec {buf[low] & COMPRESSION_CODEC_MASK}"
+    elif n > ENTRY_ATTRIBUTES_OFFSET and (buf[at + ENTRY_ATTRIBUTES_OFFSET] & COMPRESSION_CODEC_MASK > 3
+                                          or buf[at + ENTRY_ATTRIBUTES_OFFSET] & 0xF0):
+        return f"v{magic} attributes 0x{buf[at + ENTRY_ATTRIBUTES_OFFSET]:02x}"
     return None
 
 def all_zero(buf: Any, start: int, end: int) -> bool:
@@ -85,22 +101,22 @@ def valid_batch_at(buf: Any, q: int, end: int, fr: FileRecords | None = None) ->
 
     With ``fr``, a candidate larger than the mapped-page window (in damaged data the size field is often
     garbage) is checksummed window by window, its pages handed back after each."""
-    if end - q <= LOG_OVERHEAD + 5:
+    if end - q <= HEADER_SIZE_UP_TO_MAGIC:
         return False
     _, size = LOG_HEADER.unpack_from(buf, q)
     if size < RECORD_OVERHEAD_V0 or q + LOG_OVERHEAD + size > end:
         return False
-    magic = buf[q + 16]
+    magic = buf[q + MAGIC_OFFSET]
     stop = q + LOG_OVERHEAD + size
     if magic == MAGIC_V2:
         if size + LOG_OVERHEAD < RECORD_BATCH_OVERHEAD:
             return False
-        stored = int.from_bytes(buf[q + 17:q + 21], "big")
-        return _crc(_crc32c.crc32c, buf, q + 21, stop, fr) == stored
+        stored = int.from_bytes(buf[q + CRC_OFFSET:q + ATTRIBUTES_OFFSET], "big")
+        return _crc(_crc32c.crc32c, buf, q + ATTRIBUTES_OFFSET, stop, fr) == stored
     if magic > MAGIC_V2:
         return False
-    stored = int.from_bytes(buf[q + 12:q + 16], "big")
-    return _crc(zlib.crc32, buf, q + 16, stop, fr) == stored
+    stored = int.from_bytes(buf[q + ENTRY_CRC_OFFSET:q + MAGIC_OFFSET], "big")
+    return _crc(zlib.crc32, buf, q + MAGIC_OFFSET, stop, fr) == stored
 
 
 def _crc(fn: Any, buf: Any, start: int, stop: int, fr: FileRecords | None) -> int:
@@ -114,7 +130,7 @@ def _crc(fn: Any, buf: Any, start: int, stop: int, fr: FileRecords | None) -> in
     return int(value)
 
 
-_LOOKAHEAD = 17  # bytes a candidate match reads: offset, size, epoch/crc, magic
+_LOOKAHEAD = HEADER_SIZE_UP_TO_MAGIC  # bytes a candidate match reads: offset, size, epoch/crc, magic
 
 
 def find_next_batch(buf: Any, start: int, end: int, limit: int, fr: FileRecords | None = None) -> int | None:
@@ -141,7 +157,7 @@ def find_next_batch(buf: Any, start: int, end: int, limit: int, fr: FileRecords 
 
 
 def seek_position(fr: FileRecords, log: Path, base: int, target: int) -> int:
-    """Where to start walking for ``--from-offset``: the ``.index`` entry at or below ``target`` (Kafka's
+    """Where to start walking for a ``from_offset``: the ``.index`` entry at or below ``target`` (Kafka's
     ``OffsetIndex.lookup``), only if a CRC-valid batch starts there; else 0."""
     index = log.with_name(log.name[:-len(LOG_SUFFIX)] + INDEX_SUFFIX) if log.name.endswith(LOG_SUFFIX) else None
     if index is None or not index.is_file():

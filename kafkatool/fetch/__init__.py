@@ -2,7 +2,8 @@
 """
 
 from kafkatool.fetch.report import partition_problem
-from kafkatool.fetch.response import error_name
+from kafkatool.fetch.request import FetchPartition, encode_fetch_request
+from kafkatool.fetch.response import ParsedPartition, ParsedResponse, error_name, parse_response
 from kafkatool.fetch.simulate import (
     DEFAULT_PARTITION_MAX_BYTES,
     FetchOptions,
@@ -11,5 +12,6 @@ from kafkatool.fetch.simulate import (
     simulate,
 )
 
-__all__ = ["DEFAULT_PARTITION_MAX_BYTES", "FetchOptions", "PartitionLog", "PartitionRequest", "error_name",
+__all__ = ["DEFAULT_PARTITION_MAX_BYTES", "FetchOptions", "FetchPartition", "ParsedPartition", "ParsedResponse",
+           "PartitionLog", "PartitionRequest", "encode_fetch_request", "error_name", "parse_response",
            "partition_problem", "simulate"]

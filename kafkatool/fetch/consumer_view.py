@@ -21,16 +21,21 @@ Only one batch is buffered at a time: once the tail is recognised its bytes are 
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from kafkatool.errors import KafkaToolError
-from kafkatool.record.batch import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, MAGIC_OFFSET, MAGIC_V2, Record
+from kafkatool.record.batch import (
+    HEADER_SIZE_UP_TO_MAGIC,
+    LOG_HEADER,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    MAGIC_V2,
+    SIZE_OFFSET,
+    Record,
+)
 from kafkatool.record.default_records import DefaultRecordBatch
 from kafkatool.record.legacy_records import RECORD_OVERHEAD_V0, LegacyRecordBatch
-
-_LOG_HEADER = struct.Struct(">qi")
 
 
 @dataclass(slots=True)
@@ -85,7 +90,7 @@ class ConsumerView:
                 return
             if len(buf) < LOG_OVERHEAD:
                 return
-            offset, size = _LOG_HEADER.unpack_from(buf, 0)
+            offset, size = LOG_HEADER.unpack_from(buf, 0)
             if size < RECORD_OVERHEAD_V0:
                 self._fail(f"CorruptRecordException: Record size {size} is less than the minimum record overhead "
                            f"({RECORD_OVERHEAD_V0})")
@@ -166,7 +171,7 @@ class ConsumerView:
             r.tail = "none"
         elif r.tail_bytes < LOG_OVERHEAD:
             r.tail = "overflow-header-prefix" if head and head == b"\xff" * len(head) else "partial-header"
-        elif head[:8] == b"\xff" * 8:
+        elif head[:SIZE_OFFSET] == b"\xff" * SIZE_OFFSET:  # an overflow batch's offset: -1
             r.tail = "overflow"
         else:
             r.tail = "truncated-batch"

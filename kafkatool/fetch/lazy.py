@@ -29,21 +29,20 @@ converted again, so memory per partition stays bounded by one chunk whatever the
 
 from __future__ import annotations
 
-import struct
 import tracemalloc
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
+from kafkatool.constants import DOWN_CONVERSION_READ_SIZE
+from kafkatool.record.batch import LOG_HEADER, LOG_OVERHEAD
+from kafkatool.record.default_records import RECORD_BATCH_OVERHEAD
 from kafkatool.record.down_convert import DownConverted, ZstdDownConversionError, down_convert, iter_chunks
 from kafkatool.record.file_records import FileRecords, RecordBatch
 
-MAX_READ_SIZE = 128 * 1024  # LazyDownConversionRecordsSend.MAX_READ_SIZE
-MIN_OVERFLOW_MESSAGE_LENGTH = 12  # Records.LOG_OVERHEAD
-RECORD_BATCH_OVERHEAD = 61  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD: the overflow length is at least this
-
-# The overflow batch header: baseOffset int64 = -1, length int32.
-_OVERFLOW_HEADER = struct.Struct(">qi")
+MIN_OVERFLOW_MESSAGE_LENGTH = LOG_OVERHEAD  # LazyDownConversionRecordsSend: Records.LOG_OVERHEAD
+# The overflow batch header is a log header: baseOffset -1, then a length of at least RECORD_BATCH_OVERHEAD.
+_OVERFLOW_HEADER = LOG_HEADER
 
 PieceKind = Literal["chunk", "overflow"]
 
@@ -101,7 +100,7 @@ class SendStats:
         return "exact"
 
 
-def overflow_buffer(remaining: int, max_read_size: int = MAX_READ_SIZE) -> bytes:
+def overflow_buffer(remaining: int, max_read_size: int = DOWN_CONVERSION_READ_SIZE) -> bytes:
     """``LazyDownConversionRecordsSend.buildOverflowBatch(remaining)``: header then zeros."""
     size = max(MIN_OVERFLOW_MESSAGE_LENGTH, min(remaining + 1, max_read_size))
     buf = bytearray(size)
@@ -117,7 +116,8 @@ class LazyDownConversionRecords:
     """
 
     def __init__(self, records: FileRecords, start: int, size: int, to_magic: int, first_offset: int, *,
-                 max_read_size: int = MAX_READ_SIZE, limit: int | None = None, trace_memory: bool = False) -> None:
+                 max_read_size: int = DOWN_CONVERSION_READ_SIZE, limit: int | None = None,
+                 trace_memory: bool = False) -> None:
         self.trace_memory = trace_memory
         self.traced_peak: int | None = None
         self.records = records

@@ -60,7 +60,7 @@ def has_throttle_time(version: int) -> bool:
 
 def check_version(version: int) -> None:
     if not MIN_VERSION <= version <= MAX_VERSION:
-        raise UsageError(f"FetchResponse v{version} is not a down-converting version (0..3)")
+        raise UsageError(f"FetchResponse v{version} is not a down-converting version (0..3)", field="fetch_version")
 
 
 @dataclass(frozen=True, slots=True)

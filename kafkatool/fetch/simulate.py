@@ -16,7 +16,10 @@ The broker's path, reproduced step by step (3.9 sources; spec §5.1-§5.3):
    watermark's position in its segment).
 3. ``KafkaApis.maybeConvertFetchedData``: Fetch v0-1 -> magic 0, v2-3 -> magic 1; the slice becomes
    ``LazyDownConversionRecords`` (:mod:`kafkatool.fetch.lazy`); its constructor's
-   ``UnsupportedCompressionTypeException`` -> ``UNSUPPORTED_COMPRESSION_TYPE`` with null records.
+   ``UnsupportedCompressionTypeException`` -> ``UNSUPPORTED_COMPRESSION_TYPE`` with null records. The broker
+   decides by the magic it takes the log to hold, not by the batches: 2 from ``inter.broker.protocol.version``
+   3.0 on (KRaft, and 3.x's default), else the topic's ``message.format.version`` (``log_magic``). When the
+   fetch version reads that magic, the slice is sent as it is (``FileRecords``): no conversion, no padding.
 4. The response (:mod:`kafkatool.fetch.response`) is sized with each partition's committed size before
    any conversion, then streamed: nothing converted is ever held beyond one chunk.
 
@@ -33,9 +36,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from kafkatool.constants import DOWN_CONVERSION_READ_SIZE, INT32_MAX
 from kafkatool.errors import CorruptDataError, InputError, KafkaToolError, UsageError
 from kafkatool.fetch.consumer_view import ConsumerResult, ConsumerView
-from kafkatool.fetch.lazy import MAX_READ_SIZE, LazyDownConversionRecords, SendStats
+from kafkatool.fetch.lazy import LazyDownConversionRecords, SendStats
 from kafkatool.fetch.response import (
     CORRUPT_MESSAGE,
     INVALID_HIGH_WATERMARK,
@@ -62,7 +66,6 @@ from kafkatool.record.file_records import FileRecords
 DEFAULT_PARTITION_MAX_BYTES = 1024 * 1024  # consumer max.partition.fetch.bytes
 DEFAULT_FETCH_MAX_BYTES = 50 * 1024 * 1024  # consumer fetch.max.bytes (the request's max_bytes, Fetch v3+)
 DEFAULT_BROKER_FETCH_MAX_BYTES = 55 * 1024 * 1024  # broker fetch.max.bytes (ServerConfigs, 3.9)
-INT32_MAX = 0x7FFFFFFF  # FetchRequest max_bytes default: what v0-2 requests (which lack the field) mean
 
 
 def to_magic_for_version(fetch_version: int) -> int:
@@ -72,9 +75,9 @@ def to_magic_for_version(fetch_version: int) -> int:
 
 
 def version_for_magic(to_magic: int) -> int:
-    """The newest fetch version that down-converts to ``to_magic`` (used when only ``--to-magic`` is given)."""
+    """The newest fetch version that down-converts to ``to_magic`` (used when only the magic is given)."""
     if to_magic not in (0, 1):
-        raise UsageError(f"--to-magic must be 0 or 1, not {to_magic}")
+        raise UsageError(f"must be 0 or 1, not {to_magic}", field="to_magic")
     return 1 if to_magic == 0 else 3
 
 
@@ -223,7 +226,7 @@ def read_partition(log: PartitionLog, fetch_offset: int, max_bytes: int, min_one
     r = ReadResult(high_watermark=hw, log_start_offset=log.log_start_offset, log_end_offset=end.offset,
                    max_bytes=max_bytes, min_one_message=min_one_message)
     if hw > end.offset or hw < log.log_start_offset:
-        raise UsageError(f"--high-watermark {hw} is outside the log [{log.log_start_offset}, {end.offset}]")
+        raise UsageError(f"{hw} is outside the log [{log.log_start_offset}, {end.offset}]", field="high_watermark")
     if fetch_offset < log.log_start_offset or fetch_offset > end.offset:
         r.error_code = OFFSET_OUT_OF_RANGE
         r.error = (f"OffsetOutOfRangeException: Received request for offset {fetch_offset} for partition "
@@ -241,7 +244,8 @@ def read_partition(log: PartitionLog, fetch_offset: int, max_bytes: int, min_one
             try:
                 if position is not None:
                     if position > fr.size:
-                        raise UsageError(f"--position {position} is past the end of {seg.log} ({fr.size} bytes)")
+                        raise UsageError(f"{position} is past the end of {seg.log} ({fr.size} bytes)",
+                                         field="position")
                     found: LogOffsetPosition | None = LogOffsetPosition(fetch_offset, position, 0)
                 else:
                     found = translate_offset(fr, seg, fetch_offset)
@@ -294,11 +298,23 @@ class FetchOptions:
     fetch_max_bytes: int = DEFAULT_FETCH_MAX_BYTES  # the request's max_bytes: only Fetch v3+ carries it
     broker_fetch_max_bytes: int = DEFAULT_BROKER_FETCH_MAX_BYTES
     min_one_message: bool | None = None  # None: as the broker derives it (Fetch v3+ only)
-    chunk_size: int = MAX_READ_SIZE  # Kafka's MAX_READ_SIZE: chunk grouping *and* overflow buffer size
+    chunk_size: int = DOWN_CONVERSION_READ_SIZE  # Kafka's MAX_READ_SIZE: chunk grouping *and* overflow buffer size
     correlation_id: int = 0
     throttle_time_ms: int = 0
     decompress_limit: int | None = None
     trace_memory: bool = False  # measure each conversion's peak heap with tracemalloc (slow)
+    # The magic the broker takes the log to hold (maybeConvertFetchedData): 2 from IBP 3.0 on; below it (a ZooKeeper
+    # broker at an older inter.broker.protocol.version) the topic's message.format.version: 0.9.0 -> 0, 0.10.x -> 1.
+    log_magic: int = 2
+
+    def __post_init__(self) -> None:
+        if self.log_magic not in (0, 1, 2):
+            raise UsageError(f"must be 0, 1 or 2, not {self.log_magic}", field="log_magic")
+
+    @property
+    def converts(self) -> bool:
+        """Whether the broker down-converts: the log's magic is above what the fetch version reads."""
+        return self.log_magic > self.to_magic
 
     @property
     def to_magic(self) -> int:
@@ -320,7 +336,7 @@ class FetchOptions:
 class PartitionRequest:
     log: PartitionLog
     fetch_offset: int
-    position: int | None = None  # start here instead of searching (kafka-ref lazysend --position)
+    position: int | None = None  # start here instead of searching (as kafka-ref lazysend can)
     high_watermark: int | None = None
 
 
@@ -371,10 +387,13 @@ def plan_fetch(options: FetchOptions, requests: Sequence[PartitionRequest]) -> l
 
 
 def _convertible(options: FetchOptions, req: PartitionRequest, read: ReadResult) -> PartitionFetch:
-    """``maybeConvertFetchedData``: wrap the slice (even an empty one) in LazyDownConversionRecords."""
+    """``maybeConvertFetchedData``: wrap the slice (even an empty one) in LazyDownConversionRecords, or send it as
+    it is when the broker does not convert."""
     if read.segment is None or read.size == 0:
         return PartitionFetch(req, read, read.error_code, read.error, read.high_watermark, 0)
     fr = FileRecords(read.segment.log)
+    if not options.converts:
+        return PartitionFetch(req, read, read.error_code, read.error, read.high_watermark, read.size, None, fr)
     try:
         lazy = LazyDownConversionRecords(fr, read.position, read.size, options.to_magic, req.fetch_offset,
                                          max_read_size=options.chunk_size, limit=options.decompress_limit,
@@ -417,6 +436,15 @@ def send_partition(plan: PartitionFetch, options: FetchOptions, write: Callable[
             plan.stats = plan.lazy.stats
         else:
             plan.stats = SendStats(committed_size=max(0, plan.committed_size))
+            if plan.records is not None and plan.committed_size > 0:  # the slice as it is (FileRecords.writeTo)
+                for at in range(0, plan.committed_size, options.chunk_size):
+                    data = plan.records.read(plan.read.position + at, min(options.chunk_size,
+                                                                          plan.committed_size - at))
+                    if write is not None:
+                        write(data)
+                    if view is not None:
+                        view.feed(data)
+                plan.stats.bytes_written = plan.committed_size
         if view is not None:
             plan.consumer = view.finish()
     finally:
@@ -429,7 +457,7 @@ def simulate(options: FetchOptions, requests: Sequence[PartitionRequest], out: B
     """Simulate one fetch. ``out`` gets the whole FetchResponse (size prefix included), or with ``raw``
     the partition's record bytes only (one partition)."""
     if raw and len(requests) != 1:
-        raise UsageError("--raw writes one partition's record bytes: give exactly one partition")
+        raise UsageError("writes one partition's record bytes: give exactly one partition", field="raw")
     plans = plan_fetch(options, requests)
     try:
         if on_plan is not None:
@@ -460,7 +488,7 @@ def simulate(options: FetchOptions, requests: Sequence[PartitionRequest], out: B
 
 
 def iter_fetch_offsets(spec: Sequence[str], logs: Sequence[PartitionLog]) -> Iterator[int | None]:
-    """``--fetch-offset`` values: one for all partitions, one per partition in order, or ``topic-N=OFFSET``."""
+    """Fetch offsets as given: one for all partitions, one per partition in order, or ``topic-N=OFFSET``."""
     named: dict[str, int] = {}
     plain: list[int] = []
     for item in spec:
@@ -474,10 +502,11 @@ def iter_fetch_offsets(spec: Sequence[str], logs: Sequence[PartitionLog]) -> Ite
             else:
                 plain.append(_offset(part))
     if len(plain) > 1 and len(plain) != len(logs):
-        raise UsageError(f"{len(plain)} fetch offsets for {len(logs)} partitions: give one, or one per partition")
+        raise UsageError(f"{len(plain)} fetch offsets for {len(logs)} partitions: give one, or one per partition",
+                         field="fetch_offset")
     unknown = set(named) - {str(log.topic_partition) for log in logs}
     if unknown:
-        raise UsageError(f"--fetch-offset names unknown partitions: {', '.join(sorted(unknown))}")
+        raise UsageError(f"names unknown partitions: {', '.join(sorted(unknown))}", field="fetch_offset")
     for i, log in enumerate(logs):
         name = str(log.topic_partition)
         if name in named:
@@ -494,4 +523,4 @@ def _offset(text: str) -> int:
     try:
         return int(text)
     except ValueError:
-        raise UsageError(f"not an offset: {text!r}") from None
+        raise UsageError(f"not an offset: {text!r}", field="fetch_offset") from None

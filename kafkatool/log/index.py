@@ -17,14 +17,21 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from pathlib import Path
 
+from kafkatool.constants import DEFAULT_SEGMENT_INDEX_BYTES
 from kafkatool.errors import CorruptDataError, InputError
 from kafkatool.log.layout import offset_from_filename
 
-OFFSET_ENTRY = struct.Struct(">ii")
-TIME_ENTRY = struct.Struct(">qi")
+OFFSET_ENTRY = struct.Struct(
+    ">i"  # relativeOffset    int32
+    "i"   # physicalPosition  int32
+)
+TIME_ENTRY = struct.Struct(
+    ">q"  # timestamp         int64
+    "i"   # relativeOffset    int32
+)
+TIME_ENTRY_RELATIVE_OFFSET = struct.calcsize(">q")
 OFFSET_ENTRY_SIZE = OFFSET_ENTRY.size  # 8
 TIME_ENTRY_SIZE = TIME_ENTRY.size  # 12
-DEFAULT_INDEX_BYTES = 10 * 1024 * 1024  # segment.index.bytes / log.index.size.max.bytes
 MAX_INDEX_READ = 1 << 30  # refuse index files larger than this (hostile sizes)
 
 
@@ -159,7 +166,8 @@ def time_index_sanity_check(path: str | os.PathLike[str], base_offset: int | Non
         if base + last_rel < base:
             raise CorruptDataError(f"Corrupt time index found, time index file ({p}) has non-zero size but the "
                                    f"last offset is {base + last_rel} which is less than the first offset "
-                                   f"{base}", path=p, position=(slots - 1) * TIME_ENTRY_SIZE + 8)
+                                   f"{base}", path=p,
+                                   position=(slots - 1) * TIME_ENTRY_SIZE + TIME_ENTRY_RELATIVE_OFFSET)
     if len(data) % TIME_ENTRY_SIZE:
         raise CorruptDataError(f"Time index file {p.name} is corrupt, found {len(data)} bytes which is neither "
                                f"positive nor a multiple of {TIME_ENTRY_SIZE}.", path=p,
@@ -233,6 +241,6 @@ def lookup_timestamp(entries: list[TimestampOffset], target_ts: int, base_offset
     return entries[found] if found >= 0 else TimestampOffset(-1, base_offset)
 
 
-def preallocated_length(entry_size: int, max_index_size: int = DEFAULT_INDEX_BYTES) -> int:
+def preallocated_length(entry_size: int, max_index_size: int = DEFAULT_SEGMENT_INDEX_BYTES) -> int:
     """Size of a freshly created index file: ``roundDown(segment.index.bytes, entrySize)``."""
     return max_index_size - max_index_size % entry_size

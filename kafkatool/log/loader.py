@@ -35,6 +35,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kafkatool.constants import DEFAULT_INDEX_INTERVAL_BYTES
 from kafkatool.errors import KafkaToolError
 from kafkatool.log.checkpoints import read_offset_checkpoint
 from kafkatool.log.layout import (
@@ -51,7 +52,7 @@ from kafkatool.log.layout import (
     log_dir_of,
     offset_from_filename,
 )
-from kafkatool.log.recovery import DEFAULT_INDEX_INTERVAL_BYTES, SegmentRecovery, recover_segment
+from kafkatool.log.recovery import SegmentRecovery, recover_segment
 from kafkatool.log.txn_index import txn_index_sanity_check
 from kafkatool.util import budget as _budget
 
@@ -108,7 +109,7 @@ class PartitionRecovery:
     path: Path
     clean_shutdown: bool
     recovery_point: int
-    log_start_offset: int
+    log_start_offset: int  # as the loaded log has it: max(log-start-offset-checkpoint, first segment's base)
     steps: list[Step] = field(default_factory=list)
     rebuilt_segments: list[int] = field(default_factory=list)  # base offsets whose indexes are rebuilt
 
@@ -239,6 +240,8 @@ def simulate(part: PartitionDir, state: LogDirState, *, index_interval_bytes: in
                 marker = (r, prefix + LOG_SUFFIX, base)
             if r.truncated_bytes:
                 truncated_in_load.add(base)
+    if logs:  # LogLoader.load: the log start offset is max(checkpoint, first segment's base offset)
+        out.log_start_offset = max(lso, logs[0])
     # 4. recoverLog
     if part.kind == "delete":
         steps.append(Step("no-recovery", None, "the partition dir is marked for deletion: the broker deletes it"))
@@ -283,6 +286,7 @@ def simulate(part: PartitionDir, state: LogDirState, *, index_interval_bytes: in
         last = logs[-1]
         end = recover_segment(real[f"{last:020d}{LOG_SUFFIX}"], last).next_offset
         if end < lso:
+            out.log_start_offset = lso  # recoverLog returns the checkpoint's offset: the log starts anew there
             steps.append(Step("delete-all", None, f"log end offset {end} is below the log start offset {lso} "
                               f"({LOG_START_CHECKPOINT}): every segment is deleted", loses_data=True,
                               deleted_bytes=sum(sizes.values()) - sum(s.truncated_bytes or 0 for s in steps)))

@@ -7,8 +7,8 @@ leftover ``.lock`` alone does not mean a broker runs (clean shutdown deletes it;
 Any path a command reads or writes -- a segment file, a partition dir, a log dir, or a destination that
 does not exist yet anywhere below a log dir (``logs/nested/out``, ``logs/orders-2/out``) -- is checked by
 walking up from it and probing every ``.lock`` on the way (:func:`live_lock`). Writes into a live log
-dir are always refused (:func:`refuse_if_live`, exit 3); reads are refused too unless the operator says
-``--live`` (:func:`check_read`): kafkatool is an offline tool, and a segment the broker is appending to
+dir are always refused (:func:`refuse_if_live`, exit 3); reads are refused too unless the operator asks
+for a live read (``live``, :func:`check_read`): kafkatool is an offline tool, and a segment the broker is appending to
 reads as torn. A command that writes into a log dir holds its ``.lock`` the whole time
 (:func:`hold_log_dir`, :func:`hold_for_write`), so a broker starting meanwhile fails to lock it.
 
@@ -32,7 +32,7 @@ from kafkatool.log.layout import LOCK_FILE, LOG_DIR_CHECKPOINTS, META_PROPERTIES
 
 WRITE_REFUSAL = "a live broker holds this log dir's .lock: stop the broker first (nothing was changed)"
 READ_REFUSAL = ("a live broker holds this log dir's .lock: kafkatool reads stopped brokers' log dirs (a segment "
-                "being appended reads as torn); stop the broker, or give --live to read it anyway")
+                "being appended reads as torn); stop the broker, or read it live anyway")
 
 _HELD: dict[tuple[int, int], int] = {}  # (st_dev, st_ino) of each .lock this process holds -> nesting depth
 
@@ -125,14 +125,15 @@ def check_read(paths: Iterable[str | os.PathLike[str]], *, live: bool) -> list[P
         lock = live_lock(p)
         if lock is not None and lock not in held:
             if not live:
-                raise BrokerLockHeldError(READ_REFUSAL, path=lock)
+                raise BrokerLockHeldError(READ_REFUSAL, path=lock, field="live")
             held.append(lock)
     return held
 
 
 def live_notice(lock: Path) -> str:
-    return (f"warning: --live: a live broker holds {lock}: reading anyway; its active segments may be mid-write "
-            "(a torn or growing tail there is not damage)")
+    """The warning of a live read: what a torn or growing tail there means."""
+    return (f"warning: reading live: a live broker holds {lock}: reading anyway; its active segments may be "
+            "mid-write (a torn or growing tail there is not damage)")
 
 
 def log_dir_above(path: str | os.PathLike[str]) -> Path | None:

@@ -16,13 +16,19 @@ from pathlib import Path
 
 import crc32c as _crc32c
 
+from kafkatool.constants import INT32_MAX
 from kafkatool.errors import CorruptDataError, InputError
 
 VERSION = 1
-HEADER = struct.Struct(">hIi")
+HEADER = struct.Struct(
+    ">h"  # version  int16   1
+    "I"   # crc      uint32  CRC-32C of the rest of the file: count and entries
+    "i"   # count    int32
+)
+CRC_OFFSET = struct.calcsize(">h")
+COUNT_OFFSET = struct.calcsize(">hI")  # the CRC covers everything from here
 ENTRY = struct.Struct(">qhiqiqiq")
 ENTRY_SIZE = ENTRY.size  # 46
-ENTRIES_OFFSET = 6  # the CRC covers everything from here
 MAX_SNAPSHOT_READ = 1 << 30
 
 
@@ -41,7 +47,7 @@ class ProducerSnapshotEntry:
     def first_sequence(self) -> int:
         """``BatchMetadata.firstSeq``: ``decrementSequence(lastSeq, offsetDelta)``."""
         if self.last_sequence < self.offset_delta:
-            return 0x7FFFFFFF - (self.offset_delta - self.last_sequence) + 1
+            return INT32_MAX - (self.offset_delta - self.last_sequence) + 1
         return self.last_sequence - self.offset_delta
 
     @property
@@ -64,13 +70,13 @@ def read_snapshot(path: str | os.PathLike[str]) -> list[ProducerSnapshotEntry]:
     version, crc, count = HEADER.unpack_from(data, 0)
     if version != VERSION:
         raise CorruptDataError(f"Snapshot contained an unknown file version {version}", path=p, position=0)
-    computed = _crc32c.crc32c(memoryview(data)[ENTRIES_OFFSET:])
+    computed = _crc32c.crc32c(memoryview(data)[COUNT_OFFSET:])
     if crc != computed:
         raise CorruptDataError(f"Snapshot is corrupt (CRC is no longer valid). Stored crc: {crc}. Computed crc: "
-                               f"{computed}", path=p, position=2)
+                               f"{computed}", path=p, position=CRC_OFFSET)
     if count < 0 or HEADER.size + count * ENTRY_SIZE > len(data):
         raise CorruptDataError(f"Snapshot is corrupt: {count} entries do not fit in {len(data)} bytes", path=p,
-                               position=ENTRIES_OFFSET)
+                               position=COUNT_OFFSET)
     return [ProducerSnapshotEntry(*ENTRY.unpack_from(data, HEADER.size + i * ENTRY_SIZE)) for i in range(count)]
 
 

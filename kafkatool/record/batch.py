@@ -10,13 +10,26 @@ import enum
 import struct
 from typing import NamedTuple
 
-# Log entry framing shared by every magic (Records.java): [offset int64][size int32] then the entry,
-# whose magic byte sits at absolute offset 16.
+from kafkatool.constants import INT32_MAX
+
+# In front of every log entry, whatever its magic (Records.java).
+LOG_HEADER = struct.Struct(
+    ">q"  # offset  int64   v2: baseOffset; v0/v1: the message's offset (a compressed wrapper's: its last inner one)
+    "i"   # size    int32   bytes of the entry after this field
+)
 OFFSET_OFFSET = 0
-SIZE_OFFSET = 8
-LOG_OVERHEAD = 12
-MAGIC_OFFSET = 16
-HEADER_SIZE_UP_TO_MAGIC = 17
+SIZE_OFFSET = struct.calcsize(">q")
+LOG_OVERHEAD = LOG_HEADER.size  # 12: what the size field does not count
+
+# What FileLogInputStream reads at every position before it knows the format (HEADER_SIZE_UP_TO_MAGIC bytes),
+# then dispatches on the magic: below 2 a LegacyRecordBatch, else a DefaultRecordBatch (magic 3+ included).
+LOG_ENTRY_PREFIX = struct.Struct(
+    LOG_HEADER.format
+    + "4x"  # v2: partitionLeaderEpoch int32; v0/v1: crc uint32
+    + "b"  # magic   int8
+)
+MAGIC_OFFSET = struct.calcsize(LOG_HEADER.format + "4x")  # 16 in every format
+HEADER_SIZE_UP_TO_MAGIC = LOG_ENTRY_PREFIX.size  # 17
 
 MAGIC_V0 = 0
 MAGIC_V1 = 1
@@ -28,9 +41,6 @@ NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
 NO_PARTITION_LEADER_EPOCH = -1
-
-# [offset int64][size int32]
-LOG_HEADER = struct.Struct(">qi")
 
 
 class TimestampType(enum.IntEnum):
@@ -106,8 +116,8 @@ _tuple_new = tuple.__new__
 
 def increment_sequence(sequence: int, increment: int) -> int:
     """``DefaultRecordBatch.incrementSequence``: wraps past Integer.MAX_VALUE to 0."""
-    if sequence > 0x7FFFFFFF - increment:
-        return increment - (0x7FFFFFFF - sequence) - 1
+    if sequence > INT32_MAX - increment:
+        return increment - (INT32_MAX - sequence) - 1
     return sequence + increment
 
 

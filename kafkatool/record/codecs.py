@@ -46,7 +46,7 @@ from kafkatool.util import budget as _budget
 Buffer = bytes | bytearray | memoryview
 
 # Kept for callers of the old constant; the limit used when none is given is the active memory budget's
-# (``kafkatool.util.budget.decompress_limit()``: --memory / KAFKATOOL_MEMORY divided top-down).
+# (``kafkatool.util.budget.decompress_limit()``: the run's memory budget divided top-down).
 DEFAULT_DECOMPRESS_LIMIT = 64 * 1024 * 1024
 
 
@@ -128,7 +128,7 @@ def compress(codec: Codec | int, data: Buffer, *, magic: int = 2, level: int | N
 
 def _too_big(limit: int) -> LimitExceededError:
     return LimitExceededError(
-        f"decompressed data exceeds the limit of {limit} bytes (decompression bomb, or raise --memory)")
+        f"decompressed data exceeds the limit of {limit} bytes (decompression bomb, or a larger memory budget)")
 
 
 # ---------------------------------------------------------------------------------------------- gzip

@@ -1,22 +1,7 @@
 """Message format v2: ``DefaultRecordBatch`` and ``DefaultRecord`` (magic 2, Kafka 0.11+). Spec §2.
 
-Batch header (61 bytes, ``RECORD_BATCH_OVERHEAD``)::
-
-    baseOffset           int64   0
-    length               int32   8   batch size - 12
-    partitionLeaderEpoch int32  12   not covered by the CRC
-    magic                int8   16   = 2
-    crc                  uint32 17   CRC-32C of bytes 21..end
-    attributes           int16  21   bits 0-2 codec, 3 LogAppendTime, 4 transactional, 5 control,
-                                     6 delete horizon set (3.1+, KIP-534)
-    lastOffsetDelta      int32  23
-    baseTimestamp        int64  27   first record's timestamp, or deleteHorizonMs when bit 6 is set
-    maxTimestamp         int64  35
-    producerId           int64  43
-    producerEpoch        int16  51
-    baseSequence         int32  53
-    recordsCount         int32  57
-    records                     61   raw, or one compressed stream
+Batch header: ``HEADER`` below, one field a line (61 bytes, ``RECORD_BATCH_OVERHEAD``); the records follow
+it, raw or as one compressed stream. The CRC-32C covers the attributes to the end of the batch.
 
 Record::
 
@@ -29,11 +14,12 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import NamedTuple
 
 import crc32c as _crc32c
 
 from kafkatool._accel import speedups as _C
+from kafkatool.constants import INT32_MAX
 from kafkatool.errors import (
     CorruptRecordError,
     InvalidRecordError,
@@ -42,6 +28,7 @@ from kafkatool.errors import (
     UnsupportedCodecError,
 )
 from kafkatool.record.batch import (
+    LOG_OVERHEAD,
     MAGIC_V2,
     NO_PARTITION_LEADER_EPOCH,
     NO_PRODUCER_EPOCH,
@@ -67,23 +54,64 @@ from kafkatool.record.varint import (
 
 Buffer = bytes | bytearray | memoryview
 
-HEADER = struct.Struct(">qiibIhiqqqhii")
-RECORD_BATCH_OVERHEAD = HEADER.size  # 61
-assert RECORD_BATCH_OVERHEAD == 61
-
-# Field offsets, derived from the schema above.
+HEADER = struct.Struct(
+    ">q"  # baseOffset            int64
+    "i"   # length                int32   batch size - LOG_OVERHEAD
+    "i"   # partitionLeaderEpoch  int32   not covered by the CRC
+    "b"   # magic                 int8    2
+    "I"   # crc                   uint32  CRC-32C of attributes .. end of the batch
+    "h"   # attributes            int16   bits 0-2 codec, 3 LogAppendTime, 4 transactional, 5 control,
+    #                                     6 delete horizon set (3.1+, KIP-534)
+    "i"   # lastOffsetDelta       int32
+    "q"   # baseTimestamp         int64   first record's timestamp, or deleteHorizonMs when bit 6 is set
+    "q"   # maxTimestamp          int64
+    "q"   # producerId            int64
+    "h"   # producerEpoch         int16
+    "i"   # baseSequence          int32
+    "i"   # recordsCount          int32
+)
+# Field offsets: the size of the fields before each one.
 BASE_OFFSET_OFFSET = 0
-LENGTH_OFFSET = 8
-PARTITION_LEADER_EPOCH_OFFSET = 12
-MAGIC_OFFSET = 16
-CRC_OFFSET = 17
-ATTRIBUTES_OFFSET = 21
-LAST_OFFSET_DELTA_OFFSET = 23
-BASE_TIMESTAMP_OFFSET = 27
-MAX_TIMESTAMP_OFFSET = 35
-PRODUCER_ID_OFFSET = 43
-RECORDS_COUNT_OFFSET = 57
-RECORDS_OFFSET = 61
+LENGTH_OFFSET = struct.calcsize(">q")
+PARTITION_LEADER_EPOCH_OFFSET = struct.calcsize(">qi")
+MAGIC_OFFSET = struct.calcsize(">qii")
+CRC_OFFSET = struct.calcsize(">qiib")
+ATTRIBUTES_OFFSET = struct.calcsize(">qiibI")
+LAST_OFFSET_DELTA_OFFSET = struct.calcsize(">qiibIh")
+BASE_TIMESTAMP_OFFSET = struct.calcsize(">qiibIhi")
+MAX_TIMESTAMP_OFFSET = struct.calcsize(">qiibIhiq")
+PRODUCER_ID_OFFSET = struct.calcsize(">qiibIhiqq")
+PRODUCER_EPOCH_OFFSET = struct.calcsize(">qiibIhiqqq")
+BASE_SEQUENCE_OFFSET = struct.calcsize(">qiibIhiqqqh")
+RECORDS_COUNT_OFFSET = struct.calcsize(">qiibIhiqqqhi")
+RECORDS_OFFSET = RECORD_BATCH_OVERHEAD = HEADER.size  # 61
+
+
+class BatchHeader(NamedTuple):
+    """``HEADER``'s fields by name, as one unpack gives them (:func:`read_header`)."""
+
+    base_offset: int
+    length: int  # the batch's size is length + LOG_OVERHEAD
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+
+
+def read_header(buf: Buffer, start: int) -> BatchHeader:
+    """The header of the batch at ``buf[start:]`` (at least ``RECORD_BATCH_OVERHEAD`` bytes must be there)."""
+    return _tuple_new(BatchHeader, _unpack_header(buf, start))
+
+
+_tuple_new = tuple.__new__
+_unpack_header = HEADER.unpack_from
 
 COMPRESSION_CODEC_MASK = 0x07
 TIMESTAMP_TYPE_MASK = 0x08
@@ -91,8 +119,11 @@ TRANSACTIONAL_FLAG_MASK = 0x10
 CONTROL_FLAG_MASK = 0x20
 DELETE_HORIZON_FLAG_MASK = 0x40
 
-# The smallest possible record: length, attributes, ts delta, offset delta, key len, value len, header count.
+# The smallest possible record: length, attributes, ts delta, offset delta, key len, value len, header count
+# (one byte each).
 MIN_RECORD_SIZE = 7
+# DefaultRecord.MAX_RECORD_OVERHEAD: length varint (5) + attributes (1) + timestampDelta varlong (10) +
+# offsetDelta varint (5): the most a record adds besides its key, value and headers.
 MAX_RECORD_OVERHEAD = 21
 
 _I16 = struct.Struct(">h")
@@ -114,7 +145,7 @@ class DefaultRecordBatch:
 
     __slots__ = ("buf", "start", "position", "h")
 
-    def __init__(self, buf: Buffer, start: int, position: int, header: tuple[Any, ...]) -> None:
+    def __init__(self, buf: Buffer, start: int, position: int, header: BatchHeader) -> None:
         self.buf = buf
         self.start = start
         self.position = position
@@ -126,73 +157,73 @@ class DefaultRecordBatch:
             raise CorruptRecordError(
                 f"Record batch is corrupt (the size of {len(buf) - start} is smaller than the minimum allowed "
                 f"overhead {RECORD_BATCH_OVERHEAD})", position=start if position is None else position)
-        return cls(buf, start, start if position is None else position, HEADER.unpack_from(buf, start))
+        return cls(buf, start, start if position is None else position, read_header(buf, start))
 
     # ------------------------------------------------------------------ header fields
-    base_offset = property(lambda self: self.h[0])
-    partition_leader_epoch = property(lambda self: self.h[2])
-    magic = property(lambda self: self.h[3])
-    crc = property(lambda self: self.h[4])
-    attributes = property(lambda self: self.h[5])
-    last_offset_delta = property(lambda self: self.h[6])
-    base_timestamp = property(lambda self: self.h[7])
-    max_timestamp = property(lambda self: self.h[8])
-    producer_id = property(lambda self: self.h[9])
-    producer_epoch = property(lambda self: self.h[10])
-    base_sequence = property(lambda self: self.h[11])
-    records_count = property(lambda self: self.h[12])
+    base_offset = property(lambda self: self.h.base_offset)
+    partition_leader_epoch = property(lambda self: self.h.partition_leader_epoch)
+    magic = property(lambda self: self.h.magic)
+    crc = property(lambda self: self.h.crc)
+    attributes = property(lambda self: self.h.attributes)
+    last_offset_delta = property(lambda self: self.h.last_offset_delta)
+    base_timestamp = property(lambda self: self.h.base_timestamp)
+    max_timestamp = property(lambda self: self.h.max_timestamp)
+    producer_id = property(lambda self: self.h.producer_id)
+    producer_epoch = property(lambda self: self.h.producer_epoch)
+    base_sequence = property(lambda self: self.h.base_sequence)
+    records_count = property(lambda self: self.h.records_count)
 
     @property
     def size(self) -> int:
         """``sizeInBytes``: the whole batch including the 12-byte log overhead."""
-        return int(self.h[1]) + 12
+        return int(self.h.length) + LOG_OVERHEAD
 
     @property
     def last_offset(self) -> int:
-        return int(self.h[0]) + int(self.h[6])
+        return int(self.h.base_offset) + int(self.h.last_offset_delta)
 
     @property
     def count(self) -> int | None:
-        return int(self.h[12])
+        return int(self.h.records_count)
 
     @property
     def codec(self) -> Codec:
-        return Codec.from_id(self.h[5] & COMPRESSION_CODEC_MASK)
+        return Codec.from_id(self.h.attributes & COMPRESSION_CODEC_MASK)
 
     @property
     def codec_id(self) -> int:
-        return int(self.h[5]) & COMPRESSION_CODEC_MASK
+        return int(self.h.attributes) & COMPRESSION_CODEC_MASK
 
     @property
     def timestamp_type(self) -> TimestampType:
-        return TimestampType.LOG_APPEND_TIME if self.h[5] & TIMESTAMP_TYPE_MASK else TimestampType.CREATE_TIME
+        return TimestampType.LOG_APPEND_TIME if self.h.attributes & TIMESTAMP_TYPE_MASK else TimestampType.CREATE_TIME
 
     @property
     def is_transactional(self) -> bool:
-        return bool(self.h[5] & TRANSACTIONAL_FLAG_MASK)
+        return bool(self.h.attributes & TRANSACTIONAL_FLAG_MASK)
 
     @property
     def is_control(self) -> bool:
-        return bool(self.h[5] & CONTROL_FLAG_MASK)
+        return bool(self.h.attributes & CONTROL_FLAG_MASK)
 
     @property
     def has_delete_horizon(self) -> bool:
-        return bool(self.h[5] & DELETE_HORIZON_FLAG_MASK)
+        return bool(self.h.attributes & DELETE_HORIZON_FLAG_MASK)
 
     @property
     def delete_horizon_ms(self) -> int | None:
-        return int(self.h[7]) if self.h[5] & DELETE_HORIZON_FLAG_MASK else None
+        return int(self.h.base_timestamp) if self.h.attributes & DELETE_HORIZON_FLAG_MASK else None
 
     @property
     def last_sequence(self) -> int:
-        base = int(self.h[11])
+        base = int(self.h.base_sequence)
         if base == NO_SEQUENCE:
             return NO_SEQUENCE
-        return increment_sequence(base, int(self.h[6]))
+        return increment_sequence(base, int(self.h.last_offset_delta))
 
     @property
     def is_compressed(self) -> bool:
-        return bool(self.h[5] & COMPRESSION_CODEC_MASK)
+        return bool(self.h.attributes & COMPRESSION_CODEC_MASK)
 
     def raw(self) -> memoryview:
         """The batch's bytes (a view, no copy)."""
@@ -208,11 +239,11 @@ class DefaultRecordBatch:
         size = self.size
         if size < RECORD_BATCH_OVERHEAD or self.start + size > len(self.buf):
             return False
-        return bool(self.h[4] == self.compute_crc())
+        return bool(self.h.crc == self.compute_crc())
 
     def ensure_valid(self) -> None:
         h = self.h
-        size = h[1] + 12
+        size = h.length + LOG_OVERHEAD
         if size < RECORD_BATCH_OVERHEAD:
             raise CorruptRecordError(
                 f"Record batch is corrupt (the size of {size} is smaller than the minimum allowed overhead "
@@ -222,16 +253,16 @@ class DefaultRecordBatch:
                                      position=self.position)
         s = self.start
         computed = _crc(memoryview(self.buf)[s + ATTRIBUTES_OFFSET:s + size])
-        if h[4] != computed:
+        if h.crc != computed:
             raise CorruptRecordError(
-                f"Record is corrupt (stored crc = {h[4]}, computed crc = {computed})", position=self.position)
+                f"Record is corrupt (stored crc = {h.crc}, computed crc = {computed})", position=self.position)
 
     # ------------------------------------------------------------------ records
     def records_bytes(self, *, limit: int | None = None) -> bytes:
         """The uncompressed records area (decompressed, at most ``limit`` bytes)."""
         s = self.start
         area = memoryview(self.buf)[s + RECORDS_OFFSET:s + self.size]
-        codec_id = self.h[5] & COMPRESSION_CODEC_MASK
+        codec_id = self.h.attributes & COMPRESSION_CODEC_MASK
         if codec_id == 0:
             return bytes(area)
         if codec_id > 4:
@@ -244,18 +275,18 @@ class DefaultRecordBatch:
     def records(self, *, limit: int | None = None) -> list[Record]:
         """Every record of the batch, as ``DefaultRecordBatch.iterator()`` returns them."""
         h = self.h
-        count = h[12]
+        count = h.records_count
         if count < 0:
-            raise InvalidRecordError(f"Found invalid record count {count} in magic v{h[3]} batch",
+            raise InvalidRecordError(f"Found invalid record count {count} in magic v{h.magic} batch",
                                      position=self.position)
         data = self.records_bytes(limit=limit)
-        lat = h[8] if h[5] & TIMESTAMP_TYPE_MASK else None
+        lat = h.max_timestamp if h.attributes & TIMESTAMP_TYPE_MASK else None
         try:
-            return parse_records(data, 0, len(data), count, h[0], h[7], lat, h[11])
+            return parse_records(data, 0, len(data), count, h.base_offset, h.base_timestamp, lat, h.base_sequence)
         except KafkaToolError as e:
-            if e.position is not None and not (h[5] & COMPRESSION_CODEC_MASK):
+            if e.position is not None and not (h.attributes & COMPRESSION_CODEC_MASK):
                 e.position += self.position + RECORDS_OFFSET
-            elif e.position is None or h[5] & COMPRESSION_CODEC_MASK:
+            elif e.position is None or h.attributes & COMPRESSION_CODEC_MASK:
                 e.message += f" (in the batch at byte {self.position})"
                 e.position = self.position
             raise
@@ -382,7 +413,7 @@ def parse_records_py(d: bytes, p: int, end: int, count: int, base_offset: int, b
                     f"{p - (rec_end - length)}", position=start)
             if base_sequence < 0:
                 seq = -1
-            elif base_sequence > 0x7FFFFFFF - offset_delta:
+            elif base_sequence > INT32_MAX - offset_delta:
                 seq = increment_sequence(base_sequence, offset_delta)
             else:
                 seq = base_sequence + offset_delta
@@ -650,8 +681,8 @@ def build_end_txn_marker(*, offset: int, timestamp: int, producer_id: int, produ
 def _assemble(base_offset: int, ple: int, attributes: int, last_offset_delta: int, base_ts: int, max_ts: int,
               producer_id: int, producer_epoch: int, base_sequence: int, count: int, body: bytes) -> bytes:
     size = RECORD_BATCH_OVERHEAD + len(body)
-    head = HEADER.pack(base_offset, size - 12, ple, MAGIC_V2, 0, attributes, last_offset_delta, base_ts, max_ts,
-                       producer_id, producer_epoch, base_sequence, count)
+    head = HEADER.pack(base_offset, size - LOG_OVERHEAD, ple, MAGIC_V2, 0, attributes, last_offset_delta, base_ts,
+                       max_ts, producer_id, producer_epoch, base_sequence, count)
     tail = head[ATTRIBUTES_OFFSET:]
     # CRC-32C of attributes..end, computed over the two pieces (crc32c continues from a previous value).
     crc = _crc(body, _crc(tail))
@@ -668,8 +699,10 @@ def with_codec(batch: DefaultRecordBatch, codec: Codec, *, limit: int | None = N
     area = batch.records_bytes(limit=limit)
     body = area if codec == Codec.NONE else compress(codec, area, magic=MAGIC_V2, level=level)
     h = batch.h
-    attributes = (h[5] & ~COMPRESSION_CODEC_MASK) | (int(codec) & COMPRESSION_CODEC_MASK)
-    return _assemble(h[0], h[2], attributes, h[6], h[7], h[8], h[9], h[10], h[11], h[12], body), len(area)
+    attributes = (h.attributes & ~COMPRESSION_CODEC_MASK) | (int(codec) & COMPRESSION_CODEC_MASK)
+    return _assemble(h.base_offset, h.partition_leader_epoch, attributes, h.last_offset_delta, h.base_timestamp,
+                     h.max_timestamp, h.producer_id, h.producer_epoch, h.base_sequence, h.records_count,
+                     body), len(area)
 
 
 def stored_records(batch: DefaultRecordBatch, *, limit: int | None = None) -> list[Record]:
@@ -678,7 +711,8 @@ def stored_records(batch: DefaultRecordBatch, *, limit: int | None = None) -> li
     h = batch.h
     data = batch.records_bytes(limit=limit)
     try:
-        return parse_records(data, 0, len(data), h[12], h[0], h[7], None, h[11])
+        return parse_records(data, 0, len(data), h.records_count, h.base_offset, h.base_timestamp, None,
+                             h.base_sequence)
     except KafkaToolError as e:
         e.message += f" (in the batch at byte {batch.position})"
         e.position = batch.position

@@ -26,18 +26,25 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from kafkatool._accel import speedups as _C
+from kafkatool.constants import DOWN_CONVERSION_READ_SIZE
 from kafkatool.errors import InvalidRecordError, KafkaToolError, UnsupportedCodecError
-from kafkatool.record.batch import MAGIC_V0, MAGIC_V1, MAGIC_V2, NO_TIMESTAMP, Record, TimestampType
+from kafkatool.record.batch import LOG_OVERHEAD, MAGIC_V0, MAGIC_V1, MAGIC_V2, NO_TIMESTAMP, Record, TimestampType
 from kafkatool.record.codecs import Codec, compress
 from kafkatool.record.codecs import crc32 as _crc32
-from kafkatool.record.default_records import DefaultRecordBatch, _parse_headers, build_batch, with_codec
+from kafkatool.record.default_records import (
+    CONTROL_FLAG_MASK,
+    MIN_RECORD_SIZE,
+    RECORDS_OFFSET,
+    TRANSACTIONAL_FLAG_MASK,
+    DefaultRecordBatch,
+    _parse_headers,
+    build_batch,
+    with_codec,
+)
 from kafkatool.record.estimator import batch_header_size, legacy_entry_size, v2_record_size
 from kafkatool.record.file_records import RecordBatch
-from kafkatool.record.legacy_records import build_entries
+from kafkatool.record.legacy_records import ENTRY_PREFIX, HEAD_V0, HEAD_V1, build_entries
 from kafkatool.record.varint import read_varint, read_varlong
-
-# LazyDownConversionRecords.MAX_READ_SIZE: source bytes converted per chunk.
-MAX_READ_SIZE = 128 * 1024
 
 
 @dataclass(slots=True)
@@ -75,7 +82,8 @@ class ZstdDownConversionError(UnsupportedCodecError):
     """Kafka's ``UnsupportedCompressionTypeException`` for zstd below magic 2."""
 
 
-def iter_chunks(batches: Iterable[RecordBatch], max_bytes: int = MAX_READ_SIZE) -> Iterator[list[RecordBatch]]:
+def iter_chunks(batches: Iterable[RecordBatch],
+                max_bytes: int = DOWN_CONVERSION_READ_SIZE) -> Iterator[list[RecordBatch]]:
     """Group consecutive source batches as ``LazyDownConversionRecords.Iterator.makeNext`` does (KIP-283):
     take batches while the next one keeps the chunk's total size <= ``max_bytes``, and always at least one
     (a batch larger than ``max_bytes`` is a chunk of its own)."""
@@ -97,8 +105,8 @@ def down_convert(batches: Iterable[RecordBatch], to_magic: int, first_offset: in
                  limit: int | None = None, codec_override: Codec | None = None) -> DownConverted:
     """Convert ``batches`` to ``to_magic`` exactly as ``RecordsUtil.downConvert`` does.
 
-    ``codec_override`` replaces the batch codec for rebuilt batches (kafkatool's ``--zstd-to`` and
-    ``--codec``; Kafka itself always keeps the codec). Without it a zstd batch raises
+    ``codec_override`` replaces the batch codec for rebuilt batches (kafkatool's ``zstd_to`` and
+    ``codec``; Kafka itself always keeps the codec). Without it a zstd batch raises
     :class:`ZstdDownConversionError`, as Kafka does.
     """
     out = DownConverted(b"")
@@ -119,8 +127,8 @@ def down_convert_batch(batch: RecordBatch, to_magic: int, first_offset: int, out
     statistics are added to ``out``."""
     out.batches_in += 1
     if to_magic < MAGIC_V2 and codec_override is None and type(batch) is DefaultRecordBatch:
-        attrs = batch.h[5]
-        if not attrs & _CONTROL and (attrs & 7) < Codec.ZSTD:
+        attrs = batch.h.attributes
+        if not attrs & CONTROL_FLAG_MASK and (attrs & 7) < Codec.ZSTD:
             return _reframe_v2(batch, to_magic, first_offset, out, limit)
     if to_magic < MAGIC_V2:
         if batch.is_control:
@@ -196,22 +204,23 @@ def _reframe_v2(batch: DefaultRecordBatch, to_magic: int, first_offset: int, out
     extension it calls the compiled reframe directly (the steps of :func:`reframe_v2_batch`, without its
     intermediate objects); wherever that declines, :func:`reframe_v2_batch` runs (and raises exactly)."""
     h = batch.h
-    attrs = h[5]
+    attrs = h.attributes
     codec_id = attrs & 7
-    count = h[12]
+    count = h.records_count
     r = None
     if _C is not None and count >= 0:
         inner = batch.records_bytes(limit=limit)
-        log_append_time = h[8] if attrs & 0x08 else None
+        log_append_time = h.max_timestamp if attrs & 0x08 else None
         ts_bit = 0x08 if log_append_time is not None and to_magic > MAGIC_V0 else 0
-        r = _C.reframe_v2_records(inner, count, h[0], h[7], log_append_time, to_magic, ts_bit,
-                                  None if codec_id else first_offset, codec_id != 0)
+        r = _C.reframe_v2_records(inner, count, h.base_offset, h.base_timestamp, log_append_time, to_magic,
+                                  ts_bit, None if codec_id else first_offset, codec_id != 0)
     if r is None:
         full = reframe_v2_batch(batch, to_magic, first_offset, _CODECS[codec_id], limit=limit)
         data, records, filtered, with_headers = full.data, full.records, full.filtered, full.with_headers
         first, last, inner_bytes = full.first_offset, full.last_offset, full.inner_bytes
     else:
-        inner, records, filtered, with_headers, first, last, max_ts = r
+        inner, records, filtered, with_headers = r.data, r.records, r.filtered, r.with_headers
+        first, last, max_ts = r.first_offset, r.last_offset, r.max_timestamp
         inner_bytes = len(inner)
         if codec_id and records:
             # reframe_v2_batch's wrapper: the last offset, the log append time or max timestamp (v1), codec.
@@ -227,16 +236,15 @@ def _reframe_v2(batch: DefaultRecordBatch, to_magic: int, first_offset: int, out
         out.batches_empty += 1
         return None
     out.headers_dropped += with_headers
-    if h[9] >= 0 or attrs & _TRANSACTIONAL:
+    if h.producer_id >= 0 or attrs & TRANSACTIONAL_FLAG_MASK:
         out.producer_fields_dropped += 1
     out.batches_converted += 1
     out.records_converted += records
-    out.temporary_memory_bytes += h[1] + 12 + inner_bytes + (WRAPPER_HEADER[to_magic] if codec_id else 0)
+    out.temporary_memory_bytes += (h.length + LOG_OVERHEAD + inner_bytes
+                                   + (WRAPPER_HEADER[to_magic] if codec_id else 0))
     return ConvertedBatch(data, first, last, records, _CODECS[codec_id], False, inner_bytes, to_magic)
 
 
-_CONTROL = 0x20
-_TRANSACTIONAL = 0x10
 _CODECS = tuple(Codec)
 # batch_header_size(magic, codec) of a compressed legacy wrapper: log overhead plus the message header.
 WRAPPER_HEADER = (batch_header_size(MAGIC_V0, Codec.GZIP), batch_header_size(MAGIC_V1, Codec.GZIP))
@@ -244,7 +252,7 @@ WRAPPER_HEADER = (batch_header_size(MAGIC_V0, Codec.GZIP), batch_header_size(MAG
 
 def _with_codec(batch: RecordBatch, codec: Codec, out: DownConverted, limit: int | None) -> ConvertedBatch | None:
     """A batch already at or below the target magic, re-encoded with ``codec`` in its own magic (kafkatool's
-    ``--codec``; Kafka copies such batches). Legacy batches keep offsets, timestamps, timestamp type, keys
+    choice of codec; Kafka copies such batches). Legacy batches keep offsets, timestamps, timestamp type, keys
     and values (``MemoryRecordsBuilder`` rules: v1 wrapper offsets relative, the wrapper's timestamp the max
     or the log append time; uncompressed means one message per record); v2 batches keep every header field
     (:func:`kafkatool.record.default_records.with_codec`). None: nothing to re-encode (a control batch or a batch
@@ -301,11 +309,8 @@ class Reframed:
     max_timestamp: int  # largest record timestamp written (-1 for v0 and LogAppendTime)
 
 
-# The CRC-covered head of a message up to its key: magic, attributes, [timestamp (v1)], key length.
-_HEAD_KEY_V1 = struct.Struct(">bbqi")
-_HEAD_KEY_V0 = struct.Struct(">bbi")
-_ENTRY = struct.Struct(">qiI")  # offset, size, crc
 _I32 = struct.Struct(">i")
+_CRC_SIZE = struct.calcsize(">I")  # the message's crc: the entry's size counts it, the CRC does not cover it
 _NULL_LEN = b"\xff\xff\xff\xff"
 
 
@@ -315,24 +320,24 @@ def reframe_v2_batch(batch: DefaultRecordBatch, to_magic: int, first_offset: int
     record (uncompressed target), or one wrapper of inner messages (compressed target). Records below
     ``first_offset`` are dropped only from uncompressed sources."""
     h = batch.h
-    count = h[12]
+    count = h.records_count
     if count < 0:
-        raise InvalidRecordError(f"Found invalid record count {count} in magic v{h[3]} batch",
+        raise InvalidRecordError(f"Found invalid record count {count} in magic v{h.magic} batch",
                                  position=batch.position)
     data = batch.records_bytes(limit=limit)
-    lat = h[5] & 0x08
-    log_append_time = int(h[8]) if lat else None
+    lat = h.attributes & 0x08
+    log_append_time = int(h.max_timestamp) if lat else None
     # compute_attributes(to_magic, codec, timestamp type): v0 has no timestamp type.
     ts_bit = 0x08 if lat and to_magic > MAGIC_V0 else 0
     wrap = codec != Codec.NONE
-    source_compressed = h[5] & 7
+    source_compressed = h.attributes & 7
     cutoff = None if source_compressed else first_offset
     try:
-        r = reframe_v2_records(data, count, int(h[0]), int(h[7]), log_append_time, to_magic, ts_bit, cutoff,
-                               relative=wrap)
+        r = reframe_v2_records(data, count, int(h.base_offset), int(h.base_timestamp), log_append_time, to_magic,
+                               ts_bit, cutoff, relative=wrap)
     except KafkaToolError as e:
         if e.position is not None and not source_compressed:
-            e.position += batch.position + 61
+            e.position += batch.position + RECORDS_OFFSET
         else:
             e.message += f" (in the batch at byte {batch.position})"
             e.position = batch.position
@@ -365,13 +370,13 @@ def wrapper_entry_py(magic: int, attributes: int, timestamp: int, last_offset: i
     """:func:`wrapper_entry` in pure Python, with one copy of the compressed value instead of three (the CRC
     is computed incrementally)."""
     if magic == MAGIC_V0:
-        head = _HEAD_KEY_V0.pack(MAGIC_V0, attributes, -1) + _I32.pack(len(value))
+        head = HEAD_V0.pack(MAGIC_V0, attributes, -1) + _I32.pack(len(value))
     else:
         if timestamp < NO_TIMESTAMP:
             raise InvalidRecordError(f"Invalid message timestamp {timestamp}", position=0)
-        head = _HEAD_KEY_V1.pack(MAGIC_V1, attributes, timestamp, -1) + _I32.pack(len(value))
+        head = HEAD_V1.pack(MAGIC_V1, attributes, timestamp, -1) + _I32.pack(len(value))
     crc = _crc32(value, _crc32(head))
-    return b"".join((_ENTRY.pack(last_offset, 4 + len(head) + len(value), crc), head, value))
+    return b"".join((ENTRY_PREFIX.pack(last_offset, _CRC_SIZE + len(head) + len(value), crc), head, value))
 
 
 def reframe_v2_records(d: bytes, count: int, base_offset: int, base_timestamp: int, log_append_time: int | None,
@@ -385,8 +390,8 @@ def reframe_v2_records(d: bytes, count: int, base_offset: int, base_timestamp: i
         r = _C.reframe_v2_records(d, count, base_offset, base_timestamp, log_append_time, to_magic, attributes,
                                   first_offset, relative)
         if r is not None:
-            data, written, filtered, with_headers, first, last, max_ts = r
-            return Reframed(data, written, filtered, with_headers, len(d), len(data), first, last, max_ts)
+            return Reframed(r.data, r.records, r.filtered, r.with_headers, len(d), len(r.data), r.first_offset,
+                            r.last_offset, r.max_timestamp)
     return reframe_v2_records_py(d, count, base_offset, base_timestamp, log_append_time, to_magic, attributes,
                                  first_offset, relative=relative)
 
@@ -402,7 +407,7 @@ def reframe_v2_records_py(d: bytes, count: int, base_offset: int, base_timestamp
     ``pack`` of its log header.
     """
     end = len(d)
-    if count * 7 > end:
+    if count * MIN_RECORD_SIZE > end:
         raise InvalidRecordError(
             f"Incorrect declared batch size, premature EOF reached (record count {count} cannot fit in "
             f"{end} bytes)", position=0)
@@ -412,9 +417,10 @@ def reframe_v2_records_py(d: bytes, count: int, base_offset: int, base_timestamp
     # v0 heads and LogAppendTime v1 heads carry the same timestamp for every record.
     per_record_ts = v1 and log_append_time is None
     fixed_ts = NO_TIMESTAMP if log_append_time is None else log_append_time
-    head_v1 = _HEAD_KEY_V1.pack
-    head_v0 = _HEAD_KEY_V0.pack
-    entry_pack = _ENTRY.pack
+    head_v1 = HEAD_V1.pack
+    head_v0 = HEAD_V0.pack
+    entry_pack = ENTRY_PREFIX.pack
+    crc_size = _CRC_SIZE
     i32 = _I32.pack
     crc32 = _crc32
     join = b"".join
@@ -525,7 +531,7 @@ def reframe_v2_records_py(d: bytes, count: int, base_offset: int, base_timestamp
                 ts = fixed_ts
             head = head_v1(MAGIC_V1, attributes, ts, klen) if v1 else head_v0(MAGIC_V0, attributes, klen)
             body = join((head, d[kp:kp + kn], vlen, value)) if kn else join((head, vlen, value))
-            extend((entry_pack(offset - rel_base, len(body) + 4, crc32(body)), body))
+            extend((entry_pack(offset - rel_base, len(body) + crc_size, crc32(body)), body))
             written += 1
             last = offset
     except IndexError:

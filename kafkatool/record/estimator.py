@@ -25,7 +25,7 @@ from typing import Any
 from kafkatool.errors import LimitExceededError
 from kafkatool.record.batch import LOG_OVERHEAD, MAGIC_V0, MAGIC_V2
 from kafkatool.record.codecs import Codec
-from kafkatool.record.default_records import RECORD_BATCH_OVERHEAD
+from kafkatool.record.default_records import MAX_RECORD_OVERHEAD, RECORD_BATCH_OVERHEAD
 from kafkatool.record.legacy_records import RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1
 from kafkatool.record.varint import size_of_varint, size_of_varlong
 
@@ -110,9 +110,9 @@ def upper_bound_size(magic: int, codec: Codec | int, key: bytes | None, value: b
                      headers: tuple[tuple[str, bytes | None], ...] = ()) -> int:
     """``AbstractRecords.estimateSizeInBytesUpperBound`` for one record (what a split batch is sized for)."""
     if magic >= MAGIC_V2:
-        # DefaultRecordBatch.estimateBatchSizeUpperBound: RECORD_BATCH_OVERHEAD + MAX_RECORD_OVERHEAD (21,
-        # covering attributes, deltas and the length varint) + DefaultRecord.sizeOf(key, value, headers).
-        body = 21
+        # DefaultRecordBatch.estimateBatchSizeUpperBound: RECORD_BATCH_OVERHEAD + MAX_RECORD_OVERHEAD (covering
+        # attributes, deltas and the length varint) + DefaultRecord.sizeOf(key, value, headers).
+        body = MAX_RECORD_OVERHEAD
         body += 1 if key is None else size_of_varint(len(key)) + len(key)
         body += 1 if value is None else size_of_varint(len(value)) + len(value)
         body += size_of_varint(len(headers))
@@ -250,7 +250,8 @@ def build_within_limit(records: list[Any], data: bytes, uncompressed: int, *, ma
         if len(recs) <= 1:
             raise LimitExceededError(
                 f"record at offset {describe_offset(recs[0])} needs a batch of {len(built)} bytes, more than "
-                f"--max-message-bytes {max_bytes} (Kafka: RecordTooLargeException); raise the limit to convert it")
+                f"max.message.bytes {max_bytes} (Kafka: RecordTooLargeException); raise the limit to convert it",
+                field="max_message_bytes")
         out.splits += 1
         estimator.set_estimation(topic, codec, max(1.0, ratio))
         groups = plan_groups(recs, magic=magic, codec=codec, write_limit=split_size,

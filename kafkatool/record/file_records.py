@@ -28,9 +28,23 @@ from kafkatool._accel import speedups as _C
 from kafkatool.errors import CorruptRecordError, InputError, KafkaToolError
 from kafkatool.record.batch import HEADER_SIZE_UP_TO_MAGIC, LOG_HEADER, LOG_OVERHEAD, MAGIC_OFFSET, MAGIC_V2
 from kafkatool.record.codecs import crc32 as _crc32
-from kafkatool.record.default_records import HEADER as V2_HEADER
-from kafkatool.record.default_records import RECORD_BATCH_OVERHEAD, DefaultRecordBatch
-from kafkatool.record.legacy_records import RECORD_OVERHEAD_V0, LegacyRecordBatch
+from kafkatool.record.default_records import (
+    ATTRIBUTES_OFFSET,
+    CRC_OFFSET,
+    HEADER,
+    RECORD_BATCH_OVERHEAD,
+    RECORDS_COUNT_OFFSET,
+    BatchHeader,
+    DefaultRecordBatch,
+    read_header,
+)
+from kafkatool.record.legacy_records import (
+    COMPRESSION_CODEC_MASK,
+    ENTRY_ATTRIBUTES_OFFSET,
+    ENTRY_CRC_OFFSET,
+    RECORD_OVERHEAD_V0,
+    LegacyRecordBatch,
+)
 from kafkatool.util import budget as _budget
 
 Buffer = bytes | bytearray | memoryview
@@ -79,7 +93,8 @@ class LogInputStream:
         buf, end, base = self.buf, self.end, self.base
         p = self.position
         unpack_log = LOG_HEADER.unpack_from
-        unpack_v2 = V2_HEADER.unpack_from
+        unpack_v2 = HEADER.unpack_from
+        named = tuple.__new__  # read_header's BatchHeader, without its call
         v2 = DefaultRecordBatch
         legacy = LegacyRecordBatch
         file = self._file
@@ -105,8 +120,8 @@ class LogInputStream:
                 magic -= 256
             if magic < MAGIC_V2:
                 batch: RecordBatch = legacy(buf, p, base + p)
-            elif size + LOG_OVERHEAD >= 61:
-                batch = v2(buf, p, base + p, unpack_v2(buf, p))
+            elif size + LOG_OVERHEAD >= RECORD_BATCH_OVERHEAD:
+                batch = v2(buf, p, base + p, named(BatchHeader, unpack_v2(buf, p)))
             else:
                 # Too small for a v2 header: Kafka's DefaultFileChannelRecordBatch fails on ensureValid.
                 batch = v2(buf, p, base + p, _short_v2_header(buf, p, size))
@@ -129,11 +144,10 @@ class LogInputStream:
                                  "" if rest == 0 else f"{rest} trailing bytes are too few for a batch header")
 
 
-def _short_v2_header(buf: Buffer, p: int, size: int) -> tuple[int, ...]:
-    """Header fields of a magic >= 2 entry shorter than 61 bytes: readable ones, -1 for the rest."""
-    data = bytes(buf[p:p + size + LOG_OVERHEAD]) + b"\xff" * 61
-    h = V2_HEADER.unpack_from(data, 0)
-    return (h[0], size) + tuple(h[2:])
+def _short_v2_header(buf: Buffer, p: int, size: int) -> BatchHeader:
+    """Header fields of a magic >= 2 entry shorter than a v2 header: readable ones, -1 for the rest."""
+    data = bytes(buf[p:p + size + LOG_OVERHEAD]) + b"\xff" * HEADER.size
+    return read_header(data, 0)._replace(length=size)
 
 
 class FileRecords:
@@ -266,7 +280,7 @@ def verify_segment(log: str | os.PathLike[str] | FileRecords, *, start: int = 0,
                    max_invalid: int = 1000) -> SegmentVerify:
     """Walk ``log`` as ``FileLogInputStream`` does and check every batch as ``ensureValid`` does.
 
-    The fast path of ``dump --verify`` without records: no batch objects, one ``struct`` read of the
+    The fast path of a dump that verifies without reporting records: no batch objects, one ``struct`` read of the
     size per batch, CRC-32C (v2) or CRC-32 (v0/v1) over the mapped bytes. A batch that fails is
     reported (with the exact error ``batch.ensure_valid()`` raises) and the walk goes on, since its
     size field is still usable; at most ``max_invalid`` failures are kept. Equivalent to::
@@ -303,13 +317,13 @@ def _verify(fr: FileRecords, start: int, end: int, max_invalid: int) -> SegmentV
             # The compiled loop, up to the next page drop; it leaves failures' errors and the walk's stops to
             # the Python body below (which also runs wherever the compiled one could not go on).
             r = walk(buf, p, next_drop, end, crc32c, crc32)
-            if r is not None and r[0] != p:
-                p, nb, nr, nu, failed_at = r
-                batches += nb
-                records += nr
-                unknown += nu
-                if failed_at >= 0 and len(invalid) < max_invalid:
-                    invalid.append(_ensure_valid_error(fr, failed_at, end))
+            if r is not None and r.position != p:
+                p = r.position
+                batches += r.batches
+                records += r.records
+                unknown += r.unknown_counts
+                if r.failed_at >= 0 and len(invalid) < max_invalid:
+                    invalid.append(_ensure_valid_error(fr, r.failed_at, end))
                 if p >= next_drop:
                     fr.drop_before(p)
                     next_drop = p + window
@@ -330,12 +344,12 @@ def _verify(fr: FileRecords, start: int, end: int, max_invalid: int) -> SegmentV
             if nxt - p < RECORD_BATCH_OVERHEAD:
                 ok = False
             else:
-                ok = unpack_u32(buf, p + 17)[0] == crc32c(mv[p + 21:nxt])
-                records += unpack_i32(buf, p + 57)[0]
+                ok = unpack_u32(buf, p + CRC_OFFSET)[0] == crc32c(mv[p + ATTRIBUTES_OFFSET:nxt])
+                records += unpack_i32(buf, p + RECORDS_COUNT_OFFSET)[0]
         else:
             # LegacyRecord.isValid: CRC-32 from the magic byte to the end of the message.
-            ok = unpack_u32(buf, p + 12)[0] == crc32(mv[p + 16:nxt])
-            if buf[p + 17] & 0x07:
+            ok = unpack_u32(buf, p + ENTRY_CRC_OFFSET)[0] == crc32(mv[p + MAGIC_OFFSET:nxt])
+            if buf[p + ENTRY_ATTRIBUTES_OFFSET] & COMPRESSION_CODEC_MASK:
                 unknown += 1
             else:
                 records += 1

@@ -1,15 +1,7 @@
 """Message formats v0 and v1 (``LegacyRecord``, ``AbstractLegacyRecordBatch``). Spec §1.
 
-Log entry: ``[offset int64][size int32]`` then the message::
-
-    crc         uint32  0   CRC-32 (zlib) of magic .. end of value
-    magic       int8    4   0 or 1
-    attributes  int8    5   bits 0-2 codec, bit 3 LogAppendTime (v1 only)
-    timestamp   int64   6   v1 only; -1 = none
-    keyLength   int32   6 (v0) / 14 (v1); -1 = null
-    key
-    valueLength int32   -1 = null
-    value
+Log entry: ``[offset int64][size int32]`` (``batch.LOG_HEADER``) then the message: the header
+(``MESSAGE_HEADER_V0``/``V1`` below, one field a line), the key, ``valueLength int32`` (-1: null) and the value.
 
 A compressed message set is one *wrapper* message (null key) whose value is the compressed bytes of
 an inner message set; the wrapper offset is the last inner offset; v1 inner offsets are relative
@@ -23,6 +15,8 @@ from collections.abc import Iterable, Sequence
 
 from kafkatool.errors import CorruptRecordError, InvalidRecordError, KafkaToolError
 from kafkatool.record.batch import (
+    LOG_HEADER,
+    LOG_OVERHEAD,
     MAGIC_V0,
     MAGIC_V1,
     NO_PARTITION_LEADER_EPOCH,
@@ -37,20 +31,44 @@ from kafkatool.record.codecs import Codec, compress, crc32, decompress
 
 Buffer = bytes | bytearray | memoryview
 
-# [offset int64][size int32][crc uint32][magic int8][attributes int8]
-ENTRY_HEADER = struct.Struct(">qiIbb")
+# The message header (LegacyRecord.java), v0 and v1: offsets below count from the message's first byte, after the
+# log overhead, as Kafka's LegacyRecord does.
+MESSAGE_HEADER_V0 = struct.Struct(
+    ">I"  # crc          uint32  CRC-32 (zlib) of magic .. end of the value
+    "b"   # magic        int8    0
+    "b"   # attributes   int8    bits 0-2 codec
+    "i"   # keyLength    int32   -1: null
+)
+MESSAGE_HEADER_V1 = struct.Struct(
+    ">I"  # crc          uint32  CRC-32 (zlib) of magic .. end of the value
+    "b"   # magic        int8    1
+    "b"   # attributes   int8    bits 0-2 codec, bit 3 LogAppendTime
+    "q"   # timestamp    int64   -1: none
+    "i"   # keyLength    int32   -1: null
+)
+CRC_OFFSET = 0
+MAGIC_OFFSET = struct.calcsize(">I")
+ATTRIBUTES_OFFSET = struct.calcsize(">Ib")
+TIMESTAMP_OFFSET = struct.calcsize(">Ibb")  # v1
+KEY_SIZE_OFFSET_V0 = struct.calcsize(">Ibb")
+KEY_SIZE_OFFSET_V1 = struct.calcsize(">Ibbq")
+HEADER_SIZE_V0 = KEY_SIZE_OFFSET_V0  # crc, magic, attributes
+HEADER_SIZE_V1 = KEY_SIZE_OFFSET_V1  # crc, magic, attributes, timestamp
+VALUE_SIZE_LENGTH = struct.calcsize(">i")
+RECORD_OVERHEAD_V0 = MESSAGE_HEADER_V0.size + VALUE_SIZE_LENGTH  # 14: the smallest message (null key and value)
+RECORD_OVERHEAD_V1 = MESSAGE_HEADER_V1.size + VALUE_SIZE_LENGTH  # 22
+
+# The same fields counted from the start of the log entry (what a walk over a file reads); the magic is at
+# batch.MAGIC_OFFSET, as in every format.
+ENTRY_CRC_OFFSET = LOG_OVERHEAD + CRC_OFFSET
+ENTRY_ATTRIBUTES_OFFSET = LOG_OVERHEAD + ATTRIBUTES_OFFSET
+ENTRY_TIMESTAMP_OFFSET = LOG_OVERHEAD + TIMESTAMP_OFFSET
+
+# What LegacyRecordBatch reads first: offset, size, crc, magic, attributes (the log header, then the message
+# header without its key length).
+ENTRY_HEADER = struct.Struct(LOG_HEADER.format + MESSAGE_HEADER_V0.format[1:-1])
 TIMESTAMP = struct.Struct(">q")
 I32 = struct.Struct(">i")
-CRC_OFFSET = 0
-MAGIC_OFFSET = 4
-ATTRIBUTES_OFFSET = 5
-TIMESTAMP_OFFSET = 6
-KEY_SIZE_OFFSET_V0 = 6
-KEY_SIZE_OFFSET_V1 = 14
-HEADER_SIZE_V0 = 6
-HEADER_SIZE_V1 = 14
-RECORD_OVERHEAD_V0 = 14
-RECORD_OVERHEAD_V1 = 22
 COMPRESSION_CODEC_MASK = 0x07
 TIMESTAMP_TYPE_MASK = 0x08
 
@@ -73,8 +91,9 @@ class LegacyRecordBatch:
         self.start = start
         self.position = position
         self.offset, self.length, self.crc, self.magic, self.attributes = ENTRY_HEADER.unpack_from(buf, start)
-        if self.magic != MAGIC_V0 and self.length >= HEADER_SIZE_V1 and len(buf) - start >= 12 + HEADER_SIZE_V1:
-            self.timestamp = TIMESTAMP.unpack_from(buf, start + 12 + TIMESTAMP_OFFSET)[0]
+        if (self.magic != MAGIC_V0 and self.length >= HEADER_SIZE_V1
+                and len(buf) - start >= LOG_OVERHEAD + HEADER_SIZE_V1):
+            self.timestamp = TIMESTAMP.unpack_from(buf, start + ENTRY_TIMESTAMP_OFFSET)[0]
         else:
             self.timestamp = NO_TIMESTAMP
 
@@ -85,7 +104,7 @@ class LegacyRecordBatch:
     # ------------------------------------------------------------------ batch view
     @property
     def size(self) -> int:
-        return int(self.length) + 12
+        return int(self.length) + LOG_OVERHEAD
 
     @property
     def last_offset(self) -> int:
@@ -136,12 +155,12 @@ class LegacyRecordBatch:
         return memoryview(self.buf)[self.start:self.start + self.size]
 
     def message(self) -> memoryview:
-        """The message without the 12-byte log overhead (what the CRC and sizes refer to)."""
-        return memoryview(self.buf)[self.start + 12:self.start + self.size]
+        """The message without the log overhead (what the CRC and sizes refer to)."""
+        return memoryview(self.buf)[self.start + LOG_OVERHEAD:self.start + self.size]
 
     # ------------------------------------------------------------------ validation
     def compute_crc(self) -> int:
-        s = self.start + 12
+        s = self.start + LOG_OVERHEAD
         return crc32(memoryview(self.buf)[s + MAGIC_OFFSET:s + self.length])
 
     def is_valid(self) -> bool:
@@ -166,9 +185,10 @@ class LegacyRecordBatch:
     def key_value(self) -> tuple[bytes | None, bytes | None]:
         """The message's own key and value (for a wrapper: null key, compressed value)."""
         try:
-            return _key_value(self.buf, self.start + 12, self.length, self.magic)
+            return _key_value(self.buf, self.start + LOG_OVERHEAD, self.length, self.magic)
         except KafkaToolError as e:
-            raise (e.at(base=self.position + 12) if e.position is not None else e.at(base=self.position)) from None
+            raise (e.at(base=self.position + LOG_OVERHEAD) if e.position is not None
+                   else e.at(base=self.position)) from None
 
     def records(self, *, limit: int | None = None) -> list[Record]:
         """As Kafka's ``AbstractLegacyRecordBatch.iterator()``: the entry itself, or the inner messages."""
@@ -202,18 +222,18 @@ class LegacyRecordBatch:
         wrapper_lat = wrapper_magic == MAGIC_V1 and bool(self.attributes & TIMESTAMP_TYPE_MASK)
         inner: list[tuple[int, int, int]] = []  # (offset, start, length)
         append_inner = inner.append
-        unpack_log = _LOG_HEAD.unpack_from
+        unpack_log = LOG_HEADER.unpack_from
         p, end = 0, len(data)
-        while end - p >= 12:
+        while end - p >= LOG_OVERHEAD:
             offset, size = unpack_log(data, p)
             if size < RECORD_OVERHEAD_V0:
                 raise CorruptRecordError(
                     f"Record size is less than the minimum record overhead ({RECORD_OVERHEAD_V0}) "
                     f"(inner message at decompressed byte {p} of the wrapper)", position=pos)
-            if end - p - 12 < size:
+            if end - p - LOG_OVERHEAD < size:
                 break  # a truncated tail inside the decompressed data is silently dropped, as Kafka does
-            append_inner((offset, p + 12, size))
-            p += 12 + size
+            append_inner((offset, p + LOG_OVERHEAD, size))
+            p += LOG_OVERHEAD + size
         if not inner:
             raise InvalidRecordError("Found invalid compressed record set with no inner records", position=pos)
         if wrapper_magic == MAGIC_V1:
@@ -237,20 +257,21 @@ class LegacyRecordBatch:
         wrapper_lat = wrapper_magic == MAGIC_V1 and bool(self.attributes & TIMESTAMP_TYPE_MASK)
         add_base = wrapper_magic == MAGIC_V1
         mv = memoryview(data)
-        unpack_v1 = _V1_INNER.unpack_from
-        unpack_v0 = _V0_INNER.unpack_from
+        unpack_v1 = MESSAGE_HEADER_V1.unpack_from
+        unpack_v0 = MESSAGE_HEADER_V0.unpack_from
         unpack_i32 = I32.unpack_from
+        head_v1, head_v0 = MESSAGE_HEADER_V1.size, MESSAGE_HEADER_V0.size
         for offset, start, size in inner:
             # The message header in one unpack: crc, magic, attributes (+ timestamp for v1), key length.
             msg_end = start + size
             magic = data[start + MAGIC_OFFSET]
-            if magic == MAGIC_V1 and size >= HEADER_SIZE_V1 + 4:
+            if magic == MAGIC_V1 and size >= head_v1:
                 stored_crc, _, attributes, ts, n = unpack_v1(data, start)
-                p = start + KEY_SIZE_OFFSET_V1 + 4
-            elif magic == MAGIC_V0 and size >= HEADER_SIZE_V0 + 4:
+                p = start + head_v1
+            elif magic == MAGIC_V0 and size >= head_v0:
                 stored_crc, _, attributes, n = unpack_v0(data, start)
                 ts = NO_TIMESTAMP
-                p = start + KEY_SIZE_OFFSET_V0 + 4
+                p = start + head_v0
             else:
                 attributes = data[start + ATTRIBUTES_OFFSET]
                 n = -2  # the general path below decides
@@ -281,10 +302,10 @@ class LegacyRecordBatch:
                 try:
                     key, val = _key_value(data, start, size, magic)
                 except KafkaToolError as e:
-                    e.message += f" (inner message at decompressed byte {start - 12} of the wrapper)"
+                    e.message += f" (inner message at decompressed byte {start - LOG_OVERHEAD} of the wrapper)"
                     e.position = pos
                     raise
-                stored_crc = _CRC.unpack_from(data, start)[0]
+                stored_crc = _CRC.unpack_from(data, start + CRC_OFFSET)[0]
                 if magic == MAGIC_V0:
                     ts = NO_TIMESTAMP
                 else:
@@ -292,8 +313,8 @@ class LegacyRecordBatch:
             if wrapper_lat and magic != MAGIC_V0:
                 ts = wrapper_ts
             crc_ok = stored_crc == crc32(mv[start + MAGIC_OFFSET:msg_end])
-            append(new(Record, (base + offset if add_base else offset, ts, key, val, (), NO_SEQUENCE, size + 12,
-                                stored_crc, crc_ok)))
+            append(new(Record, (base + offset if add_base else offset, ts, key, val, (), NO_SEQUENCE,
+                                size + LOG_OVERHEAD, stored_crc, crc_ok)))
         return out
 
     def __repr__(self) -> str:
@@ -343,14 +364,19 @@ def compute_attributes(magic: int, codec: Codec | int, timestamp_type: Timestamp
     return attributes
 
 
-_V0_HEAD = struct.Struct(">BBi")  # magic, attributes, key length
-_V1_HEAD = struct.Struct(">BBqi")  # magic, attributes, timestamp, key length
-_ENTRY_HEAD = struct.Struct(">qiI")  # log offset, message size, crc
+def _from_magic(layout: struct.Struct) -> struct.Struct:
+    """A message header from its magic on, without the crc: what the CRC covers, packed before it is known."""
+    return struct.Struct(">" + layout.format.removeprefix(">I"))
+
+
+# The writers pack the CRC-covered head (magic .. keyLength), compute the CRC, then pack the entry prefix.
+ENTRY_PREFIX = struct.Struct(LOG_HEADER.format + "I")  # offset, size, then the message's crc uint32
+HEAD_V0 = _from_magic(MESSAGE_HEADER_V0)  # magic, attributes, keyLength
+HEAD_V1 = _from_magic(MESSAGE_HEADER_V1)  # magic, attributes, timestamp, keyLength
+_V0_HEAD = struct.Struct(">BBi")  # HEAD_V0 with magic and attributes unsigned (encode_message takes 0..255)
+_V1_HEAD = struct.Struct(">BBqi")  # HEAD_V1 likewise
 _NULL_LENGTH = b"\xff\xff\xff\xff"
 _CRC = struct.Struct(">I")
-_LOG_HEAD = struct.Struct(">qi")
-_V1_INNER = struct.Struct(">IBBqi")  # crc, magic, attributes, timestamp, key length
-_V0_INNER = struct.Struct(">IBBi")  # crc, magic, attributes, key length
 
 
 def encode_message(magic: int, attributes: int, timestamp: int, key: bytes | None, value: bytes | None) -> bytes:
@@ -373,14 +399,13 @@ def _message_body(magic: int, attributes: int, timestamp: int, key: bytes | None
 
 
 def encode_entry(offset: int, message: bytes) -> bytes:
-    return struct.pack(">qi", offset, len(message)) + message
+    return LOG_HEADER.pack(offset, len(message)) + message
 
 
 # (offset, timestamp, key, value), or a v2-style record tuple whose fields after the value are ignored
 LegacyRecordTuple = tuple[int, int, bytes | None, bytes | None] | tuple[int, int, bytes | None, bytes | None, object]
-_ENTRY_PREFIX = struct.Struct(">qiI")  # offset, size, crc
-_BODY_V0 = struct.Struct(">bb")  # magic, attributes
-_BODY_V1 = struct.Struct(">bbq")  # magic, attributes, timestamp
+_BODY_V0 = struct.Struct(HEAD_V0.format[:-1])  # magic, attributes (the key length is packed with the key)
+_BODY_V1 = struct.Struct(HEAD_V1.format[:-1])  # magic, attributes, timestamp
 _NULL = b"\xff\xff\xff\xff"
 
 
@@ -394,7 +419,7 @@ def encode_entries(records: Sequence[LegacyRecordTuple], *, magic: int,
         raise ValueError(f"Invalid magic value {magic}")
     out: list[bytes] = []
     app = out.append
-    pack_prefix = _ENTRY_PREFIX.pack
+    pack_prefix = ENTRY_PREFIX.pack
     i32 = I32.pack
     max_ts = NO_TIMESTAMP
     head_v0 = _BODY_V0.pack(magic, attributes & 0xFF) if magic == MAGIC_V0 else b""
@@ -413,7 +438,7 @@ def encode_entries(records: Sequence[LegacyRecordTuple], *, magic: int,
             head = pack_v1(magic, attributes & 0xFF, ts)
         body = b"%b%b%b%b%b" % (head, _NULL if key is None else i32(len(key)), key or b"",
                                 _NULL if value is None else i32(len(value)), value or b"")
-        app(pack_prefix(offset - offset_shift, len(body) + 4, crc32(body)))
+        app(pack_prefix(offset - offset_shift, len(body) + _CRC.size, crc32(body)))
         app(body)
     return b"".join(out), max_ts
 

@@ -13,7 +13,7 @@ and base offset = the first retained record's offset. So:
   where the timestamp type changes or, for LogAppendTime, where the append time changes, because one
   v2 batch has one log append time;
 * v0 records get timestamp -1 with CreateTime;
-* v2 batches are copied unchanged, unless ``--codec`` asks for another codec: then their records are
+* v2 batches are copied unchanged, unless a ``codec`` asks for another one: then their records are
   compressed anew and every header field is kept (control batches and batches without records stay as
   they are: Kafka never compresses them).
 """
@@ -52,15 +52,16 @@ class ConversionCounters:
     batches_copied: int = 0
     recompressed_batches: int = 0  # built batches written with a compression codec
     codec_changed_batches: int = 0  # source batches whose output codec differs from theirs
-    splits: int = 0  # split events: a built batch (or a part of one) larger than --max-message-bytes was split
+    splits: int = 0  # split events: a built batch (or a part of one) larger than max.message.bytes was split
     split_batches: int = 0  # batches those splits produced in the end
     batches_split: int = 0  # planned batches that needed at least one split (each counted once)
 
 
 def oversized_copy(batch: RecordBatch, max_bytes: int) -> LimitExceededError:
     return LimitExceededError(
-        f"batch at offset {batch.last_offset} is {batch.size} bytes, more than --max-message-bytes {max_bytes}; "
-        "it is copied unchanged, so raise the limit to the topic's max.message.bytes", position=batch.position)
+        f"batch at offset {batch.last_offset} is {batch.size} bytes, more than max.message.bytes {max_bytes}; "
+        "it is copied unchanged, so raise the limit to the topic's max.message.bytes", position=batch.position,
+        field="max_message_bytes")
 
 
 class UpConverter:
@@ -142,7 +143,7 @@ class UpConverter:
         return units
 
     def _with_codec(self, batch: DefaultRecordBatch, codec: Codec) -> list[Unit]:
-        """A v2 batch re-encoded with ``--codec``: every header field kept, CRC recomputed
+        """A v2 batch re-encoded with the requested codec: every header field kept, CRC recomputed
         (:func:`kafkatool.record.default_records.with_codec`). One that comes out larger than the limit is split as
         the producer splits (KIP-126): each part keeps the producer id/epoch, flags and leader epoch, starts
         at its first record's offset and sequence, and the last part keeps the batch's last offset."""

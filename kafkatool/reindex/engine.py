@@ -5,12 +5,12 @@ One job per segment (``check_segment``): read the on-disk ``.index``/``.timeinde
 checks on the same walk (``index_verify``), classify, and in ``output``/``in-place`` mode write the
 rebuilt files. ``run`` works the jobs in parallel processes and yields results in input order.
 
-Writes: ``--output`` writes every rebuilt file into ``DIR/<partition dir>/`` (``DIR/<log dir>/<partition dir>/``
-when two log dirs hold the same partition name); ``--in-place`` replaces the
+Writes: mode ``output`` writes every rebuilt file into ``DIR/<partition dir>/`` (``DIR/<log dir>/<partition dir>/``
+when two log dirs hold the same partition name); mode ``in-place`` replaces the
 files that differ from the rebuild, each atomically (temp file, fsync, rename, fsync dir) after hard-
 linking the old one to ``<name>.bak``. A ``.log`` file is never opened for writing. Segments whose
 recovery the broker would not finish (``InvalidOffsetException``: it empties the segment; offset
-overflow: it splits it; a malformed transaction marker, with ``--verify``: loading fails) get no files:
+overflow: it splits it; a malformed transaction marker, when verifying: loading fails) get no files:
 writing indexes for them would be wrong either way.
 """
 
@@ -25,7 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from kafkatool.constants import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_SEGMENT_INDEX_BYTES
 from kafkatool.errors import InputError, UsageError
+from kafkatool.log.index import OFFSET_ENTRY_SIZE
 from kafkatool.log.layout import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
@@ -36,7 +38,7 @@ from kafkatool.log.layout import (
     log_dir_of,
     offset_from_filename,
 )
-from kafkatool.log.recovery import DEFAULT_INDEX_INTERVAL_BYTES, SegmentRecovery
+from kafkatool.log.recovery import SegmentRecovery
 from kafkatool.log.recovery.fast import ChunkObserver, recover_fast
 from kafkatool.reindex.verify import (
     OK,
@@ -63,11 +65,11 @@ ZERO_TAIL_PROBE = 1 << 20
 class ReindexOptions:
     index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
     verify: bool = False  # check CRCs as the broker's recovery does
-    offset_index: bool = True  # also the .index (--no-offset-index: the .timeindex only)
+    offset_index: bool = True  # also the .index (False: the .timeindex only)
     mode: Mode = "check"
     output_dir: Path | None = None
-    backup: bool = True  # --in-place keeps <name>.bak
-    keep_valid: bool = False  # --in-place leaves valid-but-different files alone
+    backup: bool = True  # in-place mode keeps <name>.bak
+    keep_valid: bool = False  # in-place mode leaves valid-but-different files alone
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +79,7 @@ class SegmentTask:
     size: int
     active: bool  # the last segment of its partition
     partition: str  # the partition dir's name
-    mirror: Path | None = None  # --output: where this segment's rebuilt files go
+    mirror: Path | None = None  # mode output: where this segment's rebuilt files go
 
     @property
     def name(self) -> str:
@@ -208,7 +210,7 @@ def _write(task: SegmentTask, check: IndexCheck, data: bytes, options: ReindexOp
     if check.status == OK:
         return Action(check.path, "skipped", reason="identical to the rebuild")
     if options.keep_valid and all(f.kind == VALID_DIFFERENT for f in check.findings):
-        return Action(check.path, "skipped", reason="valid (--keep-valid)")
+        return Action(check.path, "skipped", reason="valid (kept, as asked)")
     existed = check.on_disk_entries is not None
     bak = replace_with_backup(check.path, data, backup=options.backup)
     crash.point()
@@ -277,7 +279,7 @@ def log_dirs_of(tasks: Iterable[SegmentTask]) -> list[Path]:
 
 
 def remove_stale_temp_files(tasks: Iterable[SegmentTask]) -> list[Path]:
-    """Temp files an interrupted ``--in-place`` left (``.kafkatool-tmp-*``): never a broker file."""
+    """Temp files an interrupted in-place run left (``.kafkatool-tmp-*``): never a broker file."""
     removed = []
     for d in {t.log.parent for t in tasks}:
         for name in os.listdir(d):
@@ -292,7 +294,8 @@ def remove_stale_temp_files(tasks: Iterable[SegmentTask]) -> list[Path]:
 
 # ---------------------------------------------------------------------------------------------- memory
 
-MAX_INDEX_ENTRIES = (10 << 20) // 8  # segment.index.bytes (10 MiB): the broker rolls a segment whose index is full
+# segment.index.bytes: the broker rolls a segment whose index is full
+MAX_INDEX_ENTRIES = DEFAULT_SEGMENT_INDEX_BYTES // OFFSET_ENTRY_SIZE
 INDEX_ENTRY_BYTES = 200  # measured ~190: rebuilt entries (~50 B) and the on-disk ones read to compare (~140 B)
 
 
@@ -381,7 +384,7 @@ def result_records(res: SegmentResult) -> list[dict[str, Any]]:
 
 @dataclass(frozen=True, slots=True)
 class SegmentVerdict:
-    """One segment's index verdict in a flat form (``spark-scan --verify-index`` rows)."""
+    """One segment's index verdict in a flat form (``spark-scan``'s index check rows)."""
 
     classification: str  # ok | missing | untrimmed | corrupt | stale | valid-different | log findings
     severity: str  # "" | info | warning | error (error: the broker would misbehave: exit 1)
@@ -394,7 +397,7 @@ class SegmentVerdict:
 
 def verify_segment(log_path: str | Path, base_offset: int, *, active: bool = False,
                    index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES) -> SegmentVerdict:
-    """The ``reindex-time --check`` verdict for one segment, read-only."""
+    """The ``reindex-time`` check's verdict for one segment, read-only."""
     log = Path(log_path)
     task = SegmentTask(log, base_offset, log.stat().st_size, active, log.parent.name)
     res = check_segment(task, ReindexOptions(index_interval_bytes=index_interval_bytes))

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from kafkatool.constants import DEFAULT_INDEX_INTERVAL_BYTES, INT32_MAX
 from kafkatool.errors import ExitCode, UsageError
 from kafkatool.log.layout import Inputs, PartitionDir, resolve_inputs
 from kafkatool.log.loader import LogDirState, PartitionRecovery, log_dir_notes, report
 from kafkatool.log.lock import check_read, hold_for_write, hold_log_dir, live_notice, refuse_if_live
-from kafkatool.log.recovery import DEFAULT_INDEX_INTERVAL_BYTES
 from kafkatool.reindex.engine import (
     Mode,
     ReindexOptions,
@@ -34,7 +34,6 @@ from kafkatool.util import budget
 from kafkatool.util.units import format_size
 
 RunMode = Literal["check", "output", "in-place", "recovery-report"]
-INT32_MAX = 0x7FFFFFFF
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from kafkatool.constants import DEFAULT_SEGMENT_INDEX_BYTES
 from kafkatool.errors import KafkaToolError
 from kafkatool.log.checkpoints import EpochEntry, encode_leader_epoch_checkpoint, encode_partition_metadata
 from kafkatool.log.index import (
-    DEFAULT_INDEX_BYTES,
     OFFSET_ENTRY_SIZE,
     TIME_ENTRY_SIZE,
     encode_offset_index,
@@ -65,8 +65,8 @@ from kafkatool.record.legacy_records import build_entries
 
 RecordTuple = tuple[int, int, bytes | None, bytes | None, tuple[tuple[str, bytes | None], ...]]
 
-OFFSET_INDEX_MAX_ENTRIES = DEFAULT_INDEX_BYTES // OFFSET_ENTRY_SIZE
-TIME_INDEX_MAX_ENTRIES = DEFAULT_INDEX_BYTES // TIME_ENTRY_SIZE
+OFFSET_INDEX_MAX_ENTRIES = DEFAULT_SEGMENT_INDEX_BYTES // OFFSET_ENTRY_SIZE
+TIME_INDEX_MAX_ENTRIES = DEFAULT_SEGMENT_INDEX_BYTES // TIME_ENTRY_SIZE
 
 
 @dataclass(slots=True)

@@ -12,17 +12,17 @@ import random
 import re
 from dataclasses import dataclass, replace
 
+from kafkatool.constants import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_SEGMENT_BYTES
 from kafkatool.decoders import GROUP_METADATA_TOPIC
 from kafkatool.errors import UsageError
 from kafkatool.log.checkpoints import topic_id_from_bytes
-from kafkatool.log.recovery import DEFAULT_INDEX_INTERVAL_BYTES
 from kafkatool.record.batch import MAGIC_V2, TimestampType
 from kafkatool.record.codecs import Codec
+from kafkatool.record.legacy_records import RECORD_OVERHEAD_V0
 from kafkatool.util.units import parse_time_ms
 
 DEFAULT_START_MS = parse_time_ms("2024-06-03T08:00:00Z")
-DEFAULT_SEGMENT_BYTES = 1 << 30  # segment.bytes
-MIN_SEGMENT_BYTES = 14  # LogConfig: segment.bytes >= LegacyRecord.RECORD_OVERHEAD_V0 (3.x)
+MIN_SEGMENT_BYTES = RECORD_OVERHEAD_V0  # LogConfig: segment.bytes >= LegacyRecord.RECORD_OVERHEAD_V0 (3.x)
 LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 VALUE_KINDS = ("pool", "json:orders", "json:payments", "json:clicks", "json:audit", "offsets")
 PROFILES = ("demo", "bench", "custom")
@@ -40,17 +40,18 @@ class IntRange:
         return cls(n, n)
 
     @classmethod
-    def parse(cls, text: str | int, what: str, minimum: int = 0) -> IntRange:
+    def parse(cls, text: str | int, field: str, minimum: int = 0) -> IntRange:
+        """``text`` as a range; a bad one is a usage error about the request field ``field``."""
         if isinstance(text, int):
             r = cls(text, text)
         else:
             m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", text)
             if not m:
-                raise UsageError(f"{what}: expected N or MIN-MAX, got {text!r}")
+                raise UsageError(f"expected N or MIN-MAX, got {text!r}", field=field)
             lo = int(m.group(1))
             r = cls(lo, int(m.group(2)) if m.group(2) else lo)
         if r.low < minimum or r.high < r.low:
-            raise UsageError(f"{what}: {r} is not a range of numbers >= {minimum}")
+            raise UsageError(f"{r} is not a range of numbers >= {minimum}", field=field)
         return r
 
     def draw(self, rng: random.Random) -> int:
@@ -129,7 +130,7 @@ def _validate_topic(t: TopicSpec) -> None:
     if not LEGAL_TOPIC.match(n) or n in (".", ".."):
         raise UsageError(f"illegal topic name {n!r} (Kafka allows 1-249 of [a-zA-Z0-9._-], not '.' or '..')")
     if t.partitions < 1:
-        raise UsageError(f"{n}: --partitions must be at least 1")
+        raise UsageError(f"must be at least 1 (topic {n})", field="partitions")
     if t.records < 0 or (t.partition_bytes is not None and t.partition_bytes < 1):
         raise UsageError(f"{n}: the record count must be >= 0 and the partition size >= 1 byte")
     if not t.magics or any(m not in (0, 1, 2) for m in t.magics) or list(t.magics) != sorted(t.magics):
@@ -146,27 +147,27 @@ def _validate_topic(t: TopicSpec) -> None:
         raise UsageError(f"{n}: message format v0 has no timestamps (LogAppendTime needs v1 or v2)")
     if t.timestamp_type not in (TimestampType.CREATE_TIME, TimestampType.LOG_APPEND_TIME):
         raise UsageError(f"{n}: the timestamp type is CreateTime or LogAppendTime")
-    for what, v in (("--null-key-fraction", t.null_key_fraction), ("--abort-fraction", t.abort_fraction),
-                    ("--compressible", t.compressible), ("--tombstone-fraction", t.tombstone_fraction)):
+    for what, v in (("null_key_fraction", t.null_key_fraction), ("abort_fraction", t.abort_fraction),
+                    ("compressible", t.compressible), ("tombstone_fraction", t.tombstone_fraction)):
         if not 0.0 <= v <= 1.0:
-            raise UsageError(f"{n}: {what} must be within 0..1, got {v}")
+            raise UsageError(f"must be within 0..1, got {v} (topic {n})", field=what)
     if t.compacted and (t.key_cardinality <= 0 or t.null_key_fraction > 0) and t.value_kind != "offsets":
         raise UsageError(f"{n}: a compacted topic needs keys (a broker refuses null keys there: INVALID_RECORD)")
     if t.batch_records.low < 1:
-        raise UsageError(f"{n}: --batch-records must be at least 1")
+        raise UsageError(f"must be at least 1 (topic {n})", field="batch_records")
     if t.segment_bytes < MIN_SEGMENT_BYTES:
-        raise UsageError(f"{n}: --segment-bytes must be at least {MIN_SEGMENT_BYTES} (Kafka's minimum)")
+        raise UsageError(f"must be at least {MIN_SEGMENT_BYTES}, Kafka's minimum (topic {n})", field="segment_bytes")
     if t.index_interval_bytes < 0:
-        raise UsageError(f"{n}: --index-interval-bytes must be >= 0")
+        raise UsageError(f"must be >= 0 (topic {n})", field="index_interval_bytes")
     if t.producers < 0 or t.transactional_producers < 0 or (
             t.producers + t.transactional_producers < 1 and t.value_kind != "offsets"):
         raise UsageError(f"{n}: at least one producer is needed")
     if t.leader_epochs < 1:
-        raise UsageError(f"{n}: --leader-epochs must be at least 1")
+        raise UsageError(f"must be at least 1 (topic {n})", field="leader_epochs")
     if t.value_kind not in VALUE_KINDS:
         raise UsageError(f"{n}: unknown value kind {t.value_kind!r} ({', '.join(VALUE_KINDS)})")
     if t.level is not None and (len(t.codecs) != 1 or t.codecs[0] in (Codec.NONE, Codec.SNAPPY)):
-        raise UsageError(f"{n}: --level applies to one of gzip, lz4 or zstd")
+        raise UsageError(f"applies to one of gzip, lz4 or zstd (topic {n})", field="level")
 
 
 def codecs_for_magic(t: TopicSpec, magic: int) -> tuple[Codec, ...]:
@@ -240,8 +241,8 @@ def demo_topics(records: int | None = None, segment_bytes: int | None = None) ->
 
 
 def bench_topic(**overrides: object) -> TopicSpec:
-    """One partition of about 200 MiB in one segment: the benchmark input (``--codec``, ``--magic``,
-    ``--value-bytes``, ``--batch-records`` vary it)."""
+    """One partition of about 200 MiB in one segment: the benchmark input (a request's ``codec``, ``magic``,
+    ``value_bytes`` and ``batch_records`` vary it)."""
     base = TopicSpec("bench", records=0, partition_bytes=200 * 1024 * 1024, value_bytes=IntRange(1024, 1024),
                      batch_records=IntRange(16, 16), key_cardinality=10_000, append_interval_ms=5)
     return replace(base, **overrides)  # type: ignore[arg-type]

@@ -5,7 +5,7 @@ Everything is derived from one partition seed. Bulk draws use numpy's PCG64 *raw
 per-record choices in JSON documents use ``random.Random`` (Mersenne Twister, stable across Python
 versions for ``random()``/``getrandbits``-based draws). So a seed gives the same bytes everywhere.
 
-Value pool (``--compressible C``): a buffer of 32-byte runs; each run is, with probability C,
+Value pool (a topic's ``compressible`` share C): a buffer of 32-byte runs; each run is, with probability C,
 a copy of a slice of a 4 KiB text-like dictionary (cheap to compress, repeated across the records of a
 batch), otherwise random bytes (incompressible). Measured payload/segment bytes for 16 x 1 KiB batches:
 C=0.5 -> lz4 1.3, gzip 1.4; C=0.9 -> lz4 2.1, zstd 2.6, gzip 2.7; C=1 -> lz4 2.4, gzip 3.8.

@@ -29,20 +29,20 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafkatool.constants import DEFAULT_MAX_MESSAGE_BYTES
 from kafkatool.errors import KafkaToolError
-from kafkatool.record.batch import LOG_OVERHEAD
-from kafkatool.record.legacy_records import RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1
+from kafkatool.record.default_records import RECORD_BATCH_OVERHEAD
+from kafkatool.record.estimator import batch_header_size
 from kafkatool.scan.keyshare import hash64_many, slots_of_many
 from kafkatool.scan.plan import Plan, WorkItem, parent_of, whole_segment_item
 from kafkatool.scan.sketches import HotKeys, HyperLogLog
 from kafkatool.scan.source import DEFAULT_CHUNK_BYTES, DEFAULT_MAX_BATCH_BYTES, RangeBatches, RangeEnd
 from kafkatool.util.budget import MemoryBudget
 
-DEFAULT_MAX_MESSAGE_BYTES = 1048588  # message.max.bytes (Kafka 3.9 default: 1 MiB + 12)
 MAX_POSITIONS = 100  # CRC/decode failure positions kept per segment (counts are exact)
 _KEY_FLUSH = 65536
 # MemoryRecordsBuilder.uncompressedBytesWritten counts a legacy wrapper's header: log overhead + message overhead.
-_WRAPPER_OVERHEAD = {0: LOG_OVERHEAD + RECORD_OVERHEAD_V0, 1: LOG_OVERHEAD + RECORD_OVERHEAD_V1}
+_WRAPPER_OVERHEAD = {0: batch_header_size(0, 1), 1: batch_header_size(1, 1)}
 _size = operator.itemgetter(6)
 _lt = operator.lt
 
@@ -55,7 +55,7 @@ class ScanOptions:
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     hot_key_capacity: int = 64
     # The worker's share of the run's memory budget: Spark's Python workers activate it (a forked pool
-    # inherits the parent's active one), so mapped-page windows and default limits follow --memory.
+    # inherits the parent's active one), so mapped-page windows and default limits follow the memory budget.
     budget: MemoryBudget | None = None
 
 
@@ -246,7 +246,7 @@ def scan_range(item: WorkItem, opts: ScanOptions = DEFAULT_OPTIONS) -> RangeResu
                 n = len(recs)
                 first_off = recs[0][0]
                 if codec:
-                    unc = (61 if magic >= 2 else _WRAPPER_OVERHEAD[magic]) + sum(map(_size, recs))
+                    unc = (RECORD_BATCH_OVERHEAD if magic >= 2 else _WRAPPER_OVERHEAD[magic]) + sum(map(_size, recs))
                 tss = [r[1] for r in recs]
                 if min(tss) < 0:
                     tss = [t for t in tss if t >= 0]

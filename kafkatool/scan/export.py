@@ -1,4 +1,4 @@
-"""``--export-records``: every record of a range as Arrow batches of ``RECORD_SCHEMA``, and the
+"""The record export: every record of a range as Arrow batches of ``RECORD_SCHEMA``, and the
 single-process writer of the Parquet dataset (hive-partitioned by ``topic`` and ``partition``, as
 Spark's ``partitionBy`` writes it).
 

@@ -15,7 +15,6 @@ import fnmatch
 import heapq
 import math
 import os
-import struct
 import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -31,7 +30,7 @@ from kafkatool.log.layout import (
     parse_partition_dir_name,
     resolve_inputs,
 )
-from kafkatool.record.batch import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, MAGIC_V2
+from kafkatool.record.batch import HEADER_SIZE_UP_TO_MAGIC, LOG_HEADER, LOG_OVERHEAD, MAGIC_OFFSET, MAGIC_V2
 from kafkatool.record.file_records import FileRecords, iter_batches
 from kafkatool.record.legacy_records import RECORD_OVERHEAD_V0
 from kafkatool.scan.source import filesystem_for, is_url, join, local_copy, read_at
@@ -317,8 +316,8 @@ def _looks_like_batch(segment: SegmentFile, position: int, index_offset: int) ->
         head = read_at(segment.path, position, HEADER_SIZE_UP_TO_MAGIC)
         if len(head) < HEADER_SIZE_UP_TO_MAGIC:
             return False
-        offset, size = struct.unpack_from(">qi", head, 0)
-        if not (size >= RECORD_OVERHEAD_V0 and head[16] <= MAGIC_V2 and size <= MAX_CUT_BATCH_BYTES
+        offset, size = LOG_HEADER.unpack_from(head, 0)
+        if not (size >= RECORD_OVERHEAD_V0 and head[MAGIC_OFFSET] <= MAGIC_V2 and size <= MAX_CUT_BATCH_BYTES
                 and position + LOG_OVERHEAD + size <= segment.size
                 and segment.base_offset <= offset <= index_offset):
             return False

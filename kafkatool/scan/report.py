@@ -1,7 +1,7 @@
 """What ``spark-scan`` reports: rows for tables, JSON lines and Parquet, and the key-sharing analysis.
 
 Every figure comes from a ``ScanReport`` (``kafkatool.scan.engine``) and is laid out here once, so the
-printed table, ``--format json`` and the Parquet files say the same thing.
+printed table, the JSON lines and the Parquet files say the same thing.
 """
 
 from __future__ import annotations

@@ -202,7 +202,7 @@ class RangeBatches:
                     if declared > self.max_batch_bytes:
                         self.end = RangeEnd("error", pos, size - pos,
                                             f"batch of {declared} bytes is larger than a task may buffer "
-                                            f"({self.max_batch_bytes}; raise --memory)")
+                                            f"({self.max_batch_bytes}; give a larger memory budget)")
                         return
                     want = max(want, declared)
                 pos = st.position

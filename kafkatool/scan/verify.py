@@ -1,4 +1,4 @@
-"""``--verify-index`` without Spark: the same per-segment check in one process or a process pool."""
+"""The index check (``verify_index``) without Spark: the same per-segment check in one process or a process pool."""
 
 from __future__ import annotations
 

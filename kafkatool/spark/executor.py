@@ -28,7 +28,7 @@ def _task_ids(batches: Iterator[pa.RecordBatch]) -> Iterator[int]:
 
 
 def _activate(opts: ScanOptions) -> None:
-    """The Python worker's share of --memory, for everything sized by the active budget (mapped windows)."""
+    """The Python worker's share of the memory budget, for everything sized by the active budget (mapped windows)."""
     if opts.budget is not None:
         budget.activate(opts.budget)
 

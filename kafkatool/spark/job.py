@@ -191,5 +191,5 @@ def preflight(spark: Any) -> list[dict[str, str]]:
         raise UsageError(
             f"executor {p['host']} (Python {p['python']}) cannot import: {p['missing'] or 'kafkatool'}. Install "
             "kafkatool's dependencies on every node (pip install 'kafkatool[spark]'), or ship a packed "
-            "virtualenv with --python-archive venv.tar.gz")
+            "virtualenv as the executors' Python archive (venv.tar.gz)")
     return probes

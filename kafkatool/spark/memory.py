@@ -1,4 +1,4 @@
-"""Splitting the run's one memory budget (``--memory``) top-down into Spark settings and task limits.
+"""Splitting the run's one memory budget top-down into Spark settings and task limits.
 
 ``local[N]``: the budget is the whole run on this machine: one JVM (driver and executor in one) and N
 Python workers. ``spark://``, ``yarn``, ``k8s://``: the budget is one executor's container, split
@@ -30,7 +30,7 @@ MIN_WORKER = 192 * MiB  # the least a Python worker (one task at a time) is give
 HEAP_SHARE = 0.3  # of the budget for the JVM heap (local: the one JVM; cluster: spark.executor.memory)
 MIN_HEAP = 512 * MiB
 MAX_HEAP = 8 * GiB
-DEFAULT_BUDGET = 2 * GiB  # spark-scan's default --memory with Spark (default_budget: more for many cores)
+DEFAULT_BUDGET = 2 * GiB  # spark-scan's default memory budget with Spark (default_budget: more for many cores)
 
 
 def _clamp(v: int, lo: int, hi: int) -> int:
@@ -75,7 +75,7 @@ def _heap(budget: int) -> int:
 
 
 def minimum_budget(cores: int) -> int:
-    """The smallest ``--memory`` (whole MiB) that gives ``cores`` Python workers MIN_WORKER each beside the JVM:
+    """The smallest memory budget (whole MiB) that gives ``cores`` Python workers MIN_WORKER each beside the JVM:
     512 MiB heap + 384 MiB + 192 MiB per core while 30% of it is below 512 MiB, more once the heap grows with it."""
     def fits(b: int) -> bool:  # budget - heap(budget) never decreases as the budget grows
         return (b - _heap(b) - JVM_OFF_HEAP) // cores >= MIN_WORKER
@@ -88,7 +88,7 @@ def minimum_budget(cores: int) -> int:
 
 
 def default_budget(cores: int) -> int:
-    """spark-scan's --memory when none is given: DEFAULT_BUDGET, or the minimum for ``cores`` task slots when that
+    """spark-scan's memory budget when none is given: DEFAULT_BUDGET, or the minimum for ``cores`` task slots when that
     is more (local[*] on a machine with many cores)."""
     return max(DEFAULT_BUDGET, minimum_budget(cores))
 
@@ -96,13 +96,13 @@ def default_budget(cores: int) -> int:
 def plan_memory(budget: int, cores: int, *, local: bool) -> MemoryPlan:
     """Derive every memory setting from ``budget`` bytes for ``cores`` concurrent tasks (see module doc)."""
     if cores < 1:
-        raise UsageError("executor cores must be at least 1")
+        raise UsageError("must be at least 1", field="executor_cores")
     heap = _heap(budget)
     python_total = budget - heap - JVM_OFF_HEAP
     worker = python_total // cores
     if worker < MIN_WORKER:
-        raise UsageError(f"--memory {format_size(budget)} is too small for {cores} task(s) at once with Spark: the "
-                         f"minimum is {format_size(minimum_budget(cores))} (or fewer cores)")
+        raise UsageError(f"{format_size(budget)} is too small for {cores} task(s) at once with Spark: the minimum is "
+                         f"{format_size(minimum_budget(cores))} (or fewer cores)", field="memory")
     driver = heap if local else _clamp(budget // 4, 512 * MiB, 2 * GiB)
     chunk = _clamp(worker // 16, 1 * MiB, 64 * MiB)
     workers = run_budget.plan(python_total, workers=cores, chunk_bytes=chunk, processes=cores)
@@ -138,7 +138,7 @@ def is_local_master(master: str) -> bool:
 
 
 def plan_processes(total: int | None, jobs: int) -> run_budget.MemoryBudget:
-    """``--engine local-processes``: no JVM, so the whole budget is the process pool's (``kafkatool.util.budget``:
+    """The local-processes engine: no JVM, so the whole budget is the process pool's (``kafkatool.util.budget``:
     the parent and ``jobs`` forked workers when ``jobs`` > 1)."""
     probe = run_budget.plan(total, workers=jobs)
     chunk = _clamp(probe.worker.total // 16, run_budget.DEFAULT_CHUNK, 64 * MiB)

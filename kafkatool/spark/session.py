@@ -44,7 +44,7 @@ logger.parquet.level = error
 @dataclass(frozen=True, slots=True)
 class SessionSettings:
     master: str = "local[*]"
-    conf: Sequence[tuple[str, str]] = ()  # --conf K=V, applied last
+    conf: Sequence[tuple[str, str]] = ()  # the request's Spark settings, applied last
     memory: MemoryPlan | None = None
     driver_host: str | None = None
     python_archive: str | None = None
@@ -59,8 +59,8 @@ def require_pyspark() -> Any:
     try:
         import pyspark
     except ImportError:
-        raise UsageError("spark-scan needs pyspark: pip install 'kafkatool[spark]' "
-                         "(or run without Spark: --engine local-processes)") from None
+        raise UsageError("spark needs pyspark: pip install 'kafkatool[spark]' (or choose local-processes, which "
+                         "runs without Spark)", field="engine") from None
     return pyspark
 
 
@@ -109,7 +109,7 @@ def log4j_file() -> str:
 
 
 def session_conf(settings: SessionSettings, log4j: str) -> tuple[dict[str, str], dict[str, str]]:
-    """(Spark conf, environment variables) for ``settings``; user ``--conf`` wins, JVM options are joined."""
+    """(Spark conf, environment variables) for ``settings``; the caller's ``conf`` wins, JVM options are joined."""
     local = is_local_master(settings.master)
     env: dict[str, str] = {"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
     java_opts = f"-Dlog4j2.configurationFile=file:{log4j}"
@@ -152,8 +152,8 @@ def build_session(settings: SessionSettings, warn: Callable[[str], None] = lambd
     """Start (or join) the SparkSession for ``settings``; ships kafkatool when the master is a cluster."""
     pyspark = require_pyspark()
     if find_java() is None:
-        raise UsageError("spark-scan needs Java 17 or 21 to start Spark (set JAVA_HOME or put java on PATH), "
-                         "or run without Spark: --engine local-processes")
+        raise UsageError("spark needs Java 17 or 21 to start (set JAVA_HOME or put java on PATH), or choose "
+                         "local-processes, which runs without Spark", field="engine")
     warning = spark_home_warning(pyspark.__version__, os.path.dirname(pyspark.__file__))
     if warning:
         warn(warning)

@@ -5,7 +5,7 @@
 * Its compiled dependencies (``lz4``, ``zstandard``, ``crc32c``, ``cramjam``; ``numpy``, ``pyarrow``,
   ``pandas`` for Arrow) cannot travel in a zip. Either install them on every node (``pip install
   'kafkatool[spark]'`` into the Python the executors run), or ship a packed virtualenv:
-  ``--python-archive venv.tar.gz`` sets ``spark.archives=venv.tar.gz#environment`` and runs the
+  a ``python_archive`` venv.tar.gz sets ``spark.archives=venv.tar.gz#environment`` and runs the
   executors' Python as ``./environment/bin/python``. A venv packed with ``venv-pack`` does not include
   the interpreter, so nodes need the same Python version at the same path; conda-pack archives do.
 * ``preflight`` runs on the executors first and names what is missing, instead of a job of failed tasks.

@@ -1,13 +1,13 @@
 """One memory budget for the whole run, divided top-down ("a single config bounds the total").
 
-``--memory SIZE`` (or ``KAFKATOOL_MEMORY``) is the most the run may use. It is split in this order:
+A run's ``memory`` (or ``KAFKATOOL_MEMORY``) is the most it may use. It is split in this order:
 
 1. reserved overhead: the interpreter, kafkatool, typer (which builds pydantic adapters for the
    options) and the compiled libraries: measured 55-58 MiB RSS when a command starts its work. A pool
-   of forked workers (``--jobs``) shares those pages with the parent until they are written: each
+   of forked workers (``jobs``) shares those pages with the parent until they are written: each
    worker is reserved the pages it copies (measured 8-10 MiB, reserved 16 MiB). Processes that start
    afresh (Spark's Python workers) pay the whole overhead each (``processes``);
-2. per worker: what is left, divided by the number of workers (``--jobs``, or Spark executor cores);
+2. per worker: what is left, divided by the number of workers (``jobs``, or Spark executor cores);
 3. per worker: first the command's own working set where it has one (``reindex-time``: the index
    entries of its largest segment), then the source chunk buffer (conversion and fetch-sim read
    ``chunk_size`` of source batches at a time) and the converted output it becomes; then the window
@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from kafkatool.constants import DOWN_CONVERSION_READ_SIZE
 from kafkatool.errors import UsageError
 from kafkatool.util.units import format_size, parse_size
 
@@ -42,7 +43,7 @@ MIN_WINDOW = 1 * MiB  # mapped pages: below this the madvise calls cost more tha
 MAX_WINDOW = 64 * MiB  # beyond this dropping pages costs nothing measurable and saves nothing
 MIN_CACHE = 1 * MiB
 RECORD_EXPANSION = 3  # decoded records as Python objects vs their bytes
-DEFAULT_CHUNK = 128 * KiB  # Kafka's LazyDownConversionRecordsSend.MAX_READ_SIZE
+DEFAULT_CHUNK = DOWN_CONVERSION_READ_SIZE  # Kafka's LazyDownConversionRecordsSend.MAX_READ_SIZE
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,9 +122,9 @@ def plan(total: int | None = None, *, workers: int = 1, chunk_bytes: int = DEFAU
     if total is None:
         total = default_total()
     if workers < 1:
-        raise UsageError(f"--jobs must be at least 1, got {workers}")
+        raise UsageError(f"must be at least 1, got {workers}", field="jobs")
     if chunk_bytes < 1:
-        raise UsageError(f"--chunk-size must be at least 1 byte, got {chunk_bytes}")
+        raise UsageError(f"must be at least 1 byte, got {chunk_bytes}", field="chunk_size")
     procs = _processes(workers, processes)
     need = minimum_total(workers, chunk_bytes, processes, working_bytes)
     if total < need:
@@ -132,8 +133,8 @@ def plan(total: int | None = None, *, workers: int = 1, chunk_bytes: int = DEFAU
         if working_bytes:
             extra.append(f"{working or 'working set'}: {format_size(working_bytes)}")
         detail = f" ({', '.join(extra)})" if extra else ""
-        raise UsageError(f"--memory {format_size(total)} is too small for {who}{detail}: the minimum is "
-                         f"{format_size(need)}")
+        raise UsageError(f"{format_size(total)} is too small for {who}{detail}: the minimum is {format_size(need)}",
+                         field="memory")
     reserved = _reserved(workers, processes)
     per_worker = (total - reserved) // workers
     # The command's working set, then the chunk buffers: the source chunk plus its converted output.
@@ -162,13 +163,14 @@ def default_total() -> int:
 
 def resolve(option: str | int | None, *, workers: int = 1, chunk_bytes: int = DEFAULT_CHUNK,
             processes: int | None = None, working_bytes: int = 0, working: str = "") -> MemoryBudget:
-    """``--memory`` if given, else ``KAFKATOOL_MEMORY``, else the default; then :func:`plan`."""
+    """The run's memory budget as given (``option``), else ``KAFKATOOL_MEMORY``, else the default; then
+    :func:`plan`."""
     total = None
     if option is not None:
         try:
             total = parse_size(option)
         except UsageError as e:
-            raise UsageError(f"--memory: {e.message}") from None
+            raise UsageError(e.message, field="memory") from None
     return plan(total, workers=workers, chunk_bytes=chunk_bytes, processes=processes, working_bytes=working_bytes,
                 working=working)
 

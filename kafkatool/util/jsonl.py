@@ -1,4 +1,4 @@
-"""JSON lines as every command writes them (``--format json``): one compact object per line, ``"type"`` and
+"""JSON lines as every command writes them (its JSON format): one compact object per line, ``"type"`` and
 ``"schema"`` first, non-ASCII text kept as UTF-8, and U+2028/U+2029 escaped.
 
 U+2028 (LINE SEPARATOR) and U+2029 (PARAGRAPH SEPARATOR) are legal unescaped inside JSON strings, but

@@ -1,6 +1,6 @@
 """A small bar-chart PNG writer (zlib + struct only, no plotting library).
 
-Used by ``fetch-sim --plot``: one panel per series, one bar per category, value labels, a 5x7 bitmap
+Used by ``fetch-sim``'s sweep chart: one panel per series, one bar per category, value labels, a 5x7 bitmap
 font (upper case, digits and a few signs). The PNG is 8-bit RGB, filter 0 per row, one IDAT chunk.
 """
 

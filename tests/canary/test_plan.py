@@ -172,7 +172,7 @@ def test_compaction_evidence_without_a_checkpoint_and_declared(mixed: Path, tmp_
     assert not p["sensors-2017-0"].compacted
     inv = inventory_log_dir(d, InventoryOptions(compacted_topics=frozenset({"sensors-2017"})))
     assert [x.compaction_evidence for x in inv.partitions if x.topic == "sensors-2017"] == \
-        [["declared compacted (--compacted)"]]
+        [["declared compacted (by the operator)"]]
 
 
 def test_max_message_bytes_per_topic_and_legacy_growth(mixed: Path) -> None:

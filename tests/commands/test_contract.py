@@ -43,14 +43,15 @@ from kafkatool.commands.options import (
 from kafkatool.sample.generate import generate_sample
 from kafkatool.sample.spec import IntRange, SampleSpec, TopicSpec
 from kafkatool.util.units import parse_size
+from tests.metadata.fixtures import MetadataDirBuilder, partition, topic
 from tests.support.canary_dirs import small_dir
 from tests.support.cli import run_cli, run_on_pty
 from tests.support.paths import ROOT
 
 MiB = 1 << 20
 
-COMMANDS = ("dump", "reindex-time", "downconvert", "upconvert", "fetch-sim", "canary plan", "canary run",
-            "canary verify", "canary apply", "canary rollback", "spark-scan", "sample")
+COMMANDS = ("dump", "metadata", "reindex-time", "downconvert", "upconvert", "fetch-sim", "canary plan",
+            "canary run", "canary verify", "canary apply", "canary rollback", "spark-scan", "sample")
 
 
 @dataclass
@@ -58,6 +59,7 @@ class Dirs:
     base: Path
     small: Path  # a log dir: old-0 (v0/v1/v2, compacted), v0-0, lat-0 (v1/v2 LogAppendTime)
     canary_tpl: Path  # logs + work dir after `canary run` and `canary verify`, to restore before apply/rollback
+    meta: Path  # a KRaft metadata log dir (__cluster_metadata-0 inside): a snapshot and the log after it
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +76,16 @@ def _make_dirs(base: Path) -> Dirs:
     r = run_cli("canary", "verify", live / "work", "-q")
     assert r.returncode == 0, r.stderr
     shutil.copytree(live, base / "canary-tpl", copy_function=shutil.copy2)
-    return Dirs(base, small, base / "canary-tpl")
+    return Dirs(base, small, base / "canary-tpl", _metadata_dir(base / "meta"))
+
+
+def _metadata_dir(base: Path) -> Path:
+    b = MetadataDirBuilder(base / "__cluster_metadata-0")
+    b.append(topic("t", 1), partition(1, 0, [1], 1))
+    b.append(topic("u", 2))
+    b.write_log()
+    b.snapshot(2, [topic("t", 1), partition(1, 0, [1], 1)])
+    return base
 
 
 def _restore_canary(d: Dirs) -> Path:
@@ -89,6 +100,8 @@ def argv(command: str, d: Dirs, tmp: Path) -> list[str | os.PathLike[str]]:
     s = d.small
     if command == "dump":
         return ["dump", s / "old-0"]
+    if command == "metadata":
+        return ["metadata", d.meta]
     if command == "reindex-time":
         return ["reindex-time", s / "old-0"]
     if command == "downconvert":
@@ -168,8 +181,12 @@ def format_choices(command: str) -> set[str]:
 # ------------------------------------------------------------------------------------------------ the options
 
 
+# Commands that print kafkatool's own documentation and read no log dir: no formats, no budget (test_docs.py).
+HELP_COMMANDS = ("completion", "man")
+
+
 def test_the_contract_covers_every_subcommand():
-    assert set(leaf_commands()) == set(COMMANDS)
+    assert set(leaf_commands()) == set(COMMANDS) | set(HELP_COMMANDS)
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -260,6 +277,8 @@ def _damage(dirs: Dirs, base: Path) -> Path:
     _tear(sorted((base / "logs" / "old-0").glob("*.log"))[0])
     for p in ("lat-0", "v0-0"):
         _tear(sorted((base / "logs" / p).glob("*.log"))[-1])
+    shutil.copytree(dirs.meta, base / "meta")
+    _tear(sorted((base / "meta" / "__cluster_metadata-0").glob("*.checkpoint"))[0], 20)
     shutil.copytree(dirs.small / "old-0", base / "crc" / "old-0")
     _flip(sorted((base / "crc" / "old-0").glob("*.log"))[0], 40)
     for name in ("bad-canary", "bad-original"):
@@ -277,6 +296,7 @@ def _damage(dirs: Dirs, base: Path) -> Path:
 # command -> (arguments, exit code, text of its findings: on stderr only)
 DAMAGED: dict[str, Callable[[Path, Path], tuple[list[str | os.PathLike[str]], int, str]]] = {
     "dump": lambda d, t: (["dump", d / "logs" / "old-0"], 1, "torn-tail"),
+    "metadata": lambda d, t: (["metadata", d / "meta"], 1, "the snapshot ends inside a batch"),
     "reindex-time": lambda d, t: (["reindex-time", d / "logs" / "old-0"], 1, "log-truncation (warning)"),
     "downconvert": lambda d, t: (["downconvert", "--to-magic", "0", d / "logs" / "lat-0", t / "out"], 0,
                                  "warning: "),
@@ -445,7 +465,7 @@ def test_command_memory_wins_over_root_and_env(dirs):
 
 
 MISSING_INPUT = {
-    "dump": ["dump", "{m}"], "reindex-time": ["reindex-time", "{m}"],
+    "dump": ["dump", "{m}"], "metadata": ["metadata", "{m}"], "reindex-time": ["reindex-time", "{m}"],
     "downconvert": ["downconvert", "--to-magic", "1", "{m}", "{o}"], "upconvert": ["upconvert", "{m}", "{o}"],
     "fetch-sim": ["fetch-sim", "{m}"], "canary plan": ["canary", "plan", "{m}"],
     "canary run": ["canary", "run", "{m}", "-p", "x-0", "-w", "{o}"], "canary verify": ["canary", "verify", "{m}"],

@@ -1,10 +1,12 @@
-"""Generated artifacts (man pages, shell completions) are fresh and complete, the wheel installs them, and
-the README documents every command and option."""
+"""Generated artifacts (man pages, shell completions, docs/reference.md) are fresh and complete, the wheel
+installs them, `kafkatool completion` and `kafkatool man` print them, and docs/ documents every command and
+option."""
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -86,6 +88,105 @@ def test_zsh_and_fish_completions_name_every_option(rel):
             assert any((n in text) if "zsh" in rel else (f"-l {n[2:]}" in text) for n in long), (rel, long)
 
 
+def _run_kafkatool(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kafkatool", *args], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+
+@pytest.mark.parametrize("shell,rel", [("bash", "completions/bash/kafkatool"), ("zsh", "completions/zsh/_kafkatool"),
+                                       ("fish", "completions/fish/kafkatool.fish")])
+def test_completion_command_prints_the_generated_script(shell, rel):
+    """`kafkatool completion SHELL` works from any install (no share/ dir needed) and prints what completions/
+    holds."""
+    p = _run_kafkatool("completion", shell)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    assert p.stdout == (ROOT / rel).read_text()
+
+
+def test_completion_command_refuses_an_unknown_shell():
+    p = _run_kafkatool("completion", "tcsh")
+    assert p.returncode == 2 and p.stdout == "" and len(p.stderr.splitlines()) == 1, p.stderr
+
+
+def test_man_command_prints_a_page_and_installs_them_all(tmp_path):
+    p = _run_kafkatool("man", "canary", "plan")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == (ROOT / "man" / "kafkatool-canary-plan.1").read_text()
+    assert _run_kafkatool("man").stdout == (ROOT / "man" / "kafkatool.1").read_text()
+    p = _run_kafkatool("man", "--output", str(tmp_path / "man1"))
+    assert p.returncode == 0, p.stderr
+    written = {f.name: f.read_text() for f in (tmp_path / "man1").iterdir()}
+    assert written == {f.name: f.read_text() for f in (ROOT / "man").glob("*.1")}
+    bad = _run_kafkatool("man", "dumpp")
+    assert bad.returncode == 2 and "no command 'dumpp'" in bad.stderr and bad.stdout == ""
+
+
+@pytest.mark.parametrize("text,limit,want", [
+    ("Memory budget of the whole run, for every command (e.g. 256MiB, 1GiB; env KAFKATOOL_MEMORY). A command's "
+     "own --memory wins. [default: 256MiB]", 100,
+     "Memory budget of the whole run, for every command (e.g. 256MiB, 1GiB; env KAFKATOOL_MEMORY)."),
+    ("Memory budget of the whole run, for every command (e.g. 256MiB, 1GiB; env KAFKATOOL_MEMORY). More.", 80,
+     "Memory budget of the whole run, for every command..."),
+    ("Decode and print every record (Kafka's --deep-iteration).", 80,
+     "Decode and print every record (Kafka's --deep-iteration)."),
+    ("averyveryverylongwordwithoutspaces" * 4, 40, "averyveryverylongwordwithoutspacesave..."),
+])
+def test_completion_descriptions_end_at_a_sentence_or_a_word(text, limit, want):
+    assert docs_short(text, limit) == want
+
+
+docs_short = _docs._short
+
+
+def _zsh_specs(function: str) -> list[str]:
+    """The _arguments specs of one function of the zsh script, as zsh itself unquotes them."""
+    script = (ROOT / "completions" / "zsh" / "_kafkatool").read_text().replace('\n_kafkatool "$@"\n', "\n")
+    p = subprocess.run(["zsh", "-f", "-c", '_arguments() { printf "%s\\n" "$@"; }; _describe() { :; }; '
+                        f'eval "$(cat)"; {function}'], input=script, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    return p.stdout.splitlines()
+
+
+@pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed (apt-get install zsh)")
+def test_zsh_descriptions_are_whole():
+    """Apostrophes survive zsh's quoting and no description stops in the middle of a word (--memory's did)."""
+    root = _zsh_specs("_kafkatool")
+    memory = next(s for s in root if s.startswith("--memory["))
+    assert memory.startswith("--memory[Memory budget of the whole run, for every command (e.g. 256MiB, 1GiB; env "
+                             "KAFKATOOL_MEMORY).]"), memory
+    dump = _zsh_specs("_kafkatool_dump")
+    assert any("[Decode and print every record (Kafka's --deep-iteration).]" in s for s in dump), dump
+    assert "1:shell:(bash zsh fish)" in _zsh_specs("_kafkatool_completion")
+
+
+def _fish_complete(line: str, cwd: Path) -> list[str]:
+    script = ROOT / "completions" / "fish" / "kafkatool.fish"
+    p = subprocess.run(["fish", "--no-config", "-c", f"source '{script}'; complete -C '{line}'"], cwd=cwd,
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    return [x.split("\t")[0] for x in p.stdout.splitlines()]
+
+
+@pytest.mark.skipif(shutil.which("fish") is None, reason="fish is not installed (apt-get install fish)")
+def test_fish_offers_values_not_files_after_an_option(tmp_path):
+    (tmp_path / "00000000000000000000.log").write_bytes(b"")
+    assert sorted(_fish_complete("kafkatool dump -f ", tmp_path)) == ["dump-log", "json", "table", "text"]
+    assert _fish_complete("kafkatool dump --memory ", tmp_path) == []
+    assert _fish_complete("kafkatool dump ", tmp_path) == ["00000000000000000000.log"]  # the PATHS argument
+    assert _fish_complete("kafkatool reindex-time x --output ", tmp_path) == ["00000000000000000000.log"]
+    assert sorted(_fish_complete("kafkatool completion ", tmp_path)) == ["bash", "fish", "zsh"]
+
+
+def test_fish_script_keeps_files_out_of_option_values():
+    """The same rule in the script's text, for machines without fish: files only for path arguments and path
+    options; a value option is exclusive (-x)."""
+    text = (ROOT / "completions" / "fish" / "kafkatool.fish").read_text()
+    assert "-l format -s f -x -a 'text dump-log json table'" in text
+    for line in text.splitlines():
+        if line.endswith(" -F"):
+            assert "not __fish_prev_arg_in" in line and "-f" in line.split("__fish_prev_arg_in")[1], line
+
+
 def _help_command_rows(*group: str) -> dict[str, list[str]]:
     """The Commands panel of `kafkatool [GROUP] --help` at 120 columns: command -> its description's lines."""
     p = subprocess.run([sys.executable, "-m", "kafkatool", *group, "--help"], capture_output=True, text=True,
@@ -132,53 +233,67 @@ def test_help_shows_bracketed_text(cmd, text):
     assert text in " ".join(p.stdout.replace("│", " ").split()), p.stdout
 
 
-def _readme_sections() -> dict[str, str]:
-    """The hand-written README (the generated option reference left out), by `## ` section title."""
-    readme = (ROOT / "README.md").read_text()
-    hand = readme[:readme.index(_docs.README_BEGIN)]
-    return {title.strip(): body for title, _, body in
-            (part.partition("\n") for part in re.split(r"^## ", hand, flags=re.M)[1:])}
+# The page that documents each command (`kafkatool canary run` is canary.md's); the options every command shares,
+# and the root's, are documented in SHARED_PAGES.
+HOME_PAGES = {"completion": "install.md", "man": "install.md"}
+SHARED_PAGES = ("conventions.md", "concepts.md")
 
 
-SHARED_SECTIONS = ("Conventions", "Memory")  # where the options every command has are documented
+def _pages() -> dict[str, str]:
+    """The hand-written pages of docs/ (the generated option reference left out), by file name."""
+    return {p.name: p.read_text() for p in sorted((ROOT / "docs").glob("*.md")) if p.name != "reference.md"}
 
 
-def _undocumented(sections: dict[str, str]) -> list[str]:
-    leaves = [c for c in COMMANDS[1:] if not c.subcommands]
+def _undocumented(pages: dict[str, str]) -> list[str]:
+    # the leaf commands that work on log dirs (`completion` and `man` print kafkatool's own docs: no --format)
+    leaves = [c for c in COMMANDS[1:] if not c.subcommands and any("--format" in o.names for o in c.options)]
     shared = set.intersection(*({n for o in c.options for n in o.names} for c in leaves))
     missing = []
     for cmd in COMMANDS:
-        home = f"kafkatool {cmd.path[1]}" if len(cmd.path) > 1 else None
-        text = sections.get(home, "") if home else ""
+        home = HOME_PAGES.get(cmd.path[1], f"{cmd.path[1]}.md") if len(cmd.path) > 1 else None
+        text = pages.get(home, "") if home else ""
         if home and f"kafkatool {' '.join(cmd.path[1:])}" not in text:
-            missing.append(f"{cmd.name} (no `## {home}` section that names it)")
+            missing.append(f"{cmd.name} (no docs/{home} that names it)")
         for opt in cmd.options:
             long = [n for n in opt.names if n.startswith("--") and n != "--help"]
             if not long:
                 continue
-            where = "".join(sections.get(s, "") for s in SHARED_SECTIONS) if (not home or long[0] in shared) \
-                else text
+            where = "".join(pages.get(s, "") for s in SHARED_PAGES) if (not home or long[0] in shared) else text
             if not any(re.search(re.escape(n) + r"(?![\w-])", where) for n in long):
                 missing.append(f"{cmd.name} {long[0]}")
     return missing
 
 
-def test_readme_documents_every_command_and_option():
-    """Each command in its own hand-written `## kafkatool CMD` section, with each of its options (the options
-    every command shares, and the root's, in Conventions/Memory); the generated option reference does not
-    count."""
-    missing = _undocumented(_readme_sections())
-    assert not missing, f"README.md does not document: {missing}"
+def test_docs_document_every_command_and_option():
+    """Each command on its own page of docs/, with each of its options (the options every command shares, and
+    the root's, in conventions.md or concepts.md); the generated option reference does not count."""
+    missing = _undocumented(_pages())
+    assert not missing, f"docs/ does not document: {missing}"
 
 
 def test_an_undocumented_option_is_found():
-    sections = _readme_sections()
-    sections["kafkatool fetch-sim"] = sections["kafkatool fetch-sim"].replace("--throttle-time-ms", "")
-    sections["Conventions"] = sections["Conventions"].replace("--traceback", "")
-    assert sorted(_undocumented(sections)) == sorted(["kafkatool fetch-sim --throttle-time-ms", *(
-        f"{c.name} --traceback" for c in COMMANDS if not c.subcommands)])
-    assert "kafkatool spark-scan (no `## kafkatool spark-scan` section that names it)" in _undocumented(
-        {k: v for k, v in sections.items() if k != "kafkatool spark-scan"})
+    pages = _pages()
+    pages["fetch-sim.md"] = pages["fetch-sim.md"].replace("--throttle-time-ms", "")
+    pages["conventions.md"] = pages["conventions.md"].replace("--traceback", "")
+    assert sorted(_undocumented(pages)) == sorted(["kafkatool fetch-sim --throttle-time-ms", *(
+        f"{c.name} --traceback" for c in COMMANDS if any("--traceback" in o.names for o in c.options))])
+    assert "kafkatool spark-scan (no docs/spark-scan.md that names it)" in _undocumented(
+        {k: v for k, v in pages.items() if k != "spark-scan.md"})
+
+
+def test_the_readme_fits_on_a_screen_and_keeps_the_set_up_commands():
+    """README.md is the way in (at most 15 KB, its details in docs/); its two set-up commands are the ones CI and
+    the lead run, word for word."""
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.encode()) <= 15_000, len(readme.encode())
+    assert "```sh\npython3 -m venv .venv && .venv/bin/pip install -e '.[spark]' && d=$(mktemp -d) && " \
+           ".venv/bin/kafkatool sample \"$d\" && .venv/bin/kafkatool spark-scan \"$d\"\n```" in readme
+    assert "```sh\npython3 -m venv .venv && .venv/bin/pip install -e '.[spark,test]' && " \
+           ".venv/bin/python -m pytest\n```" in readme
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "python3 -m venv .venv && .venv/bin/pip install -e '.[spark,test]' && .venv/bin/python -m pytest" in ci
+    for link in re.findall(r"\]\(([^)#]+)", readme):  # every link of the README names a file of the repository
+        assert link.startswith("http") or (ROOT / link).exists(), link
 
 
 @pytest.mark.slow

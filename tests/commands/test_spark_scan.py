@@ -76,7 +76,7 @@ def test_usage_errors_are_one_line(mixed_dir, tmp_path):
         (("spark-scan", mixed_dir.path, "--conf", "novalue"), "--conf takes KEY=VALUE"),
         (("spark-scan", mixed_dir.path, "--memory", "300MiB", "--master", "local[4]"), "too small for 4 task"),
         (("spark-scan", mixed_dir.path, "--key-sharing", "3", "--partitions", "nosuch=4", *LOCAL),
-         "--partitions names topics not scanned: nosuch"),
+         "--partitions: names topics not scanned: nosuch"),
     ]:
         r = run_cli(*args)
         assert r.returncode == 2, (args, r.stderr)
@@ -89,8 +89,8 @@ def test_missing_pyspark_and_missing_java_say_what_to_do(mixed_dir, tmp_path):
     (fake / "pyspark" / "__init__.py").write_text("raise ImportError('No module named pyspark')\n")
     r = run_cli("spark-scan", mixed_dir.path, env={"PYTHONPATH": f"{ROOT}{os.pathsep}{fake}"})
     assert r.returncode == 2
-    assert "spark-scan needs pyspark: pip install 'kafkatool[spark]'" in r.stderr
+    assert "--engine: spark needs pyspark: pip install 'kafkatool[spark]'" in r.stderr
     empty = tmp_path / "bin"
     empty.mkdir()
     r = run_cli("spark-scan", mixed_dir.path, env={"PATH": str(empty), "JAVA_HOME": str(tmp_path / "nojava")})
-    assert r.returncode == 2 and "spark-scan needs Java 17 or 21" in r.stderr
+    assert r.returncode == 2 and "--engine: spark needs Java 17 or 21" in r.stderr

@@ -215,7 +215,7 @@ def test_zstd_is_refused_by_default_naming_the_batch(tmp_path):
         convert(src, tmp_path / "out", to_magic=1)
     msg = str(e.value)
     assert f"00000000000000000000.log at byte {len(v2_log(0, batches=2))}" in msg
-    assert "offsets 10..14" in msg and "--zstd-to" in msg
+    assert "offsets 10..14" in msg and e.value.field == "zstd_to"
     assert not (tmp_path / "out").exists()
     (st,) = convert(src, tmp_path / "out", to_magic=1, zstd_to=Codec.LZ4)
     batches = list(iter_batches(read_segments(tmp_path / "out" / "t-0")))
@@ -291,7 +291,7 @@ def test_copied_batch_larger_than_the_limit_is_an_error(tmp_path):
 
 def test_uncompressed_message_larger_than_the_limit_names_its_offset(tmp_path):
     src = make_partition(tmp_path / "src", "t-0", {0: v2_log(0, batches=2, per_batch=3, value_bytes=500)})
-    with pytest.raises(LimitExceededError, match="record at offset 0 .*more than --max-message-bytes 300"):
+    with pytest.raises(LimitExceededError, match="record at offset 0 .*more than max.message.bytes 300"):
         convert(src, tmp_path / "out", to_magic=1, max_message_bytes=300)
 
 

@@ -393,12 +393,12 @@ def test_unknown_decoder_and_bad_options_are_usage_errors(sample: Path) -> None:
     part = sample / "payments-0"
     for args, message in [
         (["--decoder", "avro"], "kafkatool: error: unknown decoder 'avro'; available: utf8, hex, base64, json, "
-                                "offsets, transactions"),
-        (["--key-decoder", "offsets"], "kafkatool: error: 'offsets' decodes whole records: use it with --decoder, "
-                                       "not for one side"),
+                                "offsets, transactions, cluster-metadata, remote-log-metadata, share-group-state"),
+        (["--key-decoder", "offsets"], "kafkatool: error: --key-decoder: 'offsets' decodes whole records: use it as "
+                                       "the record decoder, not for one side"),
         (["--decoder", "offsets", "--value-decoder", "hex"],
          "kafkatool: error: --decoder decodes whole records; it cannot be combined with --key-decoder/--value-decoder"),
-        (["--key-regex", "(unclosed"], "kafkatool: error: --key-regex '(unclosed' is not a valid regular expression: "
+        (["--key-regex", "(unclosed"], "kafkatool: error: --key-regex: '(unclosed' is not a valid regular expression: "
                                        "missing ), unterminated subpattern at position 0"),
     ]:
         r = run_cli("dump", part, *args)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from kafkatool.errors import UsageError
 from kafkatool.fetch.lazy import iter_chunks, overflow_buffer
 from kafkatool.fetch.response import UNSUPPORTED_COMPRESSION_TYPE
 from kafkatool.fetch.simulate import FetchOptions, PartitionFetch, PartitionLog, PartitionRequest, simulate
@@ -217,3 +218,26 @@ def test_legacy_source_copied_verbatim_to_magic_one(tmp_path: Path) -> None:
 def test_topic_partition_from_dir(tmp_path: Path) -> None:
     log = _log(tmp_path, G["v2_none_1rec"])
     assert log.topic_partition == TopicPartition("t", 0)
+
+
+@pytest.mark.parametrize("log_magic", [0, 1])
+def test_a_broker_below_ibp_3_sends_a_readable_log_unconverted(tmp_path: Path, log_magic: int) -> None:
+    """``maybeConvertFetchedData`` goes by the magic it takes the log to hold (the topic's message.format.version
+    below IBP 3.0): a Fetch version that reads it gets the slice as it is, partial last batch included, no padding
+    (seen from a real 3.9 ZooKeeper broker at IBP 2.8, tests/broker/test_fetch.py)."""
+    from tests.support.segments import legacy
+
+    data = b"".join(legacy(log_magic, i, value=40 + i) for i in range(6))
+    log = _log(tmp_path, data)
+    size = len(data) - 7  # the slice ends inside the last message
+    for version in (2, 3) if log_magic == 1 else (0, 1, 2, 3):
+        buf = io.BytesIO()
+        opts = FetchOptions(fetch_version=version, partition_max_bytes=size, log_magic=log_magic)
+        (plan,) = simulate(opts, [PartitionRequest(log, 0)], buf, raw=True)
+        assert buf.getvalue() == data[:size] and plan.committed_size == size and plan.lazy is None
+    # the default (IBP 3.0+: the log is taken to be v2) converts even v0/v1 batches, with its padding
+    buf = io.BytesIO()
+    simulate(FetchOptions(fetch_version=3, partition_max_bytes=size), [PartitionRequest(log, 0)], buf, raw=True)
+    assert buf.getvalue() != data[:size] and len(buf.getvalue()) == size
+    with pytest.raises(UsageError):
+        FetchOptions(log_magic=3)

@@ -1,4 +1,4 @@
-"""Inputs the coverage-guided fuzzers (fuzz/) found, kept as regression tests (FUZZING.md).
+"""Inputs the coverage-guided fuzzers (fuzz/) found, kept as regression tests (fuzz/README.md).
 
 Each file in tests/hostile/fuzz-found/ is replayed through the same entry point its fuzz target drives;
 the contract is the fuzzers': a domain error or Kafka's fallback text, never another exception."""

@@ -124,6 +124,19 @@ def test_log_start_offset_above_the_log_end_deletes_everything(tmp_path):
     root, _ = log_dir(tmp_path, clean=True, log_start=10_000)
     res = run(root)
     assert steps(res)[-1] == ("delete-all", None) and res.loses_data
+    assert res.log_start_offset == 10_000
+
+
+def test_log_start_offset_is_at_least_the_first_segments_base(tmp_path):
+    """LogLoader: max(log-start-offset-checkpoint, first segment's base offset). Retention deleted the segments
+    before 100 and the checkpoint has no entry (the broker wrote 0 or none): the log starts at 100 (a 3.9 broker
+    logs ``logStartOffset=100`` on loading it)."""
+    root, part = log_dir(tmp_path, clean=True)
+    for name in ("00000000000000000000.log", "00000000000000000000.index", "00000000000000000000.timeindex"):
+        (part / name).unlink()
+    assert run(root).log_start_offset == 100
+    (root / "log-start-offset-checkpoint").write_bytes(encode_offset_checkpoint({TP: 150}))
+    assert run(root).log_start_offset == 150  # DeleteRecords inside the first segment
 
 
 def test_invalid_offset_at_load_fails_and_nothing_further_is_simulated(tmp_path):

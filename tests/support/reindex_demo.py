@@ -1,4 +1,4 @@
-"""The log dir of the README's reindex-time examples: ``python -m tests.support.reindex_demo DIR`` (DIR must not exist).
+"""The log dir of tests/reindex/test_demo.py: ``python -m tests.support.reindex_demo DIR`` (DIR must not exist).
 
 A broker killed after a follower's and a 3.6 leader's writes, with every kind of index trouble the examples
 show; the segments are kafkatool's builders (``tests/support/segments.py``), the index files what the broker's append

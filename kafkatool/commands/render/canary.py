@@ -10,11 +10,13 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from kafkatool.canary.api import CanaryListener
 from kafkatool.canary.apply import SwapResult
 from kafkatool.canary.inventory import PartitionInventory, summarize
 from kafkatool.canary.manifest import Manifest
-from kafkatool.canary.plan import Plan
+from kafkatool.canary.plan import Plan, Step
 from kafkatool.canary.verify import VerifyResult
+from kafkatool.commands.options import Output
 from kafkatool.util.units import format_size
 
 
@@ -111,8 +113,8 @@ def render_plan(plan: Plan, c: Console) -> None:
         c.print(f"     why: {ph.rationale}", markup=False)
         for cf in ph.configs:
             c.print(f"     config: {cf}", markup=False)
-        for cmd in ph.commands:
-            c.print(f"     run: {cmd}", markup=False)
+        for step in ph.steps:
+            c.print(f"     run: {command_line(step)}", markup=False)
     if plan.kafka4:
         t = _table("PARTITION", "LEGACY", "RECORDS", "SEGS", "COMPACTED", "FATE",
                    title="What Kafka 4 would leave unconverted")
@@ -215,3 +217,29 @@ def render_swap(r: SwapResult, c: Console) -> None:
     for o in r.outcomes:
         for n in o.notes:
             c.print(f"  {o.partition}: {n}", markup=False)
+
+
+# ---------------------------------------------------------------------------------------------- listener
+
+
+class CanaryRenderer(CanaryListener):
+    """Progress notes (stderr, not with --quiet) and warnings (stderr, always) of a canary subcommand."""
+
+    def __init__(self, output: Output, label: str) -> None:
+        self.output, self.label = output, label
+
+    def warning(self, text: str) -> None:
+        self.output.finding(f"kafkatool {self.label}: {text}")
+
+    def note(self, text: str) -> None:
+        self.output.note(text)
+
+
+def command_line(step: Step) -> str:
+    """A step of the plan as the command line to type: the option that sets each request field."""
+    from kafkatool.commands.app import option_for
+
+    parts = ["kafkatool", *step.command, *step.args]
+    for name, value in step.options:
+        parts += [option_for(list(step.command), name), value]
+    return " ".join(parts) + (f"   # {step.comment}" if step.comment else "")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,9 +17,98 @@ from kafkatool.scan.report import (
     segment_row,
     stats_fields,
 )
-from kafkatool.util.units import format_time_ms
+from kafkatool.spark.memory import MemoryPlan
+from kafkatool.spark.run import ScanListener
+from kafkatool.util.units import format_size, format_time_ms
 
 MAX_FINDING_LINES = 20
+
+
+class ScanRenderer(ScanListener):
+    """Notes and warnings on stderr, a progress line per analysis, the figures on stdout as they come."""
+
+    def __init__(self, out: Output, form: OutputFormat, level: str) -> None:
+        self.out, self.form, self.level = out, form, level
+        self._line: ProgressLine | None = None
+
+    def warning(self, text: str) -> None:
+        self.out.finding(f"kafkatool spark-scan: {text}")
+
+    def note(self, text: str) -> None:
+        self.out.note(text)
+
+    def session(self, master: str, memory: MemoryPlan, cores: int) -> None:
+        self.out.note(f"starting Spark ({master}, --memory {format_size(memory.budget)}: driver "
+                      f"{format_size(memory.driver_memory)}, {cores} x Python worker "
+                      f"{format_size(memory.python_worker_memory)})")
+
+    def executor(self, host: str, python: str, version: str, origin: str, shipped: bool) -> None:
+        self.out.note(f"executor {host}: Python {python}, kafkatool {version} from {origin}")
+        if not shipped:
+            self.out.finding(f"warning: executor {host} imports kafkatool from {origin}, not from the shipped "
+                             "kafkatool.zip (an installed kafkatool shadows it)")
+
+    def stage(self, name: str) -> None:
+        self._line = ProgressLine(self.out, name)
+
+    def progress(self, done_bytes: int, total_bytes: int, done_tasks: int = -1, total_tasks: int = -1) -> None:
+        if self._line is not None:
+            self._line(done_bytes, total_bytes, done_tasks, total_tasks)
+
+    def stage_done(self, total_bytes: int) -> None:
+        if self._line is not None:
+            self._line.finish(total_bytes)
+            self._line = None
+
+    def stats(self, report: ScanReport) -> None:
+        render_stats(report, self.out, self.form, self.level)
+
+    def keyshare(self, shares: Sequence[TopicShare]) -> None:
+        render_keyshare(shares, self.out, self.form)
+
+    def index_checks(self, rows: Sequence[dict[str, Any]]) -> None:
+        render_index_checks(rows, self.out, self.form)
+
+    def export(self, records: int, directory: str) -> None:
+        render_export(records, directory, self.out, self.form)
+
+
+class ProgressLine:
+    """Progress on stderr: a rewritten line on a terminal, a line every 10 s otherwise."""
+
+    def __init__(self, out: Output, label: str) -> None:
+        self.out = out
+        self.label = label
+        self.start = time.monotonic()
+        self.tty = out.err.is_terminal
+        self.last = 0.0 if self.tty else self.start  # piped: the first line after 10 s
+
+    def __call__(self, done_bytes: int, total_bytes: int, done_tasks: int = -1, total_tasks: int = -1) -> None:
+        if self.out.quiet:
+            return
+        now = time.monotonic()
+        if not self.tty and done_bytes >= total_bytes:
+            return  # finish() says it
+        if done_bytes < total_bytes and now - self.last < (0.5 if self.tty else 10.0):
+            return
+        self.last = now
+        elapsed = now - self.start
+        share = done_bytes / total_bytes if total_bytes else 1.0
+        eta = f", ETA {int(elapsed / share - elapsed)}s" if 0 < share < 1 else ""
+        tasks = f"{done_tasks}/{total_tasks} tasks, " if total_tasks >= 0 else ""
+        text = f"{self.label}: {tasks}{format_size(done_bytes)}/{format_size(total_bytes)} ({share:.0%}){eta}"
+        if self.tty:
+            self.out.err.file.write("\r" + text + "\x1b[K")
+            self.out.err.file.flush()
+        else:
+            self.out.note(text)
+
+    def finish(self, total_bytes: int) -> None:
+        if self.tty and not self.out.quiet:
+            self.out.err.file.write("\r\x1b[K")
+        elapsed = time.monotonic() - self.start
+        rate = total_bytes / elapsed if elapsed > 0 else 0.0
+        self.out.note(f"{self.label}: {format_size(total_bytes)} in {elapsed:.1f}s ({format_size(int(rate))}/s)")
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:

@@ -2,7 +2,7 @@
 
 For each batch from position 0 (``validBytes`` = its position)::
 
-    [--verify] batch.ensureValid()             (CRC; the broker always checks, we on request)
+    [verify] batch.ensureValid()               (CRC; the broker always checks, we on request)
     ensureOffsetInRange(batch.lastOffset)       (relative offset must fit an int32)
     if batch.maxTimestamp > maxSoFar: maxSoFar = (batch.maxTimestamp, batch.lastOffset)
     if validBytes - lastIndexEntry > indexIntervalBytes:
@@ -36,11 +36,12 @@ import stat
 from pathlib import Path
 from typing import Literal
 
+from kafkatool.constants import DEFAULT_INDEX_INTERVAL_BYTES
 from kafkatool.errors import InputError
-from kafkatool.log.recovery.result import DEFAULT_INDEX_INTERVAL_BYTES, SegmentRecovery
+from kafkatool.log.recovery.result import SegmentRecovery
 from kafkatool.record.file_records import FileRecords
 
-__all__ = ["DEFAULT_INDEX_INTERVAL_BYTES", "SegmentRecovery", "recover_segment"]
+__all__ = ["SegmentRecovery", "recover_segment"]
 
 
 def recover_segment(log: str | Path | FileRecords, base_offset: int, *,

@@ -39,18 +39,21 @@ from typing import Literal
 from kafkatool.errors import InvalidRecordError, KafkaToolError, LimitExceededError, TruncatedError
 from kafkatool.record.batch import ControlRecordType
 from kafkatool.record.default_records import (
+    ATTRIBUTES_OFFSET,
     COMPRESSION_CODEC_MASK,
     CONTROL_FLAG_MASK,
+    PRODUCER_ID_OFFSET,
     RECORD_BATCH_OVERHEAD,
+    RECORDS_COUNT_OFFSET,
     DefaultRecordBatch,
     parse_records,
 )
 from kafkatool.record.varint import read_varint
 from kafkatool.util import budget as _budget
 
-_ATTRIBUTES = struct.Struct(">h")  # at 21
-_PRODUCER_ID = struct.Struct(">q")  # at 43
-_COUNT = struct.Struct(">i")  # at 57
+_ATTRIBUTES = struct.Struct(">h")
+_PRODUCER_ID = struct.Struct(">q")
+_COUNT = struct.Struct(">i")
 _I16 = struct.Struct(">h")
 
 Outcome = Literal["invalid", "unhandled"]
@@ -94,14 +97,14 @@ def check_control_batch(batch: bytes, position: int) -> ControlFailure | None:
     """The producer-state update of one whole, CRC-valid v2 batch (its bytes, log overhead included)."""
     if len(batch) < RECORD_BATCH_OVERHEAD:
         return None  # ensureValid already refused it
-    attributes = _ATTRIBUTES.unpack_from(batch, 21)[0]
-    if not attributes & CONTROL_FLAG_MASK or _PRODUCER_ID.unpack_from(batch, 43)[0] < 0:
+    attributes = _ATTRIBUTES.unpack_from(batch, ATTRIBUTES_OFFSET)[0]
+    if not attributes & CONTROL_FLAG_MASK or _PRODUCER_ID.unpack_from(batch, PRODUCER_ID_OFFSET)[0] < 0:
         return None  # updateProducerState appends only batches with a producer id
 
     def fail(outcome: Outcome, exception: str, message: str) -> ControlFailure:
         return ControlFailure(outcome, exception, message, position, len(batch))
 
-    count = _COUNT.unpack_from(batch, 57)[0]
+    count = _COUNT.unpack_from(batch, RECORDS_COUNT_OFFSET)[0]
     if count == 0:
         return None  # "An empty control batch means the entire transaction has been cleaned from the log"
     if attributes & COMPRESSION_CODEC_MASK:

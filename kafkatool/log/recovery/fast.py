@@ -1,17 +1,17 @@
 """``LogSegment.recover`` from batch headers at memory speed: a size-only walk, then numpy on the headers.
 
 The per-batch Python loop of the reference (``kafkatool.log.recovery.reference``) costs ~2 µs a batch. Here the only
-per-batch Python work is reading the 4-byte size field, copying the batch's first 43 header bytes into
+per-batch Python work is reading the 4-byte size field, copying the batch's first ``HDR`` (43) header bytes into
 a table and stepping to the next batch. Every field is then read for a whole chunk of batches at once
 through a numpy structured view of that table, and the 3.9 rules (index points every
 ``index.interval.bytes``, running max timestamp, ``OffsetIndex.append``/``TimeIndex.maybeAppend``
 checks) are evaluated on arrays. The result is the same :class:`~kafkatool.log.recovery.SegmentRecovery`
 as the reference, field for field (the tests hold them equal).
 
-How the bytes are read (measured, see BENCHMARKS.md): small batches through a 1 MiB page-aligned
+How the bytes are read (measured, see benchmarks/results/history.md): small batches through a 1 MiB page-aligned
 window filled with ``preadv`` (a page-aligned copy runs at ~10 GB/s, and the walk then hits the cache;
-mmap page faults cost more than the copy); batches averaging over 16 KiB by one 43-byte ``pread`` per
-batch, never touching the bytes in between. ``--verify`` reads everything (the CRC needs it).
+mmap page faults cost more than the copy); batches averaging over 16 KiB by one ``HDR``-byte ``pread`` per
+batch, never touching the bytes in between. Verifying reads everything (the CRC needs it).
 
 Consumers that need every batch (``index_verify`` checks on-disk entries against the log) get each
 chunk of *valid* batches through ``observers``; memory is a function of the window and chunk sizes.
@@ -32,11 +32,10 @@ import numpy as np
 import numpy.typing as npt
 
 from kafkatool._accel import speedups as _C
+from kafkatool.constants import INT32_MAX
 from kafkatool.errors import CorruptRecordError, InputError
 from kafkatool.log.recovery.control import ControlFailure, check_control_batch, ensure_readable
 from kafkatool.log.recovery.result import (
-    INT32_MAX,
-    V2_OVERHEAD,
     SegmentRecovery,
     apply_control_failure,
     invalid_offset,
@@ -46,19 +45,40 @@ from kafkatool.log.recovery.result import (
     torn,
     v2_too_small,
 )
-from kafkatool.record.batch import MAGIC_V0, MAGIC_V2, NO_TIMESTAMP
+from kafkatool.record.batch import (
+    HEADER_SIZE_UP_TO_MAGIC,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    MAGIC_V0,
+    MAGIC_V2,
+    NO_TIMESTAMP,
+    SIZE_OFFSET,
+)
+from kafkatool.record.default_records import (
+    ATTRIBUTES_OFFSET,
+    BASE_OFFSET_OFFSET,
+    CONTROL_FLAG_MASK,
+    CRC_OFFSET,
+    LAST_OFFSET_DELTA_OFFSET,
+    LENGTH_OFFSET,
+    MAX_TIMESTAMP_OFFSET,
+    PARTITION_LEADER_EPOCH_OFFSET,
+    PRODUCER_ID_OFFSET,
+    RECORD_BATCH_OVERHEAD,
+)
 from kafkatool.record.file_records import WalkEnd
+from kafkatool.record.legacy_records import ENTRY_CRC_OFFSET, ENTRY_TIMESTAMP_OFFSET, RECORD_OVERHEAD_V0
 from kafkatool.util import budget as _budget
 
 I64 = npt.NDArray[np.int64]
 WINDOW = 1 << 20
-HDR = 43  # baseOffset .. maxTimestamp of a v2 header; a v1 message's timestamp ends at 26
-CHUNK_BATCHES = 32768  # most batches per numpy step (~140 bytes of arrays each; fewer on a small --memory)
+HDR = PRODUCER_ID_OFFSET  # 43: a v2 header up to its maxTimestamp (a v1 message's timestamp ends before)
+CHUNK_BATCHES = 32768  # most batches per numpy step (~140 bytes of arrays each; fewer on a small memory budget)
 BYTES_PER_BATCH = 256  # what one batch of a step may cost, with room: the step fits the budget's cache share
 HOP_ABOVE = 16 << 10  # average batch size above which hopping header to header beats the window copy
 WINDOW_BELOW = 8 << 10  # ... and below which the window wins again
 # With the compiled loops a hop costs one pread (~0.8 us here) and the window ~0.2 us per KiB copied: hopping
-# wins from ~4 KiB batches (measured on 2, 4, 8 and 16 KiB batches; BENCHMARKS.md).
+# wins from ~4 KiB batches (measured on 2, 4, 8 and 16 KiB batches; benchmarks/results/history.md).
 HOP_ABOVE_C = 6 << 10
 WINDOW_BELOW_C = 3 << 10
 HOPS_C = 1024  # headers per compiled hopping step
@@ -67,12 +87,14 @@ _U32 = struct.Struct(">I")
 _ZEROS = bytes(HDR + 64)
 _SPARE_WINDOWS: list[mmap.mmap] = []  # window buffers of finished walks, for the next one
 
-# The first 43 bytes of every batch, as v2 reads them and as v0/v1 read them.
-_V2 = np.dtype([("base", ">i8"), ("size", ">i4"), ("epoch", ">i4"), ("magic", "i1"), ("crc", ">u4"),
-                ("attributes", ">i2"), ("last_delta", ">i4"), ("base_ts", ">i8"), ("max_ts", ">i8")])
-_LEGACY = np.dtype([("head", "V12"), ("crc", ">u4"), ("magic", "i1"), ("attributes", "i1"), ("ts", ">i8"),
-                    ("rest", "V17")])
-assert _V2.itemsize == HDR and _LEGACY.itemsize == HDR
+# The first HDR bytes of every batch as v2 reads them (the fields of default_records.HEADER the rules use) and as
+# v0/v1 read them (the message's timestamp: legacy_records.MESSAGE_HEADER_V1).
+_V2 = np.dtype({"names": ["base", "size", "epoch", "magic", "attributes", "last_delta", "max_ts"],
+                "formats": [">i8", ">i4", ">i4", "i1", ">i2", ">i4", ">i8"],
+                "offsets": [BASE_OFFSET_OFFSET, LENGTH_OFFSET, PARTITION_LEADER_EPOCH_OFFSET, MAGIC_OFFSET,
+                            ATTRIBUTES_OFFSET, LAST_OFFSET_DELTA_OFFSET, MAX_TIMESTAMP_OFFSET],
+                "itemsize": HDR})
+_LEGACY = np.dtype({"names": ["ts"], "formats": [">i8"], "offsets": [ENTRY_TIMESTAMP_OFFSET], "itemsize": HDR})
 
 
 @dataclass(slots=True)
@@ -106,7 +128,7 @@ class _Walk:
         self.fd = fd
         self.path = path
         self.size = size
-        self.limit = size - 17  # HEADER_SIZE_UP_TO_MAGIC
+        self.limit = size - HEADER_SIZE_UP_TO_MAGIC
         self.verify = verify
         self.p = 0
         self.taken = 0  # position of the first batch not yet taken
@@ -119,7 +141,7 @@ class _Walk:
         # 1 MiB mapping is 256 page faults, about as long as walking a whole segment of large batches.
         size = WINDOW + len(_ZEROS)
         # MAP_PRIVATE: Python's default anonymous mapping is MAP_SHARED, and a spare window kept by a parent would
-        # then be one buffer shared by every worker forked after it (reindex-time --jobs, spark-scan's local
+        # then be one buffer shared by every worker forked after it (reindex-time's jobs, spark-scan's local
         # pool): two walks filling the same window read each other's bytes.
         self._anon = _SPARE_WINDOWS.pop() if _SPARE_WINDOWS and len(_SPARE_WINDOWS[-1]) == size else \
             mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
@@ -146,8 +168,8 @@ class _Walk:
     def _finish(self) -> None:
         p, size = self.p, self.size
         if p > size:  # only the last batch can run past the end: a torn tail, dropped silently
-            declared = _SIZE.unpack_from(self.headers, len(self.headers) - HDR + 8)[0]
-            p -= declared + 12
+            declared = _SIZE.unpack_from(self.headers, len(self.headers) - HDR + SIZE_OFFSET)[0]
+            p -= declared + LOG_OVERHEAD
             del self.headers[-HDR:]
             self.p = p
             self.stop = torn(declared, size - p, p)
@@ -165,23 +187,26 @@ class _Walk:
         unpack = _SIZE.unpack_from
         hdr = self.headers
         n0 = len(hdr)
+        min_size = RECORD_OVERHEAD_V0
         lp = 0
-        s = 14
+        s = min_size
         if self.verify:
             lp, s = self._window_verify(got, at_eof)
         else:
             # Batches whose header lies in the window; at the end of the file, every batch start.
-            wl = got - 17 if at_eof else got - HDR
+            wl = got - HEADER_SIZE_UP_TO_MAGIC if at_eof else got - HDR
             r = _C.headers_walk(win, lp, wl, hdr) if _C is not None else None
             if r is not None:
-                lp, s = r  # the compiled loop below
-            while lp < wl:  # literals, not globals: this loop is the whole per-batch cost
-                s = unpack(win, lp + 8)[0]
-                if s < 14:  # RECORD_OVERHEAD_V0
+                lp, s = r.position, r.size  # the compiled loop below
+            # locals, not globals: this loop is the whole per-batch cost
+            size_at, head, overhead = SIZE_OFFSET, HDR, LOG_OVERHEAD
+            while lp < wl:
+                s = unpack(win, lp + size_at)[0]
+                if s < min_size:
                     break
-                hdr += win[lp:lp + 43]
-                lp += s + 12  # LOG_OVERHEAD
-        if s < 14:
+                hdr += win[lp:lp + head]
+                lp += s + overhead
+        if s < min_size:
             self.bad_size = s
             self.p = p + lp
             self.stop = WalkEnd("corrupt", p + lp, self.size - p - lp, "", s)
@@ -196,14 +221,14 @@ class _Walk:
         """The window walk with the CRC of every batch (``ensureValid``), whole batches only."""
         p, win = self.p, self._win
         unpack = _SIZE.unpack_from
-        wl = got - 17 if at_eof else got - HDR
+        wl = got - HEADER_SIZE_UP_TO_MAGIC if at_eof else got - HDR
         lp = 0
-        s = 14
+        s = RECORD_OVERHEAD_V0
         while lp < wl:
-            s = unpack(win, lp + 8)[0]
-            if s < 14:
+            s = unpack(win, lp + SIZE_OFFSET)[0]
+            if s < RECORD_OVERHEAD_V0:
                 break
-            e = lp + s + 12
+            e = lp + s + LOG_OVERHEAD
             if p + e > self.size:  # torn tail: _finish drops it
                 self.headers += win[lp:lp + HDR]
                 lp = e
@@ -212,7 +237,7 @@ class _Walk:
                 break  # refill with this batch at the start of the window
             self.headers += win[lp:lp + HDR]
             if e > got:  # larger than the window (the streamed read reuses the window)
-                stored, computed = self._crc_streamed(p, s + 12, win[16])
+                stored, computed = self._crc_streamed(p, s + LOG_OVERHEAD, win[MAGIC_OFFSET])
             else:
                 stored, computed = _crc(win, lp, e)
             lp = e
@@ -225,10 +250,11 @@ class _Walk:
 
     def _crc_streamed(self, start: int, size: int, magic: int) -> tuple[int, int]:
         """(stored, computed) CRC of a batch larger than the window, read through it in pieces."""
-        head = os.pread(self.fd, 21, start)
+        head = os.pread(self.fd, ATTRIBUTES_OFFSET, start)
         v2 = (magic if magic < 128 else magic - 256) >= MAGIC_V2
-        stored = _U32.unpack_from(head, 17 if v2 else 12)[0]
-        pos, end = start + (21 if v2 else 16), start + size
+        stored = _U32.unpack_from(head, CRC_OFFSET if v2 else ENTRY_CRC_OFFSET)[0]
+        # CRC-32C from the v2 attributes; CRC-32 from the v0/v1 magic
+        pos, end = start + (ATTRIBUTES_OFFSET if v2 else MAGIC_OFFSET), start + size
         crc = 0
         while pos < end:
             got = os.preadv(self.fd, [self._win[:min(WINDOW, end - pos)]], pos)
@@ -240,15 +266,15 @@ class _Walk:
         return stored, crc
 
     def _hops(self) -> None:
-        """One 43-byte pread per batch: for big batches the bytes in between are never read."""
+        """One HDR-byte pread per batch: for big batches the bytes in between are never read."""
         fd, pread, unpack = self.fd, os.pread, _SIZE.unpack_from
         p, limit = self.p, self.limit
         hdr = self.headers
         start, n = p, 0
         r = _C.hop_walk(fd, p, limit, HOPS_C, hdr) if _C is not None else None
-        if r is not None and (r[1] or r[2] < 14):
-            p, n, s = r
-            if s < 14:
+        if r is not None and (r.headers or r.size < RECORD_OVERHEAD_V0):
+            p, n, s = r.position, r.headers, r.size
+            if s < RECORD_OVERHEAD_V0:
                 self.bad_size = s
                 self.p = p
                 self.stop = WalkEnd("corrupt", p, self.size - p, "", s)
@@ -260,17 +286,17 @@ class _Walk:
             return
         # The Python loop (also where the compiled one could not read: it raises what os.pread raises).
         while p < limit and n < 64:
-            h = pread(fd, 43, p)
-            if len(h) < 43:
-                h += _ZEROS[:43 - len(h)]
-            s = unpack(h, 8)[0]
-            if s < 14:
+            h = pread(fd, HDR, p)
+            if len(h) < HDR:
+                h += _ZEROS[:HDR - len(h)]
+            s = unpack(h, SIZE_OFFSET)[0]
+            if s < RECORD_OVERHEAD_V0:
                 self.bad_size = s
                 self.p = p
                 self.stop = WalkEnd("corrupt", p, self.size - p, "", s)
                 return
             hdr += h
-            p += s + 12
+            p += s + LOG_OVERHEAD
             n += 1
         self.p = p
         if n == 64 and p - start < n * WINDOW_BELOW:
@@ -284,7 +310,7 @@ class _Walk:
     def take(self) -> tuple[I64, bytearray]:
         """Positions and headers of the batches walked since the last take."""
         h = self.headers
-        sizes = np.frombuffer(h, dtype=_V2)["size"].astype(np.int64) + 12
+        sizes = np.frombuffer(h, dtype=_V2)["size"].astype(np.int64) + LOG_OVERHEAD
         q = np.empty(len(sizes), np.int64)
         if len(sizes):
             q[0] = self.taken
@@ -297,7 +323,7 @@ class _Walk:
 
 def _open_noatime(path: str) -> int:
     """Open read-only without access-time updates where the caller may (the file's owner or root): a hop is
-    one small read per batch, and the atime check of each read is ~7% of its kernel time (perf, 43-byte
+    one small read per batch, and the atime check of each read is ~7% of its kernel time (perf, HDR-byte
     preads on a 100 MB segment). Others open the file plainly (O_NOATIME is then refused with EPERM)."""
     noatime = getattr(os, "O_NOATIME", 0)
     if noatime:
@@ -320,9 +346,9 @@ def _advise(fd: int, name: str) -> None:
 def _crc(win: memoryview, lp: int, e: int) -> tuple[int, int]:
     """(stored, computed) CRC as ``ensureValid`` checks it: CRC-32C from the attributes for magic >= 2,
     CRC-32 from the magic byte for v0/v1 (and negative magics, which FileLogInputStream reads as legacy)."""
-    if 2 <= win[lp + 16] < 128:
-        return _U32.unpack_from(win, lp + 17)[0], _crc32c.crc32c(win[lp + 21:e])
-    return _U32.unpack_from(win, lp + 12)[0], zlib.crc32(win[lp + 16:e])
+    if 2 <= win[lp + MAGIC_OFFSET] < 128:
+        return _U32.unpack_from(win, lp + CRC_OFFSET)[0], _crc32c.crc32c(win[lp + ATTRIBUTES_OFFSET:e])
+    return _U32.unpack_from(win, lp + ENTRY_CRC_OFFSET)[0], zlib.crc32(win[lp + MAGIC_OFFSET:e])
 
 
 class _Builder:
@@ -435,7 +461,7 @@ class _Builder:
 
 def _first_control_failure(fd: int, path: str, q: I64, sizes: I64, h: npt.NDArray[np.void]) -> ControlFailure | None:
     """The first control batch of a chunk whose transaction marker the producer-state update rejects."""
-    ctrl = np.flatnonzero((h["magic"] >= MAGIC_V2) & ((h["attributes"] & 0x20) != 0))
+    ctrl = np.flatnonzero((h["magic"] >= MAGIC_V2) & ((h["attributes"] & CONTROL_FLAG_MASK) != 0))
     for i in ctrl.tolist():
         pos, n = int(q[i]), int(sizes[i])
         ensure_readable(n, path, pos)
@@ -483,7 +509,7 @@ def recover_fast(path: str, size: int, base_offset: int, *, index_interval_bytes
             if n:
                 h = np.frombuffer(hdr, dtype=_V2)
                 magic = h["magic"].astype(np.int8)
-                sizes = h["size"].astype(np.int64) + 12
+                sizes = h["size"].astype(np.int64) + LOG_OVERHEAD
                 base_off = h["base"].astype(np.int64)
                 is_v2 = magic >= MAGIC_V2
                 last = np.where(is_v2, base_off + h["last_delta"], base_off)
@@ -492,13 +518,13 @@ def recover_fast(path: str, size: int, base_offset: int, *, index_interval_bytes
                 mts = np.where(is_v2, h["max_ts"], np.where(magic == MAGIC_V0, NO_TIMESTAMP, legacy_ts))
                 # Per-batch checks in recover()'s order: ensureValid (v2 size, CRC), ensureOffsetInRange.
                 rel = last - base_offset
-                bad = (is_v2 & (sizes < V2_OVERHEAD)) | (rel < 0) | (rel > INT32_MAX)
+                bad = (is_v2 & (sizes < RECORD_BATCH_OVERHEAD)) | (rel < 0) | (rel > INT32_MAX)
                 first_bad = int(np.argmax(bad)) if bad.any() else n
                 crc_index = walk.crc_failure[0] if walk.crc_failure is not None else n
                 if min(first_bad, crc_index) < n:
                     i = min(first_bad, crc_index)
                     bp = int(q[i])
-                    if is_v2[i] and sizes[i] < V2_OVERHEAD:
+                    if is_v2[i] and sizes[i] < RECORD_BATCH_OVERHEAD:
                         out.error = v2_too_small(int(sizes[i]), path, bp)
                     elif i == crc_index and walk.crc_failure is not None:
                         _, stored, computed = walk.crc_failure

@@ -10,11 +10,10 @@ import struct
 
 import numpy as np
 
+from kafkatool.constants import INT32_MAX
 from kafkatool.errors import KafkaToolError
 from kafkatool.log.recovery.control import check_control_batch, ensure_readable
 from kafkatool.log.recovery.result import (
-    INT32_MAX,
-    V2_OVERHEAD,
     SegmentRecovery,
     apply_control_failure,
     invalid_offset,
@@ -24,13 +23,29 @@ from kafkatool.log.recovery.result import (
     torn,
     v2_too_small,
 )
-from kafkatool.record.batch import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, MAGIC_V0, MAGIC_V2, NO_TIMESTAMP
+from kafkatool.record.batch import (
+    HEADER_SIZE_UP_TO_MAGIC,
+    LOG_HEADER,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    MAGIC_V0,
+    MAGIC_V2,
+    NO_TIMESTAMP,
+)
+from kafkatool.record.default_records import (
+    ATTRIBUTES_OFFSET,
+    CONTROL_FLAG_MASK,
+    LAST_OFFSET_DELTA_OFFSET,
+    MAX_TIMESTAMP_OFFSET,
+    PARTITION_LEADER_EPOCH_OFFSET,
+    RECORD_BATCH_OVERHEAD,
+)
 from kafkatool.record.file_records import FileRecords, LogInputStream, WalkEnd
-from kafkatool.record.legacy_records import RECORD_OVERHEAD_V0
+from kafkatool.record.legacy_records import ENTRY_TIMESTAMP_OFFSET, RECORD_OVERHEAD_V0
 
-_LOG = struct.Struct(">qi")
-_V2_LAST_DELTA = struct.Struct(">i")  # at 23
-_V2_MAX_TS = struct.Struct(">q")  # at 35
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
 
 
 def recover_reference(fr: FileRecords, base_offset: int, interval: int, verify: bool,
@@ -50,9 +65,10 @@ def recover_reference(fr: FileRecords, base_offset: int, interval: int, verify: 
     index_positions: list[int] = []
     time_ts: list[int] = []
     time_offsets: list[int] = []
-    unpack_log = _LOG.unpack_from
-    unpack_i32 = _V2_LAST_DELTA.unpack_from
-    unpack_i64 = _V2_MAX_TS.unpack_from
+    unpack_log = LOG_HEADER.unpack_from
+    unpack_i16 = _I16.unpack_from
+    unpack_i32 = _I32.unpack_from
+    unpack_i64 = _I64.unpack_from
     magics = out.magics
     batches = 0
     last_offset: int | None = None
@@ -67,19 +83,19 @@ def recover_reference(fr: FileRecords, base_offset: int, interval: int, verify: 
         if p > end - LOG_OVERHEAD - size:
             out.stop = torn(size, end - p, p)
             break
-        magic = buf[p + 16]
+        magic = buf[p + MAGIC_OFFSET]
         if magic > 127:
             magic -= 256
         if magic >= MAGIC_V2:
-            if size + LOG_OVERHEAD < V2_OVERHEAD:
+            if size + LOG_OVERHEAD < RECORD_BATCH_OVERHEAD:
                 out.error = v2_too_small(size + LOG_OVERHEAD, fr.path, p)
                 break
-            batch_last = offset_field + unpack_i32(buf, p + 23)[0]
-            batch_max_ts = unpack_i64(buf, p + 35)[0]
+            batch_last = offset_field + unpack_i32(buf, p + LAST_OFFSET_DELTA_OFFSET)[0]
+            batch_max_ts = unpack_i64(buf, p + MAX_TIMESTAMP_OFFSET)[0]
         else:
             batch_last = offset_field
             # LegacyRecord.timestamp(): NO_TIMESTAMP for magic 0, else the (wrapper's) own field
-            batch_max_ts = NO_TIMESTAMP if magic == MAGIC_V0 else unpack_i64(buf, p + 18)[0]
+            batch_max_ts = NO_TIMESTAMP if magic == MAGIC_V0 else unpack_i64(buf, p + ENTRY_TIMESTAMP_OFFSET)[0]
         if verify:
             batch = next(iter(LogInputStream(buf, start=p, end=p + size + LOG_OVERHEAD, path=fr.path)))
             try:
@@ -116,7 +132,7 @@ def recover_reference(fr: FileRecords, base_offset: int, interval: int, verify: 
                 time_last_ts, time_last_offset = max_ts, max_ts_offset
             last_index_entry = p
         if magic >= MAGIC_V2:
-            epoch = unpack_i32(buf, p + 12)[0]
+            epoch = unpack_i32(buf, p + PARTITION_LEADER_EPOCH_OFFSET)[0]
             if epoch >= 0 and epoch > latest_epoch:
                 out.epochs.append((epoch, offset_field))
                 latest_epoch = epoch
@@ -125,7 +141,7 @@ def recover_reference(fr: FileRecords, base_offset: int, interval: int, verify: 
         start = p
         p += size + LOG_OVERHEAD
         # updateProducerState, after validBytes counted the batch: the transaction marker of a control batch.
-        if verify and magic >= MAGIC_V2 and buf[start + 22] & 0x20:
+        if verify and magic >= MAGIC_V2 and unpack_i16(buf, start + ATTRIBUTES_OFFSET)[0] & CONTROL_FLAG_MASK:
             ensure_readable(p - start, fr.path, start)
             failure = check_control_batch(bytes(buf[start:p]), start)
             if failure is not None:

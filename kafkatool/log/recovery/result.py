@@ -14,12 +14,9 @@ from kafkatool.errors import CorruptDataError, CorruptRecordError, InvalidRecord
 from kafkatool.log.index import OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE, OffsetPosition, TimestampOffset
 from kafkatool.log.recovery.control import ControlFailure
 from kafkatool.record.batch import LOG_OVERHEAD, NO_TIMESTAMP
+from kafkatool.record.default_records import RECORD_BATCH_OVERHEAD
 from kafkatool.record.file_records import WalkEnd
 from kafkatool.record.legacy_records import RECORD_OVERHEAD_V0
-
-DEFAULT_INDEX_INTERVAL_BYTES = 4096
-INT32_MAX = 0x7FFFFFFF
-V2_OVERHEAD = 61
 
 I64 = npt.NDArray[np.int64]
 Fatal = Literal["invalid-offset", "offset-overflow", "load-fails"]
@@ -120,7 +117,7 @@ def size_below_overhead(size: int, path: str | None, position: int) -> CorruptRe
 
 def v2_too_small(batch_size: int, path: str | None, position: int) -> CorruptRecordError:
     return CorruptRecordError(f"Record batch is corrupt (the size of {batch_size} is smaller than the minimum "
-                              f"allowed overhead {V2_OVERHEAD})", path=path, position=position)
+                              f"allowed overhead {RECORD_BATCH_OVERHEAD})", path=path, position=position)
 
 
 def offset_overflow(last_offset: int, base_offset: int, path: str | None, position: int) -> CorruptDataError:

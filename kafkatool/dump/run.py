@@ -1,0 +1,142 @@
+"""``dump``: the one entry point of ``kafkatool dump``, usable from Python with the same results.
+
+A :class:`DumpRequest` says what to walk and what to report (records, filters, decoders, index checks); a
+:class:`DumpListener` hears every event of the walk as it happens (the command renders them: text, Kafka's
+dump-log lines, JSON lines or a table); the :class:`DumpOutcome` holds the closing :class:`Summary` and the
+exit code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from kafkatool.decoders import resolve_parser
+from kafkatool.dump.engine import DumpEngine
+from kafkatool.dump.events import DEFAULT_RESYNC_LIMIT, DumpOptions, Event, Summary
+from kafkatool.dump.filter import RecordFilter
+from kafkatool.errors import ExitCode, InputError, UsageError
+from kafkatool.log.lock import check_read, live_notice
+from kafkatool.util import budget
+
+
+@dataclass(frozen=True, slots=True)
+class DumpRequest:
+    """What to dump. ``decoder`` (whole records) or ``key_decoder``/``value_decoder`` (one side each) name a
+    decoder of :mod:`kafkatool.decoders`; any of them shows the data, as Kafka's decoder options do.
+    ``summary_only`` and ``count`` walk and validate everything but report no batch or entry (``count``: exact
+    record counts, legacy wrappers decompressed even in a shallow walk)."""
+
+    paths: Sequence[Path]
+    deep: bool = False  # every record of every batch
+    print_data: bool = False  # keys, values and header values (implies deep)
+    verify: bool = False  # decode every record even when not reporting them
+    verify_index: bool = False
+    verify_index_only: bool = False
+    index_sanity_check: bool = False
+    strict: bool = False  # every unparsed byte is an error; a file stops at its first invalid batch
+    from_offset: int | None = None
+    to_offset: int | None = None
+    from_time: int | None = None
+    to_time: int | None = None
+    max_bytes: int | None = None  # only the first N bytes of each .log
+    resync_limit: int = DEFAULT_RESYNC_LIMIT
+    decoder: str | None = None
+    key_decoder: str | None = None
+    value_decoder: str | None = None
+    producer_id: int | None = None
+    producer_epoch: int | None = None
+    transactional: bool | None = None
+    control_type: Sequence[str] | None = None  # any of these control record types (abort, commit, ...)
+    key: str | None = None
+    key_regex: str | None = None
+    summary_only: bool = False
+    count: bool = False
+    kafka_compat: bool = False  # kafka-dump-log.sh 3.9's files, index checks and zero-padded slot 0
+    live: bool = False  # read a log dir a live broker holds
+    memory: str | None = None  # the run's budget as given (None: KAFKATOOL_MEMORY or the default)
+
+    @property
+    def shows_data(self) -> bool:
+        """Keys and values are shown: asked for, or implied by a decoder."""
+        return self.print_data or any(d is not None for d in (self.decoder, self.key_decoder, self.value_decoder))
+
+    @property
+    def walks_records(self) -> bool:
+        return self.deep or self.shows_data
+
+    @property
+    def reports_data(self) -> bool:
+        """Batches, records and entries are reported (not a summary or a count only)."""
+        return not (self.summary_only or self.count)
+
+
+class DumpListener:
+    """What a run reports as it goes; every method does nothing unless overridden."""
+
+    def warning(self, text: str) -> None:
+        """A line for the operator that is not a finding (a live lock read anyway)."""
+
+    def start(self, options: DumpOptions) -> None:
+        """The walk begins with these engine options (the memory budget's decompression limit among them)."""
+
+    def event(self, ev: Event) -> None:
+        """One event of the walk, in order: files, batches, entries, notices, findings, progress; the last is the
+        :class:`Summary`."""
+
+
+@dataclass(frozen=True, slots=True)
+class DumpOutcome:
+    summary: Summary
+
+    @property
+    def exit_code(self) -> ExitCode:
+        s = self.summary
+        if s.io_errors:
+            return ExitCode.USAGE
+        if s.errors or s.warnings:
+            return ExitCode.FINDINGS
+        return ExitCode.OK
+
+
+def dump_options(request: DumpRequest) -> DumpOptions:
+    """The engine's options for ``request``: filters and decoders checked, the memory budget resolved and made the
+    run's (its decompression limit bounds every batch)."""
+    req = request
+    if req.from_offset is not None and req.to_offset is not None and req.from_offset > req.to_offset:
+        raise UsageError(f"{req.from_offset} is after the last offset asked for ({req.to_offset})", field="from_offset")
+    parser = None
+    if any(d is not None for d in (req.decoder, req.key_decoder, req.value_decoder)):
+        parser = resolve_parser(req.decoder, req.key_decoder, req.value_decoder)
+    record_filter = RecordFilter.build(
+        producer_id=req.producer_id, producer_epoch=req.producer_epoch, transactional=req.transactional,
+        control_types=req.control_type or None, key=req.key, key_regex=req.key_regex)
+    mem = budget.resolve(req.memory)
+    budget.activate(mem)
+    return DumpOptions(
+        deep=req.walks_records, verify=req.verify, verify_index=req.verify_index,
+        verify_index_only=req.verify_index_only, index_sanity_check=req.index_sanity_check, strict=req.strict,
+        from_offset=req.from_offset, to_offset=req.to_offset, from_time=req.from_time, to_time=req.to_time,
+        max_bytes=req.max_bytes, decompress_limit=mem.worker.decompress_limit, resync_limit=req.resync_limit,
+        emit_data=req.reports_data, exact_counts=req.count, kafka_compat=req.kafka_compat,
+        record_filter=record_filter, parser=parser)
+
+
+def dump(request: DumpRequest, listener: DumpListener | None = None) -> DumpOutcome:
+    """Walk ``request.paths`` as ``kafkatool dump`` does (locks, budget); the listener hears every event."""
+    lis = listener or DumpListener()
+    for p in request.paths:
+        if not p.exists():
+            raise InputError("no such file or directory", path=p)
+    for lock in check_read(request.paths, live=request.live):
+        lis.warning(live_notice(lock))
+    options = dump_options(request)
+    lis.start(options)
+    summary: Summary | None = None
+    for ev in DumpEngine(options).run(request.paths):
+        if type(ev) is Summary:
+            summary = ev
+        lis.event(ev)
+    assert summary is not None  # the engine's last event
+    return DumpOutcome(summary)
