@@ -45,7 +45,7 @@ from kafkatool.canary.manifest import (
 )
 from kafkatool.constants import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_BYTES
 from kafkatool.errors import InputError, KafkaToolError, UsageError
-from kafkatool.log.layout import LOG_SUFFIX, PartitionDir, is_log_dir, offset_from_filename
+from kafkatool.log.layout import LOG_SUFFIX, LogDir, PartitionDir, is_log_dir, offset_from_filename
 from kafkatool.log.lock import refuse_if_live
 from kafkatool.record.codecs import Codec
 from kafkatool.util import crash
@@ -86,6 +86,9 @@ def select_partitions(log_dir: Path, patterns: Sequence[str]) -> list[PartitionD
     globs = [g.strip() for p in patterns for g in p.split(",") if g.strip()]
     if not globs:
         raise UsageError("needs at least one glob (e.g. 'orders-0' or 'legacy-*')", field="partitions")
+    own = LogDir.scan(log_dir).not_regular
+    if own:
+        raise own[0].error()  # a checkpoint or meta.properties that is a FIFO, a device, a bad link: a finding
     parts = scan_partitions(log_dir)
     chosen = [pd for pd in parts if any(fnmatch.fnmatchcase(pd.path.name, g) for g in globs)]
     for g in globs:

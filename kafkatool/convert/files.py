@@ -96,6 +96,9 @@ def resolve_sources(src: Path) -> list[PartitionSource]:
             out.append(_from_partition_dir(part))
     if not out:
         raise InputError("no partitions to convert", path=src)
+    for log_dir in inputs.log_dirs:
+        if log_dir.not_regular:  # its checkpoints or meta.properties
+            raise log_dir.not_regular[0].error()
     for source in out:
         if source.not_regular:
             # A FIFO, a device or a broken symlink named as a segment's file: the partition is not in a state to
