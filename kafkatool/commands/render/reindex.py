@@ -139,8 +139,9 @@ class ReindexRenderer(ReindexListener):
     def summary(self, o: ReindexOutcome) -> None:
         out = self.out
         if o.mode == "recovery-report":
-            out.note("the broker would lose data or fail to load at startup" if o.loses_data else
-                     "the broker's startup recovery would not lose data")
+            unread = f"; {_n(o.not_regular, 'file')} not a regular file, not read" if o.not_regular else ""
+            out.note(("the broker would lose data or fail to load at startup" if o.loses_data else
+                      "the broker's startup recovery would not lose data") + unread)
             return
         rate = f", {format_size(int(o.bytes / o.seconds))}/s" if o.seconds > 0 else ""
         verb = {"check": "checked", "output": "rebuilt", "in-place": "rebuilt"}[o.mode]
