@@ -224,6 +224,38 @@ def _escape_names(root: Path) -> Path:
     return root
 
 
+# hfiles: builders of the non-regular-file cases at the end of CASES
+
+def _socket(p: Path) -> None:
+    import socket
+
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.bind(str(p))  # the socket file stays after the close: nobody listens
+    finally:
+        s.close()
+
+
+def _log_dir_with_fifo_checkpoint(root: Path) -> Path:
+    good_partition(root)
+    os.mkfifo(root / "recovery-point-offset-checkpoint")
+    return root
+
+
+def _link_to_regular(d: Path) -> None:
+    """The first segment's .log moved out of the partition dir and linked back (a partition spread over disks)."""
+    elsewhere = d.parent / "elsewhere"
+    elsewhere.mkdir()
+    (d / f"{SEG0}.log").rename(elsewhere / f"{SEG0}.log")
+    (d / f"{SEG0}.log").symlink_to(elsewhere / f"{SEG0}.log")
+
+
+def _named_link_to_regular(root: Path) -> Path:
+    d = good_partition(root)
+    _link_to_regular(d)
+    return d / f"{SEG0}.log"
+
+
 CASES: list[Case] = [
     # non-regular files named on the command line: exit 2, never a hang
     Case("fifo-named", "file", _fifo_file, default=REFUSED_INPUT),
@@ -273,6 +305,17 @@ CASES: list[Case] = [
     Case("v1-inner-set-cut-mid-message", "partition", _inner_cut, default=frozenset({0, 1}),
          expect={"dump-deep": FINDING}),
     Case("escape-codes-in-names", "logdir", _escape_names, default=frozenset({0, 1})),
+    # non-regular files (hfiles): the other Kafka file names of a partition dir and a log dir's own files; a
+    # symlink to a regular file is followed
+    Case("snapshot-dev-zero", "partition",
+         _in_partition(_replace(f"{SEG0}.snapshot", lambda p: p.symlink_to("/dev/zero"))), default=FINDING),
+    Case("txnindex-fifo", "partition", _in_partition(_replace(f"{SEG0}.txnindex", os.mkfifo)), default=FINDING),
+    Case("socket-as-log", "partition", _in_partition(_replace(f"{SEG0}.log", _socket)), default=FINDING),
+    Case("leader-epoch-checkpoint-loop", "partition",
+         _in_partition(_replace("leader-epoch-checkpoint", lambda p: p.symlink_to(p.name))), default=FINDING),
+    Case("checkpoint-fifo-in-log-dir", "logdir", _log_dir_with_fifo_checkpoint, default=FINDING),
+    Case("log-symlink-to-regular", "partition", _in_partition(_link_to_regular), default=frozenset({0, 1})),
+    Case("symlink-to-segment-named", "file", _named_link_to_regular, default=frozenset({0, 1})),
 ]
 
 
