@@ -23,6 +23,7 @@ from kafkatool.constants import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAG
 from kafkatool.errors import ExitCode, UsageError
 from kafkatool.log.lock import check_read, live_notice
 from kafkatool.util import budget
+from kafkatool.util.printable import shown
 
 
 class CanaryListener:
@@ -65,8 +66,11 @@ class PlanOutcome:
 
     @property
     def damaged(self) -> list[tuple[str, list[str]]]:
-        """Partitions with problems (a damaged partition), with them."""
-        return [(p.name, list(p.problems)) for p in self.plan.inventory.partitions if p.problems]
+        """Partitions with problems (a damaged partition), with them (and the log dir, with problems of its own
+        files)."""
+        inv = self.plan.inventory
+        own = [(inv.path, list(inv.problems))] if inv.problems else []
+        return own + [(p.name, list(p.problems)) for p in inv.partitions if p.problems]
 
     @property
     def exit_code(self) -> ExitCode:
@@ -162,7 +166,7 @@ def canary_verify(request: VerifyRequest, listener: CanaryListener | None = None
         if req.live:
             lis.warning(live_notice(Path(r.live_lock)))
         else:
-            lis.note(f"canary verify: a live broker holds {r.live_lock}: the log dir's state is not reported "
+            lis.note(f"canary verify: a live broker holds {shown(r.live_lock)}: the log dir's state is not reported "
                      "(a live read reports it anyway)")
     return VerifyOutcome(r)
 

@@ -34,6 +34,7 @@ from kafkatool.record.batch import (
 from kafkatool.record.default_records import DefaultRecordBatch
 from kafkatool.record.file_records import FileRecords, RecordBatch
 from kafkatool.record.legacy_records import LegacyRecordBatch
+from kafkatool.util.printable import shown
 
 _TS_NAMES = {int(t): t.label for t in TimestampType}
 
@@ -105,7 +106,7 @@ def read_items(part_dir: Path, segments: list[int], stats: StreamStats, *, to_v2
             last_good = base - 1
             try:
                 for b in stream:
-                    where = f"{log.name} at byte {b.position}"
+                    where = f"{shown(log.name)} at byte {b.position}"
                     try:
                         b.ensure_valid()
                         recs = b.records(limit=limit)
@@ -122,11 +123,11 @@ def read_items(part_dir: Path, segments: list[int], stats: StreamStats, *, to_v2
                 if not canary:
                     raise e.at(log) from None
                 stats.damage.append(Damage(last_good + 1, -1 if next_base is None else next_base - 1,
-                                           f"{log.name}: {e.message} (the rest of the segment is unreadable)"))
+                                           f"{shown(log.name)}: {e.message} (the rest of the segment is unreadable)"))
                 continue
             end = stream.end_state
             if end is not None and end.kind != "end":
-                msg = (f"{log.name} at byte {end.position}: {end.trailing_bytes} bytes that are not a batch "
+                msg = (f"{shown(log.name)} at byte {end.position}: {end.trailing_bytes} bytes that are not a batch "
                        f"({end.message})")
                 if not canary:
                     raise KafkaToolError(msg, path=log)

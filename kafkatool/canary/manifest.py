@@ -25,6 +25,7 @@ from typing import Any
 
 from kafkatool.errors import InputError
 from kafkatool.util.atomic import TEMP_PREFIX, atomic_write_bytes
+from kafkatool.util.regular import open_regular, read_regular
 
 MANIFEST = "manifest.json"
 VERIFIED = "verify.json"
@@ -134,8 +135,7 @@ class Workdir:
 
 def read_json(path: Path, what: str) -> dict[str, Any]:
     try:
-        with open(path, "rb") as f:
-            data = json.loads(f.read(64 << 20))
+        data = json.loads(read_regular(path, limit=64 << 20))
     except FileNotFoundError:
         raise InputError(f"no {what}", path=path) from None
     except (OSError, ValueError) as e:
@@ -153,11 +153,8 @@ def read_json(path: Path, what: str) -> dict[str, Any]:
 def hash_file(path: Path) -> tuple[int, str]:
     h = hashlib.sha256()
     size = 0
-    with open(path, "rb") as f:
-        while True:
-            chunk = f.read(_CHUNK)
-            if not chunk:
-                break
+    with open_regular(path) as f:
+        for chunk in f.chunks(_CHUNK):
             h.update(chunk)
             size += len(chunk)
     return size, h.hexdigest()
@@ -182,12 +179,9 @@ def copy_file(src: Path, dst: Path, *, mtime_ns: int | None = None, exclusive: b
     """Copy with SHA-256 of the bytes copied, fsync, and the source's mtime (or ``mtime_ns``) kept."""
     h = hashlib.sha256()
     size = 0
-    st = src.stat()
-    with open(src, "rb") as fi, open(dst, "xb" if exclusive else "wb") as fo:
-        while True:
-            chunk = fi.read(_CHUNK)
-            if not chunk:
-                break
+    with open_regular(src) as fi, open(dst, "xb" if exclusive else "wb") as fo:
+        st = fi.stat
+        for chunk in fi.chunks(_CHUNK):
             h.update(chunk)
             fo.write(chunk)
             size += len(chunk)

@@ -45,11 +45,12 @@ from kafkatool.canary.manifest import (
 )
 from kafkatool.constants import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_BYTES
 from kafkatool.errors import InputError, KafkaToolError, UsageError
-from kafkatool.log.layout import LOG_SUFFIX, PartitionDir, is_log_dir, offset_from_filename
+from kafkatool.log.layout import LOG_SUFFIX, LogDir, PartitionDir, is_log_dir, offset_from_filename
 from kafkatool.log.lock import refuse_if_live
 from kafkatool.record.codecs import Codec
 from kafkatool.util import crash
 from kafkatool.util.atomic import fsync_dir, is_temp_name
+from kafkatool.util.printable import shown
 
 Progress = Callable[[str], None]
 
@@ -85,11 +86,14 @@ def select_partitions(log_dir: Path, patterns: Sequence[str]) -> list[PartitionD
     globs = [g.strip() for p in patterns for g in p.split(",") if g.strip()]
     if not globs:
         raise UsageError("needs at least one glob (e.g. 'orders-0' or 'legacy-*')", field="partitions")
+    own = LogDir.scan(log_dir).not_regular
+    if own:
+        raise own[0].error()  # a checkpoint or meta.properties that is a FIFO, a device, a bad link: a finding
     parts = scan_partitions(log_dir)
     chosen = [pd for pd in parts if any(fnmatch.fnmatchcase(pd.path.name, g) for g in globs)]
     for g in globs:
         if not any(fnmatch.fnmatchcase(pd.path.name, g) for pd in parts):
-            raise UsageError(f"{g!r} matches no partition of {log_dir}", field="partitions")
+            raise UsageError(f"{g!r} matches no partition of {shown(log_dir)}", field="partitions")
     return chosen
 
 
@@ -121,8 +125,10 @@ def run_canary(log_dir: str | os.PathLike[str], patterns: Sequence[str], workdir
     refuse_if_live(ld)
     chosen = select_partitions(ld, patterns)
     for pd in chosen:
+        if pd.not_regular:
+            raise pd.not_regular[0].error()  # a finding (exit 1): a FIFO or a device is no file to copy
         if pd.pending:
-            raise UsageError(f"{pd.path.name} has unfinished cleaner/split files ("
+            raise UsageError(f"{shown(pd.path.name)} has unfinished cleaner/split files ("
                              + ", ".join(p.name for p in pd.pending) + "): start and stop the broker once to "
                              "complete them first", path=pd.path)
     w = Workdir(workdir)
@@ -141,9 +147,9 @@ def _run(ld: Path, chosen: list[PartitionDir], w: Workdir, created: bool, opts: 
         (w.path / CANARY).mkdir()
         entries = []
         for pd in chosen:
-            note(f"canary run: {pd.path.name}: copying the originals")
+            note(f"canary run: {shown(pd.path.name)}: copying the originals")
             entry = _copy_originals(pd, w.originals(pd.path.name))
-            note(f"canary run: {pd.path.name}: converting to v{opts.target_format}")
+            note(f"canary run: {shown(pd.path.name)}: converting to v{opts.target_format}")
             entry.convert = convert_partition_to_v2(w.originals(pd.path.name), w.path / CANARY, opts)
             _check_outputs(entry, w.canary(pd.path.name))
             entries.append(entry)
@@ -204,7 +210,7 @@ def convert_partition_to_v2(src: Path, dst_root: Path, opts: RunOptions) -> dict
     try:
         stats = convert_partition(source, dst_root, copts, CompressionRatioEstimator(), ConvertObserver())
     except KafkaToolError as e:
-        e.message = f"{src.name}: {e.message}"
+        e.message = f"{shown(src.name)}: {e.message}"
         raise
     return stats.as_dict()
 
@@ -215,6 +221,7 @@ def _check_outputs(entry: PartitionEntry, out: Path) -> None:
     bases = sorted(offset_from_filename(f.name) for f in entry.outputs if f.name.endswith(LOG_SUFFIX))
     if bases != entry.segments:
         raise KafkaToolError(
-            f"{entry.name}: the converted segments start at {bases}, the originals at {entry.segments}: a segment "
-            "grew past 2 GiB and had to be split; such a partition cannot be swapped segment by segment", path=out)
+            f"{shown(entry.name)}: the converted segments start at {bases}, the originals at {entry.segments}: a "
+            "segment grew past 2 GiB and had to be split; such a partition cannot be swapped segment by segment",
+            path=out)
     entry.log_end_offset = int(entry.convert.get("log_end_offset_out", -1))

@@ -13,6 +13,7 @@ import typer
 import kafkatool
 from kafkatool.commands.options import memory_opt, set_root_memory
 from kafkatool.errors import ExitCode, KafkaToolError
+from kafkatool.util.printable import shown
 
 
 def _click_classes(name: str) -> tuple[type[BaseException], ...]:
@@ -159,7 +160,7 @@ def main(argv: list[str] | None = None) -> None:
             import traceback
 
             traceback.print_exc()
-        where = f"{e.filename}: " if e.filename else ""
+        where = f"{shown(e.filename)}: " if e.filename else ""
         _err(f"kafkatool: error: {where}{e.strerror or e}")
         rc = ExitCode.USAGE
     except MemoryError:

@@ -21,6 +21,7 @@ from kafkatool.commands.options import (
     size_opt,
     topic_sizes_opt,
 )
+from kafkatool.util.printable import shown
 
 HELP = """Plan a message-format upgrade (v0 -> v1 -> v2, and the move to Kafka 4) and rehearse it on a few partitions.
 
@@ -104,7 +105,7 @@ def plan_cmd(
             output.json(line)
     for name, problems in outcome.damaged:
         for prob in problems:
-            output.finding(f"canary plan: {name}: {prob}")
+            output.finding(f"canary plan: {shown(name)}: {prob}")
     return int(outcome.exit_code)
 
 
@@ -166,7 +167,7 @@ def run_cmd(
                          "convert": p.convert})
         output.json({"type": "summary", "workdir": str(workdir), "manifest": str(workdir / "manifest.json"),
                      "log_dir": m.log_dir, "partitions": len(m.partitions), "tool_version": m.tool_version})
-    output.note(f"canary run: next: kafkatool canary verify {workdir}")
+    output.note(f"canary run: next: kafkatool canary verify {shown(workdir)}")
     return int(outcome.exit_code)
 
 
@@ -221,10 +222,10 @@ def verify_cmd(
                      "journal": r.journal})
     for v in r.partitions:
         if not v.ok:
-            output.finding(f"canary verify: {v.name}: {v.difference_count} difference(s)")
+            output.finding(f"canary verify: {shown(v.name)}: {v.difference_count} difference(s)")
     for name in r.interrupted:
-        output.finding(f"canary verify: {name}: an interrupted apply/rollback in the log dir: run `kafkatool canary "
-                       f"apply {workdir}` (or rollback) again to complete it")
+        output.finding(f"canary verify: {shown(name)}: an interrupted apply/rollback in the log dir: run `kafkatool "
+                       f"canary apply {shown(workdir)}` (or rollback) again to complete it")
     output.note(f"canary verify: {'PASSED' if r.ok else 'FAILED'}")
     return int(outcome.exit_code)
 

@@ -54,6 +54,7 @@ from kafkatool.convert.files import (
     valid_batches,
 )
 from kafkatool.errors import KafkaToolError, LimitExceededError, UsageError
+from kafkatool.log.layout import TXN_INDEX_SUFFIX
 from kafkatool.log.lock import hold_for_write
 from kafkatool.log.txn_index import read_txn_index
 from kafkatool.record.batch import LOG_HEADER, LOG_OVERHEAD, MAGIC_V2, NO_TIMESTAMP, Record, TimestampType
@@ -82,6 +83,8 @@ from kafkatool.record.up_convert import ConversionCounters, Unit, UpConverter, o
 from kafkatool.util import budget as _budget
 from kafkatool.util import crash
 from kafkatool.util.atomic import fsync_dir, temp_name
+from kafkatool.util.printable import shown
+from kafkatool.util.regular import open_regular
 
 __all__ = ["ConvertObserver", "ConvertOptions", "PartitionSource", "PartitionStats", "convert_log"]
 
@@ -555,9 +558,9 @@ def _convert_into(source: PartitionSource, tmp: Path | None, opts: ConvertOption
             except KafkaToolError as e:
                 raise e.at(fr.path) from None  # errors of records and batches name the segment they are in
         txn = []
-        if opts.up and seg.txn_index.exists():
+        if opts.up and seg.has(TXN_INDEX_SUFFIX):
             txn = read_txn_index(seg.txn_index)
-        elif seg.txn_index.exists():
+        elif seg.has(TXN_INDEX_SUFFIX):
             stats.files_dropped.append(seg.txn_index.name)
         writer.end_source_segment(txn)
     writer.finish(log_end)
@@ -579,7 +582,7 @@ def _convert_into(source: PartitionSource, tmp: Path | None, opts: ConvertOption
 
 def _carry_files(source: PartitionSource, tmp: Path | None, opts: ConvertOptions, stats: PartitionStats) -> None:
     """Partition metadata files: copied byte for byte (offsets are preserved, so they stay true)."""
-    carry = [p for p in source.metadata_files() if p.exists()]
+    carry = [p for p in source.metadata_files() if p.is_file()]
     if opts.up:
         carry += source.snapshots
     else:
@@ -589,15 +592,16 @@ def _carry_files(source: PartitionSource, tmp: Path | None, opts: ConvertOptions
         if tmp is not None:
             _copy_fsync(p, tmp / p.name)
     for p in source.unknown_files:
-        stats.warn(f"not carried over (not a file kafkatool knows): {p.name}")
+        stats.warn(f"not carried over (not a file kafkatool knows): {shown(p.name)}")
     if source.pending:
         stats.warn("the source has unfinished cleaner/split files (" + ", ".join(p.name for p in source.pending)
                    + "): they are not converted; start and stop the broker once to complete them first")
 
 
 def _copy_fsync(src: Path, dst: Path) -> None:
-    with open(src, "rb") as fi, open(dst, "xb") as fo:
-        shutil.copyfileobj(fi, fo, 1 << 20)
+    with open_regular(src) as fi, open(dst, "xb") as fo:
+        for chunk in fi.chunks():
+            fo.write(chunk)
         fo.flush()
         os.fsync(fo.fileno())
     crash.point()

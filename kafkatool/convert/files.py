@@ -14,9 +14,11 @@ from kafkatool.errors import CorruptRecordError, InputError, KafkaToolError, Usa
 from kafkatool.log.layout import (
     LEADER_EPOCH_CHECKPOINT,
     PARTITION_METADATA,
+    IrregularFile,
     PartitionDir,
     Segment,
     filename_prefix_from_offset,
+    irregular_siblings,
     offset_from_filename,
     parse_partition_dir_name,
     resolve_inputs,
@@ -30,6 +32,7 @@ from kafkatool.record.down_convert import ZstdDownConversionError
 from kafkatool.record.file_records import FileRecords, LogInputStream, RecordBatch
 from kafkatool.util import budget as _budget
 from kafkatool.util import crash
+from kafkatool.util.printable import shown
 
 METADATA_TOPIC = "__cluster_metadata"  # KRaft's own log: never converted
 
@@ -46,6 +49,7 @@ class PartitionSource:
     snapshots: list[Path] = field(default_factory=list)
     pending: list[Path] = field(default_factory=list)
     unknown_files: list[Path] = field(default_factory=list)
+    not_regular: list[IrregularFile] = field(default_factory=list)  # Kafka's names, not regular files: refused
 
     def metadata_files(self) -> list[Path]:
         if self.dir is None:
@@ -61,7 +65,7 @@ def _from_partition_dir(part: PartitionDir) -> PartitionSource:
     known = {LEADER_EPOCH_CHECKPOINT, PARTITION_METADATA}
     return PartitionSource(part.path.name, tp.topic if tp else part.path.name, part.path, part.path,
                            list(part.segments), list(part.snapshots), list(part.pending),
-                           [p for p in part.other if p.name not in known and not p.is_dir()])
+                           [p for p in part.other if p.name not in known and not p.is_dir()], list(part.not_regular))
 
 
 def resolve_sources(src: Path) -> list[PartitionSource]:
@@ -78,7 +82,10 @@ def resolve_sources(src: Path) -> list[PartitionSource]:
         parent = f.resolve().parent
         parsed = parse_partition_dir_name(parent.name)
         topic = parsed[0].topic if parsed else parent.name
-        out.append(PartitionSource(parent.name, topic, f, parent if parsed else None, [Segment(base, parent)]))
+        siblings = irregular_siblings(f)
+        out.append(PartitionSource(parent.name, topic, f, parent if parsed else None,
+                                   [Segment(base, parent, frozenset(s.path.suffix for s in siblings))],
+                                   not_regular=siblings))
     for part in inputs.partitions:
         out.append(_from_partition_dir(part))
     for log_dir in inputs.log_dirs:
@@ -89,6 +96,14 @@ def resolve_sources(src: Path) -> list[PartitionSource]:
             out.append(_from_partition_dir(part))
     if not out:
         raise InputError("no partitions to convert", path=src)
+    for log_dir in inputs.log_dirs:
+        if log_dir.not_regular:  # its checkpoints or meta.properties
+            raise log_dir.not_regular[0].error()
+    for source in out:
+        if source.not_regular:
+            # A FIFO, a device or a broken symlink named as a segment's file: the partition is not in a state to
+            # convert from (a .log that cannot be read would leave a hole). A finding: exit 1, nothing written.
+            raise source.not_regular[0].error()
     return out
 
 
@@ -108,7 +123,7 @@ def check_destination(src: Path, dst: Path) -> None:
     dst_r = dst.resolve()
     src_dir = src_r.parent if src_r.is_file() else src_r
     if _inside(dst_r, src_dir):
-        raise UsageError(f"DST must not be inside SRC ({src_dir}): choose a directory elsewhere", path=dst)
+        raise UsageError(f"DST must not be inside SRC ({shown(src_dir)}): choose a directory elsewhere", path=dst)
     if dst.exists():
         if not dst.is_dir():
             raise UsageError("DST exists and is not a directory", path=dst)
@@ -161,7 +176,7 @@ def valid_batches(fr: FileRecords, skipped: Callable[[str, int], None], *, last:
         except CorruptRecordError:
             end = stream.end_state
             if last and end is not None and _zero_from(fr, end.position):
-                skipped(f"{fr.path}: {end.trailing_bytes} zero bytes from byte {end.position} (preallocated "
+                skipped(f"{shown(fr.path)}: {end.trailing_bytes} zero bytes from byte {end.position} (preallocated "
                         "file) skipped", end.trailing_bytes)
                 return
             raise
@@ -179,7 +194,7 @@ def valid_batches(fr: FileRecords, skipped: Callable[[str, int], None], *, last:
         raise CorruptRecordError(f"{end.trailing_bytes} bytes that are not a complete batch ({end.message}) end a "
                                  "segment that is not the last one", path=fr.path, position=end.position)
     if end is not None and end.kind != "end":
-        skipped(f"{fr.path}: {end.trailing_bytes} bytes from byte {end.position} skipped ({end.message}); "
+        skipped(f"{shown(fr.path)}: {end.trailing_bytes} bytes from byte {end.position} skipped ({end.message}); "
                 "the broker's recovery truncates them too", end.trailing_bytes)
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from collections.abc import Iterable, Iterator
 from itertools import count as _count
 from operator import itemgetter
@@ -60,13 +59,14 @@ from kafkatool.dump.resync import (
     seek_position,
     valid_batch_at,
 )
-from kafkatool.errors import CorruptRecordError, KafkaToolError, LimitExceededError
+from kafkatool.errors import CorruptRecordError, KafkaToolError, LimitExceededError, NotRegularFileError
 from kafkatool.record.batch import MAGIC_V2, Record
 from kafkatool.record.codecs import crc32 as _crc32
 from kafkatool.record.codecs import decompress
 from kafkatool.record.default_records import DefaultRecordBatch
 from kafkatool.record.file_records import FileRecords, LogInputStream
 from kafkatool.record.sniff import looks_like
+from kafkatool.util.regular import irregular as _irregular
 
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 
@@ -126,8 +126,8 @@ class DumpEngine:
         self._auto_parsers: dict[str, MessageParser] = {}
 
     def run(self, paths: Iterable[str | os.PathLike[str]]) -> Iterator[Event]:
-        for path in plan_files(paths, kafka_files_only=self.opts.kafka_compat):
-            yield from self.dump_file(path)
+        for path, walked in plan_files(paths, kafka_files_only=self.opts.kafka_compat):
+            yield from self.dump_file(path, walked=walked)
         yield self.totals.summary()
 
     def finding(self, kind: str, severity: Severity, path: str, message: str, position: int | None = None,
@@ -135,23 +135,26 @@ class DumpEngine:
         f = Finding(kind, severity, path, message, position, offset, data)
         return f if self._mute else self.totals.count(f)
 
-    def dump_file(self, path: Path, kind: FileKind | None = None) -> Iterator[Event]:
+    def dump_file(self, path: Path, kind: FileKind | None = None, *, walked: bool = False) -> Iterator[Event]:
+        """The events of one file. ``walked``: met in a walk of a partition or log dir, where a file that is not a
+        regular file is a finding (exit 1); named on the command line, an I/O error (exit 2)."""
         kind = classify(path) if kind is None else kind
         display = str(path)
         self.totals.files += 1
         try:
-            st = os.stat(path)
-            problem = None if stat.S_ISREG(st.st_mode) else "not a regular file"
+            irregular = _irregular(path)
+            if irregular is None:
+                size = os.stat(path).st_size
         except OSError as e:
-            st, problem = None, f"cannot read: {e.strerror}"
-        if st is None or problem is not None:
             # Never open FIFOs or devices: a read could block forever.
             yield FileStart(display, kind, 0)
             self.totals.io_errors += 1
-            yield self.finding("io-error", ERROR, display, problem or "unreadable")
+            yield self.finding("io-error", ERROR, display, f"cannot read: {e.strerror}")
             yield FileEnd(display, kind, 0)
             return
-        size = st.st_size
+        if irregular is not None:
+            yield from self._not_regular(NotRegularFileError(irregular, path=display), kind, walked)
+            return
         try:
             if kind.is_records:
                 yield from self._dump_records_file(path, display, kind, size)
@@ -164,12 +167,25 @@ class DumpEngine:
                     if type(ev) is FileEnd:
                         self.totals.entries += ev.entries
                     yield ev
+        except NotRegularFileError as e:  # the file was swapped for a FIFO or a device since the check above
+            yield from self._not_regular(e, kind, walked)
         except KafkaToolError as e:
             # Unreadable or refused input (exit 2): report it and go on with the other files.
             self.totals.io_errors += 1
             e.at(display)
             yield self.finding("io-error", ERROR, display, e.message, e.position)
             yield FileEnd(display, kind, size)
+
+    def _not_regular(self, e: NotRegularFileError, kind: FileKind, walked: bool) -> Iterator[Event]:
+        """A file that is not a regular file, never read: a finding in a dir walk, an I/O error when named."""
+        display = e.path or ""
+        yield FileStart(display, kind, 0)
+        if walked:
+            yield self.finding(e.finding, ERROR, display, e.message, file_type=e.kind)
+        else:
+            self.totals.io_errors += 1
+            yield self.finding("io-error", ERROR, display, e.message)
+        yield FileEnd(display, kind, 0)
 
     # ------------------------------------------------------------------ .log / KRaft snapshot files
     def _dump_records_file(self, path: Path, display: str, kind: FileKind, size: int) -> Iterator[Event]:

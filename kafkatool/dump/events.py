@@ -21,6 +21,7 @@ from kafkatool.log.snapshot import ProducerSnapshotEntry
 from kafkatool.log.txn_index import AbortedTxn
 from kafkatool.record.batch import Record
 from kafkatool.record.file_records import RecordBatch
+from kafkatool.util.printable import shown
 
 if TYPE_CHECKING:
     from kafkatool.decoders import MessageParser
@@ -190,7 +191,7 @@ class Finding:
     data: dict[str, Any] = field(default_factory=dict)
 
     def __str__(self) -> str:
-        where = self.path
+        where = shown(self.path)
         if self.position is not None:
             where += f" at byte {self.position}"
         return f"{self.severity.value}: {self.kind}: {where}: {self.message}"

@@ -43,6 +43,7 @@ from kafkatool.record.batch import LOG_OVERHEAD
 from kafkatool.record.codecs import Codec
 from kafkatool.record.default_records import DefaultRecordBatch
 from kafkatool.util.jsonl import escape_separators, json_line
+from kafkatool.util.printable import shown
 from kafkatool.util.units import TimestampFormatter, format_size
 
 JsonValue = Callable[[bytes | None], str]
@@ -307,7 +308,7 @@ class TextWriter:
             if ev.snapshot_end_offset is not None:
                 extra += f", snapshot end offset {ev.snapshot_end_offset} epoch {ev.snapshot_epoch}"
             if not self.summary_only:
-                self.out.write(f"== {ev.path} ({ev.kind.value}, {format_size(ev.size)}{extra})\n")
+                self.out.write(f"== {shown(ev.path)} ({ev.kind.value}, {format_size(ev.size)}{extra})\n")
         elif t is IndexEntryEvent:
             assert isinstance(ev, IndexEntryEvent)
             self.out.write(f"  {entry_line(ev.kind, ev.entry)}\n")
@@ -321,8 +322,8 @@ class TextWriter:
         elif t is FileEnd:
             assert isinstance(ev, FileEnd)
             if self.gaps > self.MAX_GAPS_SHOWN:
-                self.err(f"kafkatool: info: offset-gap: {ev.path}: {self.gaps - self.MAX_GAPS_SHOWN} more offset gaps "
-                         "not shown (the JSON lines list every one)")
+                self.err(f"kafkatool: info: offset-gap: {shown(ev.path)}: {self.gaps - self.MAX_GAPS_SHOWN} more "
+                         "offset gaps not shown (the JSON lines list every one)")
             if self.summary_only:
                 return
             if ev.kind.is_records:
@@ -336,7 +337,7 @@ class TextWriter:
         elif t is Notice:
             assert isinstance(ev, Notice)
             if ev.kind == NoticeKind.UNKNOWN_FILE:
-                self.err(f"Ignoring unknown file {ev.path}")
+                self.err(f"Ignoring unknown file {shown(ev.path)}")
             elif self.summary_only:
                 return
             elif ev.kind == NoticeKind.INDEX_EMPTY:

@@ -16,7 +16,8 @@ from kafkatool.decoders import resolve_parser
 from kafkatool.dump.engine import DumpEngine
 from kafkatool.dump.events import DEFAULT_RESYNC_LIMIT, DumpOptions, Event, Summary
 from kafkatool.dump.filter import RecordFilter
-from kafkatool.errors import ExitCode, InputError, UsageError
+from kafkatool.errors import ExitCode, UsageError
+from kafkatool.log.layout import check_input
 from kafkatool.log.lock import check_read, live_notice
 from kafkatool.util import budget
 
@@ -127,8 +128,7 @@ def dump(request: DumpRequest, listener: DumpListener | None = None) -> DumpOutc
     """Walk ``request.paths`` as ``kafkatool dump`` does (locks, budget); the listener hears every event."""
     lis = listener or DumpListener()
     for p in request.paths:
-        if not p.exists():
-            raise InputError("no such file or directory", path=p)
+        check_input(p)
     for lock in check_read(request.paths, live=request.live):
         lis.warning(live_notice(lock))
     options = dump_options(request)

@@ -31,12 +31,13 @@ from kafkatool.fetch.simulate import (
     to_magic_for_version,
     version_for_magic,
 )
-from kafkatool.log.layout import TopicPartition
+from kafkatool.log.layout import IrregularFile, TopicPartition
 from kafkatool.log.lock import check_read, hold_for_write, live_notice, refuse_if_live
 from kafkatool.record.batch import Record
 from kafkatool.util import budget
 from kafkatool.util.atomic import atomic_write
 from kafkatool.util.png_chart import Series, bar_chart
+from kafkatool.util.printable import shown
 from kafkatool.util.units import format_size
 
 
@@ -96,6 +97,10 @@ class FetchListener:
     def sweep(self, rows: Sequence[SweepRow]) -> None:
         """sweep_chunk_sizes: one row per chunk size, then the whole-slice conversion (chunk size 0)."""
 
+    def not_regular(self, file: IrregularFile) -> None:
+        """A file of a partition or log dir that is not a regular file (a FIFO, a device, a directory, a bad
+        symlink): never read; a finding (exit 1)."""
+
 
 @dataclass(slots=True)
 class FetchOutcome:
@@ -140,12 +145,17 @@ def fetch_sim(request: FetchSimRequest, listener: FetchListener | None = None) -
     mem = budget.resolve(req.memory, chunk_bytes=max(chunks))  # a chunk that does not fit: the minimum
     budget.activate(mem)
     options = replace(options, decompress_limit=mem.worker.decompress_limit)
-    logs = partition_logs(req.paths, topic_partition=TopicPartition(req.topic, req.partition) if req.topic else None)
+    irregular: list[IrregularFile] = []
+    logs = partition_logs(req.paths, topic_partition=TopicPartition(req.topic, req.partition) if req.topic else None,
+                          not_regular=irregular)
     if req.position is not None and len(logs) != 1:
         raise UsageError("applies to exactly one partition", field="position")
     requests = [PartitionRequest(log, log.log_start_offset if off is None else off, req.position, req.high_watermark)
                 for log, off in zip(logs, iter_fetch_offsets(req.fetch_offset, logs), strict=True)]
     outcome = FetchOutcome(options)
+    for bad in irregular:
+        outcome.problems.append(f"{shown(bad.path)}: {bad.message}")
+        lis.not_regular(bad)
     if req.sweep_chunk_sizes is not None:
         outcome.sweep = sweep(options, requests, _sweep_sizes(req.sweep_chunk_sizes), progress=lis.note)
         lis.sweep(outcome.sweep)

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from kafkatool.errors import BrokerLockHeldError, InputError
 from kafkatool.log.layout import LOCK_FILE, LOG_DIR_CHECKPOINTS, META_PROPERTIES
+from kafkatool.util.printable import shown
 
 WRITE_REFUSAL = "a live broker holds this log dir's .lock: stop the broker first (nothing was changed)"
 READ_REFUSAL = ("a live broker holds this log dir's .lock: kafkatool reads stopped brokers' log dirs (a segment "
@@ -42,7 +43,7 @@ def _dirs_up(path: str | os.PathLike[str]) -> Iterator[Path]:
     resolved form (a partition dir may be a symlink into another disk's log dir)."""
     seen: set[Path] = set()
     given = Path(os.path.abspath(path))
-    for start in (given, given.resolve()):
+    for start in (given, Path(os.path.realpath(given))):  # realpath: a symlink loop resolves as far as it goes
         d = start if start.is_dir() else start.parent
         for p in (d, *d.parents):
             if p not in seen:
@@ -132,7 +133,7 @@ def check_read(paths: Iterable[str | os.PathLike[str]], *, live: bool) -> list[P
 
 def live_notice(lock: Path) -> str:
     """The warning of a live read: what a torn or growing tail there means."""
-    return (f"warning: reading live: a live broker holds {lock}: reading anyway; its active segments may be "
+    return (f"warning: reading live: a live broker holds {shown(lock)}: reading anyway; its active segments may be "
             "mid-write (a torn or growing tail there is not damage)")
 
 

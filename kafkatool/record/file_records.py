@@ -46,6 +46,7 @@ from kafkatool.record.legacy_records import (
     LegacyRecordBatch,
 )
 from kafkatool.util import budget as _budget
+from kafkatool.util.regular import open_regular
 
 Buffer = bytes | bytearray | memoryview
 RecordBatch = DefaultRecordBatch | LegacyRecordBatch
@@ -158,26 +159,24 @@ class FileRecords:
         self.path = os.fspath(path)
         # Mapped pages kept resident before the walk hands them back (None: the memory budget's).
         self.window = max(_PAGE, _budget.window_bytes() if window is None else window)
+        # A regular file only (never a FIFO or a device), mapped to its size at open: a file that grows
+        # meanwhile is read to that size.
         try:
-            fd = os.open(self.path, os.O_RDONLY)
+            f = open_regular(self.path)
         except OSError as e:
             raise InputError(f"cannot open: {e.strerror}", path=self.path) from None
-        try:
-            st = os.fstat(fd)
-            if not _is_regular(st.st_mode):
-                raise InputError("not a regular file", path=self.path)
-            self.file_size = st.st_size
+        with f:
+            self.file_size = f.size
             self.size = self.file_size if max_bytes is None else min(self.file_size, max_bytes)
             self._mm: mmap.mmap | None = None
             if self.size > 0:
-                self._mm = mmap.mmap(fd, self.file_size, access=mmap.ACCESS_READ)
+                self._mm = f.map()
+            if self._mm is not None:
                 if hasattr(mmap, "MADV_SEQUENTIAL"):
                     self._mm.madvise(mmap.MADV_SEQUENTIAL)
                 self.buf: Buffer = memoryview(self._mm)
             else:
                 self.buf = b""
-        finally:
-            os.close(fd)
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], *, max_bytes: int | None = None,
@@ -232,12 +231,6 @@ class FileRecords:
 
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
         self.close()
-
-
-def _is_regular(mode: int) -> bool:
-    import stat
-
-    return stat.S_ISREG(mode)
 
 
 def iter_batches(buf: Buffer, *, base: int = 0) -> Iterator[RecordBatch]:

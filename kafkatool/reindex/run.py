@@ -15,7 +15,7 @@ from typing import Literal
 
 from kafkatool.constants import DEFAULT_INDEX_INTERVAL_BYTES, INT32_MAX
 from kafkatool.errors import ExitCode, UsageError
-from kafkatool.log.layout import Inputs, PartitionDir, resolve_inputs
+from kafkatool.log.layout import INDEX_SUFFIX, TIME_INDEX_SUFFIX, Inputs, IrregularFile, PartitionDir, resolve_inputs
 from kafkatool.log.loader import LogDirState, PartitionRecovery, log_dir_notes, report
 from kafkatool.log.lock import check_read, hold_for_write, hold_log_dir, live_notice, refuse_if_live
 from kafkatool.reindex.engine import (
@@ -31,6 +31,7 @@ from kafkatool.reindex.engine import (
 )
 from kafkatool.reindex.verify import Severity
 from kafkatool.util import budget
+from kafkatool.util.printable import shown
 from kafkatool.util.units import format_size
 
 RunMode = Literal["check", "output", "in-place", "recovery-report"]
@@ -77,6 +78,10 @@ class ReindexListener:
     def advance(self, nbytes: int) -> None:
         """``nbytes`` more of the planned total are done."""
 
+    def not_regular(self, file: IrregularFile) -> None:
+        """A file of a partition or log dir that is not a regular file (a FIFO, a device, a directory, a bad
+        symlink): never read; a finding (exit 1)."""
+
 
 @dataclass(slots=True)
 class ReindexOutcome:
@@ -88,10 +93,11 @@ class ReindexOutcome:
     files_written: int = 0
     errors_remain: bool = False  # an index (or log) error that this run did not fix
     loses_data: bool = False  # recovery-report: the broker would lose data or fail to load
+    not_regular: int = 0  # files of the dirs walked that are not regular files (never read)
 
     @property
     def exit_code(self) -> ExitCode:
-        return ExitCode.FINDINGS if self.errors_remain or self.loses_data else ExitCode.OK
+        return ExitCode.FINDINGS if self.errors_remain or self.loses_data or self.not_regular else ExitCode.OK
 
 
 def reindex_time(request: ReindexRequest, listener: ReindexListener | None = None) -> ReindexOutcome:
@@ -116,7 +122,7 @@ def reindex_time(request: ReindexRequest, listener: ReindexListener | None = Non
     if req.mode == "recovery-report":
         partitions = inputs.all_partitions() + _partitions_of_files(inputs)
         _use_budget(req, [_size(s.log) for p in partitions for s in p.segments])
-        return _recovery_report(req, lis, partitions)
+        return _recovery_report(req, lis, partitions, inputs.not_regular())
     mode: Mode = req.mode
     if req.output is not None:
         _refuse_output_inside(req.output, inputs)
@@ -124,13 +130,18 @@ def reindex_time(request: ReindexRequest, listener: ReindexListener | None = Non
                              req.output.resolve() if req.output else None, backup=req.backup,
                              keep_valid=req.keep_valid)
     tasks = plan(inputs, options)
+    # The index files of the segments checked are judged with them (a not-regular-file verdict); the others
+    # are reported here.
+    judged = {t.file(s) for t in tasks for s in ((INDEX_SUFFIX, TIME_INDEX_SUFFIX) if req.offset_index
+                                                  else (TIME_INDEX_SUFFIX,))}
+    irregular = [f for f in inputs.not_regular() if f.path not in judged]
     _use_budget(req, [t.size for t in tasks])
     if mode == "in-place":
-        return _locked(log_dirs_of(tasks), lambda: _run(req, lis, tasks, options))
+        return _locked(log_dirs_of(tasks), lambda: _run(req, lis, tasks, options, irregular))
     if req.output is not None:
         with hold_for_write(req.output):  # a stopped broker's log dir that the output is in stays locked meanwhile
-            return _run(req, lis, tasks, options)
-    return _run(req, lis, tasks, options)
+            return _run(req, lis, tasks, options, irregular)
+    return _run(req, lis, tasks, options, irregular)
 
 
 def _use_budget(req: ReindexRequest, sizes: list[int]) -> None:
@@ -173,16 +184,17 @@ def _refuse_output_inside(output: Path, inputs: Inputs) -> None:
     for root in roots:
         r = root.resolve()
         if target == r or r in target.parents:
-            raise UsageError(f"{output} is inside the input {root}: write into a log dir in place instead",
-                             field="output")
+            raise UsageError(f"{shown(output)} is inside the input {shown(root)}: write into a log dir in place "
+                             "instead", field="output")
 
 
-def _run(req: ReindexRequest, lis: ReindexListener, tasks: list[SegmentTask],
-         options: ReindexOptions) -> ReindexOutcome:
+def _run(req: ReindexRequest, lis: ReindexListener, tasks: list[SegmentTask], options: ReindexOptions,
+         irregular: list[IrregularFile]) -> ReindexOutcome:
     if options.mode == "in-place":
         for p in remove_stale_temp_files(tasks):
-            lis.note(f"removed {p}: a temp file an interrupted in-place run left")
+            lis.note(f"removed {shown(p)}: a temp file an interrupted in-place run left")
     out = ReindexOutcome(req.mode, units=len(tasks), bytes=sum(t.size for t in tasks))
+    _report_not_regular(lis, out, irregular)
     started = time.perf_counter()
     lis.start(out.bytes, len(tasks), "segments")
 
@@ -210,11 +222,20 @@ def _errors_remain(res: SegmentResult, options: ReindexOptions) -> bool:
     return any(c.severity == Severity.ERROR and c.path.name not in fixed for c in res.checks)
 
 
-def _recovery_report(req: ReindexRequest, lis: ReindexListener, partitions: list[PartitionDir]) -> ReindexOutcome:
+def _report_not_regular(lis: ReindexListener, out: ReindexOutcome, irregular: list[IrregularFile]) -> None:
+    for f in irregular:
+        out.not_regular += 1
+        out.counts[Severity.ERROR] += 1
+        lis.not_regular(f)
+
+
+def _recovery_report(req: ReindexRequest, lis: ReindexListener, partitions: list[PartitionDir],
+                     irregular: list[IrregularFile]) -> ReindexOutcome:
     for d, state in log_dir_notes(partitions):
         lis.log_dir(d, state)
     sizes = {p.path: sum(_size(s.log) for s in p.segments) for p in partitions}
     out = ReindexOutcome("recovery-report", units=len(partitions), bytes=sum(sizes.values()))
+    _report_not_regular(lis, out, irregular)
     started = time.perf_counter()
     lis.start(out.bytes, len(partitions), "partitions")
 

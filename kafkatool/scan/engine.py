@@ -38,6 +38,7 @@ from kafkatool.scan.plan import Plan, WorkItem, parent_of, whole_segment_item
 from kafkatool.scan.sketches import HotKeys, HyperLogLog
 from kafkatool.scan.source import DEFAULT_CHUNK_BYTES, DEFAULT_MAX_BATCH_BYTES, RangeBatches, RangeEnd
 from kafkatool.util.budget import MemoryBudget
+from kafkatool.util.printable import shown
 
 MAX_POSITIONS = 100  # CRC/decode failure positions kept per segment (counts are exact)
 _KEY_FLUSH = 65536
@@ -448,7 +449,7 @@ def merge_results(plan: Plan, results: Mapping[int, RangeResult],
             seg = merge_segment([whole], {whole.id: r})
             assert seg is not None
             seg.rescanned = True
-            out_notes.append(f"{whole.path}: a planned cut was not at a batch boundary; rescanned it whole")
+            out_notes.append(f"{shown(whole.path)}: a planned cut was not at a batch boundary; rescanned it whole")
         segments.append(seg)
     partitions: list[PartitionResult] = []
     for seg in segments:

@@ -27,6 +27,7 @@ from kafkatool.scan.schemas import RECORD_SCHEMA
 from kafkatool.scan.source import RangeBatches
 from kafkatool.util import crash
 from kafkatool.util.atomic import staged_directory
+from kafkatool.util.printable import shown
 
 DEFAULT_ROWS = 65536
 SUCCESS = "_SUCCESS"  # Spark's marker of a complete output
@@ -111,9 +112,9 @@ def _batch(cols: dict[str, list[object]], topic: str, partition: int) -> pa.Reco
 def prepare_output(out_dir: str) -> None:
     """Refuse to mix an export into an existing non-empty directory (as Spark's ``errorifexists``)."""
     if os.path.isdir(out_dir) and os.listdir(out_dir):
-        raise UsageError(f"{out_dir} exists and is not empty: give a new directory for the export")
+        raise UsageError(f"{shown(out_dir)} exists and is not empty: give a new directory for the export")
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
-        raise UsageError(f"{out_dir} exists and is not a directory")
+        raise UsageError(f"{shown(out_dir)} exists and is not a directory")
 
 
 def write_range(item: WorkItem, opts: ScanOptions, flt: ExportFilter, staging: str) -> int:

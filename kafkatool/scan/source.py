@@ -24,6 +24,7 @@ from typing import Any
 from kafkatool.errors import CorruptRecordError, InputError
 from kafkatool.record.batch import LOG_OVERHEAD
 from kafkatool.record.file_records import FileRecords, LogInputStream, RecordBatch, WalkEnd
+from kafkatool.util.regular import open_regular
 
 DEFAULT_CHUNK_BYTES = 8 << 20
 DEFAULT_MAX_BATCH_BYTES = 256 << 20
@@ -218,17 +219,23 @@ def file_size(path: str) -> int:
 
 
 def read_at(path: str, position: int, size: int) -> bytes:
-    """A few bytes of a file (planning reads batch headers and index files this way)."""
+    """A few bytes of a file (planning reads batch headers and index files this way): a local one a regular file
+    only, never read past its size."""
     if is_url(path):
         fs, inner = filesystem_for(path)
         with fs.open_input_file(inner) as f:
             return bytes(f.read_at(size, position))
-    with open(path, "rb") as f:
-        return os.pread(f.fileno(), size, position)
+    with open_regular(path) as lf:
+        return lf.pread(position, size)
 
 
 def read_all(path: str, limit: int) -> bytes:
     """A whole small file (an index), refusing more than ``limit`` bytes."""
+    if not is_url(path):
+        with open_regular(path) as lf:
+            if lf.size > limit:
+                raise InputError(f"file of {lf.size} bytes is larger than the {limit} bytes allowed", path=path)
+            return lf.read_all()
     size = file_size(path)
     if size > limit:
         raise InputError(f"file of {size} bytes is larger than the {limit} bytes allowed", path=path)

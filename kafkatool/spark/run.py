@@ -17,6 +17,7 @@ from typing import Any
 
 from kafkatool.constants import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_BYTES
 from kafkatool.errors import ExitCode, UsageError
+from kafkatool.log.layout import IrregularFile
 from kafkatool.log.lock import check_read, hold_for_write, live_notice, refuse_if_live
 from kafkatool.scan.engine import ScanOptions, ScanReport, run_local
 from kafkatool.scan.export import ExportFilter, export_local
@@ -34,6 +35,7 @@ from kafkatool.scan.source import is_url
 from kafkatool.scan.verify import verify_local
 from kafkatool.spark.memory import MemoryPlan, default_budget, is_local_master, local_cores, plan_memory, plan_processes
 from kafkatool.util import budget as run_budget
+from kafkatool.util.printable import shown
 from kafkatool.util.units import format_size, parse_size
 
 ENGINES = ("spark", "local-processes")
@@ -116,6 +118,10 @@ class ScanListener:
     def export(self, records: int, directory: str) -> None:
         """export_records: ``records`` written to ``directory``."""
 
+    def not_regular(self, file: IrregularFile) -> None:
+        """A file of a partition or log dir that is not a regular file (a FIFO, a device, a directory, a bad
+        symlink): never read; a finding (exit 1)."""
+
 
 @dataclass(slots=True)
 class ScanOutcome:
@@ -153,8 +159,13 @@ def spark_scan(request: ScanRequest, listener: ScanListener | None = None) -> Sc
     found = discover(req.paths, req.topic)
     for note in found.notes:
         lis.note(f"note: {note}")
+    for f in found.not_regular:
+        lis.not_regular(f)
+    irregular = ExitCode.FINDINGS if found.not_regular else ExitCode.OK
     if not found.segments:
-        raise UsageError("no .log segments found under " + ", ".join(req.paths))
+        if irregular:
+            return ScanOutcome(exit_code=irregular)  # the only .log files were FIFOs, devices, bad links
+        raise UsageError("no .log segments found under " + ", ".join(shown(p) for p in req.paths))
     unknown = sorted(set(req.partitions) - {s.topic for s in found.segments})
     if unknown:
         raise UsageError(f"names topics not scanned: {', '.join(unknown)}", field="partitions")
@@ -196,7 +207,7 @@ def spark_scan(request: ScanRequest, listener: ScanListener | None = None) -> Sc
             lis.note(f"note: {note}")
         lis.note(f"plan: {len(plan.segments)} segments, {format_size(plan.total_bytes)} in {len(plan.items)} "
                  f"ranges, {len(plan.tasks)} tasks")
-        out = ScanOutcome()
+        out = ScanOutcome(exit_code=irregular)
         tables: dict[str, list[dict[str, Any]]] = {}
         if req.wants_stats or setup is not None:
             out.exit_code = max(out.exit_code, _stats(run, plan, setup, out, tables))
@@ -207,7 +218,7 @@ def spark_scan(request: ScanRequest, listener: ScanListener | None = None) -> Sc
         if req.output and tables:
             with hold_for_write(req.output):
                 out.written = write_parquet(req.output, tables)
-            lis.note(f"wrote {len(out.written)} Parquet files to {req.output}")
+            lis.note(f"wrote {len(out.written)} Parquet files to {shown(req.output)}")
         return out
     finally:
         if session is not None:

@@ -17,6 +17,7 @@ from kafkatool.canary.manifest import Manifest
 from kafkatool.canary.plan import Plan, Step
 from kafkatool.canary.verify import VerifyResult
 from kafkatool.commands.options import Output
+from kafkatool.util.printable import shown
 from kafkatool.util.units import format_size
 
 
@@ -53,14 +54,15 @@ def render_plan(plan: Plan, c: Console) -> None:
     inv = plan.inventory
     s = summarize(inv.partitions)
     kind = {True: "KRaft", False: "ZooKeeper", None: "cluster mode unknown"}[inv.kraft]
-    c.print(f"canary plan: {inv.path} ({kind}), target message format v{plan.options.target_format}")
+    c.print(f"canary plan: {shown(inv.path)} ({kind}), target message format v{plan.options.target_format}")
     c.print(f"{s['partitions']} partitions of {s['topics']} topics: {format_size(s['bytes'])} in {s['batches']} "
             f"batches, {s['records']} records")
     t = _table("PARTITION", "SIZE", "BATCHES", "RECORDS", "FORMATS", "CODECS", "LEGACY", "NO-TS", "ZSTD", "TXN",
                "IDEMP", "MARKERS", "LARGEST", "COMPACTED")
     for p in inv.partitions:
-        t.add_row(p.name, format_size(p.bytes), str(p.batches), str(p.records), "/".join(f"v{m}" for m in p.magics),
-                  ",".join(p.codecs), format_size(p.legacy.bytes) if p.legacy.bytes else "-",
+        t.add_row(shown(p.name), format_size(p.bytes), str(p.batches), str(p.records),
+                  "/".join(f"v{m}" for m in p.magics), ",".join(p.codecs),
+                  format_size(p.legacy.bytes) if p.legacy.bytes else "-",
                   _n(p.records_without_timestamp), _n(p.zstd.batches), _n(p.transactional.batches),
                   _n(p.idempotent.batches), _markers(p), format_size(p.largest_batch), _compacted(p))
     c.print(t)
@@ -83,11 +85,12 @@ def render_plan(plan: Plan, c: Console) -> None:
             f"batches: " + (", ".join(f"{k} {v}" for k, v in s["control_batches"].items()) or "none"))
     lb = s["largest_batch"]
     if lb:
-        c.print(f"largest batch: {lb['bytes']} bytes ({lb['partition']} offset {lb['offset']}, v{lb['magic']}), "
+        c.print(f"largest batch: {lb['bytes']} bytes ({shown(lb['partition'])} offset {lb['offset']}, v{lb['magic']}), "
                 f"max.message.bytes {lb['max_message_bytes']}: {s['oversized_batches']} batch(es) over it; "
                 f"{s['legacy_messages_over_limit_as_v2']} legacy message(s) over it once rewritten as v2")
     comp = [p for p in inv.partitions if p.compacted]
-    c.print("compacted: " + ("; ".join(f"{p.name} ({', '.join(p.compaction_evidence)})" for p in comp) or "none"))
+    c.print("compacted: " + ("; ".join(f"{shown(p.name)} ({', '.join(p.compaction_evidence)})" for p in comp)
+                             or "none"))
     c.print("compacted with legacy data (survives into Kafka 4): "
             + (", ".join(s["compacted_with_legacy"]) or "none"))
     for sk in inv.skipped:
@@ -119,8 +122,8 @@ def render_plan(plan: Plan, c: Console) -> None:
         t = _table("PARTITION", "LEGACY", "RECORDS", "SEGS", "COMPACTED", "FATE",
                    title="What Kafka 4 would leave unconverted")
         for k in plan.kafka4:
-            t.add_row(k.partition, format_size(k.legacy_bytes), str(k.legacy_records), str(len(k.legacy_segments)),
-                      "yes" if k.compacted else "no", k.fate)
+            t.add_row(shown(k.partition), format_size(k.legacy_bytes), str(k.legacy_records),
+                      str(len(k.legacy_segments)), "yes" if k.compacted else "no", k.fate)
         c.print(t)
     if plan.risks:
         c.print("Risks")
@@ -146,18 +149,18 @@ def _compacted(p: PartitionInventory) -> str:
 
 def render_run(m: Manifest, workdir: str, c: Console) -> None:
     t = _table("PARTITION", "SEGS", "IN", "OUT", "DELTA", "BATCHES", "BUILT", "COPIED", "RECORDS",
-               title=f"canary run: {len(m.partitions)} partition(s) of {m.log_dir} -> {workdir}")
+               title=f"canary run: {len(m.partitions)} partition(s) of {shown(m.log_dir)} -> {shown(workdir)}")
     for p in m.partitions:
         cv = p.convert
         bi, bo = int(cv.get("bytes_in", 0)), int(cv.get("bytes_out", 0))
-        t.add_row(p.name, str(len(p.segments)), format_size(bi), format_size(bo),
+        t.add_row(shown(p.name), str(len(p.segments)), format_size(bi), format_size(bo),
                   f"{100.0 * (bo - bi) / bi:+.1f}%" if bi else "-",
                   f"{cv.get('batches_in', 0)} -> {cv.get('batches_out', 0)}", str(cv.get("batches_built", 0)),
                   str(cv.get("batches_copied", 0)), str(cv.get("records_out", 0)))
     c.print(t)
     for p in m.partitions:
         for wmsg in p.convert.get("warnings", []):
-            c.print(f"  {p.name}: {wmsg}", markup=False)
+            c.print(f"  {shown(p.name)}: {wmsg}", markup=False)
 
 
 # ---------------------------------------------------------------------------------------------- verify
@@ -165,7 +168,7 @@ def render_run(m: Manifest, workdir: str, c: Console) -> None:
 
 def render_verify(r: VerifyResult, c: Console) -> None:
     t = _table("PARTITION", "RESULT", "ITEMS", "ORIGINAL", "CANARY", "DELTA", "BATCHES", "COMPRESSION",
-               title=f"canary verify: {r.workdir}")
+               title=f"canary verify: {shown(r.workdir)}")
     for v in r.partitions:
         d = v.as_dict()
         b = d["bytes"]
@@ -174,7 +177,7 @@ def render_verify(r: VerifyResult, c: Console) -> None:
             n = d["codecs"]["canary"].get(codec)
             if codec != "none" and n and o["payload_per_byte"] and n["payload_per_byte"]:
                 comp.append(f"{codec} {o['payload_per_byte']:.2f}->{n['payload_per_byte']:.2f}")
-        t.add_row(v.name, "ok" if v.ok else f"FAIL ({v.difference_count})", str(d["items_compared"]),
+        t.add_row(shown(v.name), "ok" if v.ok else f"FAIL ({v.difference_count})", str(d["items_compared"]),
                   format_size(b["original"]), format_size(b["canary"]),
                   "-" if b["delta_pct"] is None else f"{b['delta_pct']:+.1f}%",
                   f"{d['batches']['original']} -> {d['batches']['canary']}", ", ".join(comp) or "-")
@@ -182,14 +185,14 @@ def render_verify(r: VerifyResult, c: Console) -> None:
     c.print("(COMPRESSION: key+value bytes per stored byte, original -> canary)")
     for v in r.partitions:  # the differences and warnings are findings: verify_findings, on stderr
         for k, n in v.expected.items():
-            c.print(f"  {v.name}: expected: {k}: {n}", markup=False)
+            c.print(f"  {shown(v.name)}: expected: {k}: {n}", markup=False)
     if r.log_dir_state:
-        t = _table("PARTITION", "IN THE LOG DIR", "DETAIL", title=f"log dir {r.log_dir}")
+        t = _table("PARTITION", "IN THE LOG DIR", "DETAIL", title=f"log dir {shown(r.log_dir)}")
         for s in r.log_dir_state:
-            t.add_row(s.name, s.state, "; ".join(s.detail))
+            t.add_row(shown(s.name), s.state, "; ".join(s.detail))
         c.print(t)
     for name, acts in r.loader.items():
-        c.print(f"  {name}: a broker starting now would: " + "; ".join(acts), markup=False)
+        c.print(f"  {shown(name)}: a broker starting now would: " + "; ".join(acts), markup=False)
     if r.journal:
         c.print(f"last swap: {r.journal.get('op')} {r.journal.get('state')} at {r.journal.get('at')}")
 
@@ -198,10 +201,10 @@ def verify_findings(r: VerifyResult) -> list[str]:
     """What verify found wrong, one line each (stderr, like every command's findings)."""
     out = []
     for v in r.partitions:
-        out += [f"canary verify: {v.name}: warning: {w}" for w in v.warnings]
-        out += [f"canary verify: {v.name}: DIFFERENCE: {diff}" for diff in v.differences]
+        out += [f"canary verify: {shown(v.name)}: warning: {w}" for w in v.warnings]
+        out += [f"canary verify: {shown(v.name)}: DIFFERENCE: {diff}" for diff in v.differences]
         if v.difference_count > len(v.differences):
-            out.append(f"canary verify: {v.name}: ... and {v.difference_count - len(v.differences)} more "
+            out.append(f"canary verify: {shown(v.name)}: ... and {v.difference_count - len(v.differences)} more "
                        "difference(s)")
     return out
 
@@ -210,13 +213,13 @@ def verify_findings(r: VerifyResult) -> list[str]:
 
 
 def render_swap(r: SwapResult, c: Console) -> None:
-    t = _table("PARTITION", "BEFORE", "AFTER", "CHANGES", title=f"canary {r.op}: {r.log_dir}")
+    t = _table("PARTITION", "BEFORE", "AFTER", "CHANGES", title=f"canary {r.op}: {shown(r.log_dir)}")
     for o in r.outcomes:
-        t.add_row(o.partition, o.before, o.after, str(o.actions))
+        t.add_row(shown(o.partition), o.before, o.after, str(o.actions))
     c.print(t)
     for o in r.outcomes:
         for n in o.notes:
-            c.print(f"  {o.partition}: {n}", markup=False)
+            c.print(f"  {shown(o.partition)}: {n}", markup=False)
 
 
 # ---------------------------------------------------------------------------------------------- listener

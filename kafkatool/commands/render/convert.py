@@ -18,6 +18,7 @@ from rich.progress import (
 from kafkatool.commands.options import Output, OutputFormat
 from kafkatool.convert.engine import PartitionSource, PartitionStats
 from kafkatool.convert.run import ConvertListener
+from kafkatool.util.printable import shown
 from kafkatool.util.units import format_size
 
 
@@ -54,24 +55,24 @@ class ConvertRenderer(ConvertListener):
 
     def advance(self, n_bytes: int, partition: str) -> None:
         if self.progress is not None:
-            self.progress.update(self.task, advance=n_bytes, description=f"{self.command} {partition}")
+            self.progress.update(self.task, advance=n_bytes, description=f"{self.command} {shown(partition)}")
 
     def partition_done(self, stats: PartitionStats) -> None:
         if self.progress is not None:
-            self.progress.console.print(f"{stats.partition}: done", highlight=False, markup=False)
+            self.progress.console.print(f"{shown(stats.partition)}: done", highlight=False, markup=False)
         render_partition(self.output, self.form, stats, self.command)
 
 
 def render_partition(output: Output, form: OutputFormat, s: PartitionStats, command: str) -> None:
     for w in s.warnings:  # findings about the input (skipped torn tails, files not carried): always shown
-        output.finding(f"kafkatool {command}: {s.partition}: warning: {w}")
+        output.finding(f"kafkatool {command}: {shown(s.partition)}: warning: {w}")
     if form == OutputFormat.json:
         output.json({"type": "partition", "command": command, **s.as_dict()})
         return
     c = s.counters
     dest = s.output or "(dry run: nothing written)"
     lines = [
-        f"{s.partition}: {s.source} -> {dest} (magic {s.to_magic})",
+        f"{shown(s.partition)}: {shown(s.source)} -> {shown(dest)} (magic {s.to_magic})",
         f"  segments   {s.segments_in} in, {s.segments_out} out",
         f"  records    {c.records_in} in, {c.records_out} out",
         f"  bytes      {s.bytes_in} in ({format_size(s.bytes_in)}), {s.bytes_out} out ({format_size(s.bytes_out)})",

@@ -17,6 +17,7 @@ from kafkatool.dump.events import DumpOptions, Event, FileEnd, FileStart, Findin
 from kafkatool.dump.events import Progress as ProgressEvent
 from kafkatool.dump.render import JsonWriter, TextWriter, summary_text
 from kafkatool.dump.run import DumpListener, DumpOutcome, DumpRequest
+from kafkatool.util.printable import shown
 
 
 def err(text: str) -> None:
@@ -122,7 +123,7 @@ class _Counts(_FindingsOnly):
     def handle(self, ev: Event) -> None:
         if type(ev) is FileEnd and ev.kind.is_records:
             n = ev.records
-            self.out.write(f"{'?' if n is None else n} {ev.path}\n")
+            self.out.write(f"{'?' if n is None else n} {shown(ev.path)}\n")
         super().handle(ev)
 
 
@@ -142,7 +143,7 @@ class _ProgressView:
                     self.bar = Progress(TextColumn("{task.description}", markup=False), BarColumn(), DownloadColumn(),
                                         TimeRemainingColumn(), console=Console(stderr=True), transient=True)
                     self.bar.start()
-                self.task = self.bar.add_task(Path(ev.path).name, total=ev.size)
+                self.task = self.bar.add_task(shown(Path(ev.path).name), total=ev.size)
         elif isinstance(ev, ProgressEvent):
             if self.bar is not None and self.task is not None:
                 self.bar.update(self.task, completed=ev.position)

@@ -8,10 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from kafkatool.commands.options import Output, OutputFormat
+from kafkatool.errors import NotRegularFileError
 from kafkatool.fetch.report import SweepRow
 from kafkatool.fetch.run import FetchListener
 from kafkatool.fetch.simulate import PartitionFetch
+from kafkatool.log.layout import IrregularFile
 from kafkatool.record.batch import Record
+from kafkatool.util.printable import shown
 from kafkatool.util.units import format_size
 
 
@@ -31,8 +34,14 @@ class FetchRenderer(FetchListener):
             self.output.json({"type": "record", "topic": tp.topic, "partition": tp.partition, "offset": rec.offset,
                               "timestamp": rec.timestamp, "key": _text(rec.key), "value": _text(rec.value)})
         else:
-            self.output.line(f"{tp} offset={rec.offset} timestamp={rec.timestamp} key={_line(rec.key)} "
+            self.output.line(f"{shown(str(tp))} offset={rec.offset} timestamp={rec.timestamp} key={_line(rec.key)} "
                              f"value={_line(rec.value)}")
+
+    def not_regular(self, file: IrregularFile) -> None:
+        if self.form == OutputFormat.json:
+            self.output.json({"type": "finding", "kind": NotRegularFileError.finding, "path": str(file.path),
+                              "message": file.message})
+        self.output.finding(f"fetch-sim: {shown(file.path)}: {file.message}")
 
     def partition(self, report: dict[str, Any], problem: str | None) -> None:
         if self.form == OutputFormat.json:
@@ -50,7 +59,7 @@ class FetchRenderer(FetchListener):
         out, raw = resp["out"], resp["raw"]
         self.output.line(f"response: FetchResponse v{resp['fetch_version']}, {resp['partitions']} partition(s), size "
                          f"prefix {resp['response_size']} (+4), records {resp['records_bytes']} bytes"
-                         + (f" -> {out}{' (raw records)' if raw else ''}" if out is not None else ""))
+                         + (f" -> {shown(out)}{' (raw records)' if raw else ''}" if out is not None else ""))
 
     def sweep(self, rows: Sequence[SweepRow]) -> None:
         output = self.output
@@ -80,7 +89,7 @@ def _line(b: bytes | None) -> str:
 
 
 def _text_report(r: dict[str, Any]) -> list[str]:
-    tp = f"{r['topic']}-{r['partition']}"
+    tp = shown(f"{r['topic']}-{r['partition']}")
     lines = [f"{tp}: fetch v{r['fetch_version']} (magic {r['to_magic']}) from offset {r['fetch_offset']}: "
              f"{r['case']}" + (f" ({r['error_name']})" if r["error_code"] else "")]
     if r["error"]:
@@ -88,7 +97,7 @@ def _text_report(r: dict[str, Any]) -> list[str]:
     if r["segment"] is not None:
         fb = r["first_batch"]
         first = f", first batch last offset {fb['last_offset']}, {fb['size']} bytes" if fb else ""
-        lines.append(f"  read: {Path(r['segment']).name} @ {r['slice_position']}, slice {r['slice_size']} bytes "
+        lines.append(f"  read: {shown(Path(r['segment']).name)} @ {r['slice_position']}, slice {r['slice_size']} bytes "
                      f"(max {r['max_bytes']}, min one message {'yes' if r['min_one_message'] else 'no'}{first})")
     lines.append(f"  committed {r['committed_size']} bytes; converted {r['converted_size']} bytes in {r['chunks']} "
                  f"chunk(s) of <= {format_size(r['chunk_size'])}; written {r['bytes_written']}")

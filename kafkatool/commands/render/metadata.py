@@ -12,6 +12,7 @@ from rich.table import Table
 
 from kafkatool.commands.options import Output, OutputFormat
 from kafkatool.metadata import ImageResult, MetadataChange, MetadataFinding
+from kafkatool.util.printable import shown
 
 
 def _ids(xs: Sequence[int] | None) -> str:
@@ -65,7 +66,7 @@ def _sections(img: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]
 def _head(result: ImageResult) -> str:
     img = result.image
     s = result.snapshot
-    base = f"snapshot {s.path.name}" if s is not None else "no snapshot"
+    base = f"snapshot {shown(s.path.name)}" if s is not None else "no snapshot"
     return (f"metadata image at offset {img.offset} (epoch {img.epoch}, timestamp {img.timestamp}): {base}, then "
             f"the log to offset {result.log_end_offset if result.log_end_offset is not None else '-'}; "
             f"{result.records} records applied")

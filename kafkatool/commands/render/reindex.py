@@ -18,10 +18,12 @@ from rich.progress import (
 )
 
 from kafkatool.commands.options import Output, OutputFormat
+from kafkatool.log.layout import IrregularFile
 from kafkatool.log.loader import LogDirState, PartitionRecovery
 from kafkatool.reindex.engine import SegmentResult, result_records
 from kafkatool.reindex.run import ReindexListener, ReindexOutcome
-from kafkatool.reindex.verify import OK, Severity
+from kafkatool.reindex.verify import NOT_REGULAR, OK, Severity
+from kafkatool.util.printable import shown
 from kafkatool.util.units import format_size
 
 
@@ -69,6 +71,13 @@ class ReindexRenderer(ReindexListener):
         if self._progress is not None and self._bar is not None:
             self._progress.update(self._bar, advance=nbytes, units=f"{self._done}/{self._units} {self._unit}")
 
+    def not_regular(self, file: IrregularFile) -> None:
+        if self.form == OutputFormat.json:
+            self.out.json({"type": "finding", "kind": NOT_REGULAR, "severity": "error", "path": str(file.path),
+                           "message": file.message})
+            return
+        self.out.finding(f"{shown(file.path)}: {NOT_REGULAR} (error): {file.message}")
+
     def segment(self, res: SegmentResult) -> None:
         if self.form == OutputFormat.json:
             for rec in result_records(res):
@@ -79,9 +88,9 @@ class ReindexRenderer(ReindexListener):
         # files written or replaced and, with --verbose, the files that are fine.
         out, t = self.out, res.task
         for f in res.log_findings:
-            out.finding(f"{t.partition}/{t.log.name}: {f.kind} ({f.severity.value}): {f.message}")
+            out.finding(f"{shown(t.partition)}/{shown(t.log.name)}: {f.kind} ({f.severity.value}): {f.message}")
         for c in res.checks:
-            name = f"{t.partition}/{c.path.name}"
+            name = f"{shown(t.partition)}/{shown(c.path.name)}"
             if c.status == OK:
                 if self.verbose:
                     out.line(f"{name}: ok ({c.on_disk_entries} entries)")
@@ -89,8 +98,8 @@ class ReindexRenderer(ReindexListener):
                 out.finding(f"{name}: {f.kind} ({f.severity.value}): {f.message}")
             for a in res.actions:
                 if a.path.name == c.path.name and (a.action != "skipped" or self.verbose):
-                    extra = f" (backup {a.backup.name})" if a.backup else f" ({a.reason})" if a.reason else ""
-                    out.line(f"{name}: {a.action} {a.path}{extra}")
+                    extra = f" (backup {shown(a.backup.name)})" if a.backup else f" ({a.reason})" if a.reason else ""
+                    out.line(f"{name}: {a.action} {shown(a.path)}{extra}")
 
     def log_dir(self, path: Path, state: LogDirState) -> None:
         if self.form == OutputFormat.json:
@@ -99,7 +108,7 @@ class ReindexRenderer(ReindexListener):
             return
         shutdown = "clean shutdown (.kafka_cleanshutdown present)" if state.clean_shutdown else \
             "unclean shutdown (no .kafka_cleanshutdown)"
-        self.out.line(f"log dir {path}: {shutdown}" + "".join(f"; {n}" for n in state.notes))
+        self.out.line(f"log dir {shown(path)}: {shutdown}" + "".join(f"; {n}" for n in state.notes))
 
     def partition(self, part: PartitionRecovery) -> None:
         out = self.out
@@ -119,18 +128,20 @@ class ReindexRenderer(ReindexListener):
                       "rebuilt_segments": part.rebuilt_segments, "loses_data": part.loses_data, "fails": part.fails,
                       "lost_bytes": part.lost_bytes})
             return
-        out.line(f"{part.partition} (recovery point {part.recovery_point}, log start offset {part.log_start_offset}):")
+        out.line(f"{shown(part.partition)} (recovery point {part.recovery_point}, log start offset "
+                 f"{part.log_start_offset}):")
         for s in part.steps:
             flag = " [data loss]" if s.loses_data else " [fails]" if s.fails else ""
-            where = f" {s.path}:" if s.path else ":"
+            where = f" {shown(s.path)}:" if s.path else ":"
             out.line(f"  {s.action}{where} {s.detail}{flag}")
 
     # ------------------------------------------------------------------ the end
     def summary(self, o: ReindexOutcome) -> None:
         out = self.out
         if o.mode == "recovery-report":
-            out.note("the broker would lose data or fail to load at startup" if o.loses_data else
-                     "the broker's startup recovery would not lose data")
+            unread = f"; {_n(o.not_regular, 'file')} not a regular file, not read" if o.not_regular else ""
+            out.note(("the broker would lose data or fail to load at startup" if o.loses_data else
+                      "the broker's startup recovery would not lose data") + unread)
             return
         rate = f", {format_size(int(o.bytes / o.seconds))}/s" if o.seconds > 0 else ""
         verb = {"check": "checked", "output": "rebuilt", "in-place": "rebuilt"}[o.mode]

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafkatool.commands.options import Output
 from kafkatool.sample.run import SampleListener, SampleOutcome
+from kafkatool.util.printable import shown
 from kafkatool.util.units import format_size
 
 if TYPE_CHECKING:  # the generator imports numpy: only when the command runs, not when the CLI starts
@@ -85,5 +86,5 @@ def _summary_json(r: SampleResult) -> dict[str, Any]:
 def _summary_text(r: SampleResult) -> str:
     mb_s = r.bytes / r.elapsed_s / 1e6 if r.elapsed_s > 0 else 0.0
     return (f"kafkatool sample: wrote {len(r.partitions)} partitions of {len(r.spec.topics)} topics, "
-            f"{sum(p.records for p in r.partitions)} records, {format_size(r.bytes)} of segments to {r.path} "
+            f"{sum(p.records for p in r.partitions)} records, {format_size(r.bytes)} of segments to {shown(r.path)} "
             f"in {r.elapsed_s:.2f} s ({mb_s:.0f} MB/s; profile {r.spec.profile}, seed {r.spec.seed})")

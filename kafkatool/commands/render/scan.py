@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from kafkatool.commands.options import Output, OutputFormat
+from kafkatool.errors import NotRegularFileError
+from kafkatool.log.layout import IrregularFile
 from kafkatool.scan.engine import ScanReport
 from kafkatool.scan.report import (
     TopicShare,
@@ -19,6 +21,7 @@ from kafkatool.scan.report import (
 )
 from kafkatool.spark.memory import MemoryPlan
 from kafkatool.spark.run import ScanListener
+from kafkatool.util.printable import shown
 from kafkatool.util.units import format_size, format_time_ms
 
 MAX_FINDING_LINES = 20
@@ -71,6 +74,12 @@ class ScanRenderer(ScanListener):
 
     def export(self, records: int, directory: str) -> None:
         render_export(records, directory, self.out, self.form)
+
+    def not_regular(self, file: IrregularFile) -> None:
+        if self.form == OutputFormat.json:
+            self.out.json({"type": "finding", "kind": NotRegularFileError.finding, "path": str(file.path),
+                           "message": file.message})
+        self.out.finding(f"kafkatool spark-scan: {shown(file.path)}: {file.message}")
 
 
 class ProgressLine:
@@ -177,22 +186,24 @@ def render_stats(report: ScanReport, out: Output, form: OutputFormat, level: str
                   "formats": format_rows(report.total), "findings": report.findings})
     else:
         if level == "segment":
-            rows = [[s.topic, s.partition, s.base_offset, *_stats_cells(stats_fields(s.stats)),
+            rows = [[shown(s.topic), s.partition, s.base_offset, *_stats_cells(stats_fields(s.stats)),
                      "ok" if not s.end.abnormal else s.end.kind] for s in report.segments]
             lines = table(["TOPIC", "PARTITION", "SEGMENT", *_STATS_HEADERS, "END"], rows)
         elif level == "partition":
             copies = len({(p.topic, p.partition) for p in report.partitions}) < len(report.partitions)
-            rows = [[p.topic, p.partition, *([p.dir] if copies else []), p.segments,
+            rows = [[shown(p.topic), p.partition, *([shown(p.dir)] if copies else []), p.segments,
                      *_stats_cells(stats_fields(p.stats))] for p in report.partitions]
             lines = table(["TOPIC", "PARTITION", *(["DIR"] if copies else []), "SEGMENTS", *_STATS_HEADERS], rows)
         else:
-            rows = [[t.topic, t.partitions, t.segments, *_stats_cells(stats_fields(t.stats))] for t in report.topics]
+            rows = [[shown(t.topic), t.partitions, t.segments, *_stats_cells(stats_fields(t.stats))]
+                    for t in report.topics]
             lines = table(["TOPIC", "PARTITIONS", "SEGMENTS", *_STATS_HEADERS], rows)
         for line in lines:
             out.line(line)
         out.line("")
-        fmt_rows = [[t.topic, f["magic"], f["codec"], f["batches"], f["records"], f["bytes"], f["uncompressed_bytes"],
-                     f["compression_ratio"]] for t in report.topics for f in format_rows(t.stats)]
+        fmt_rows = [[shown(t.topic), f["magic"], f["codec"], f["batches"], f["records"], f["bytes"],
+                     f["uncompressed_bytes"], f["compression_ratio"]]
+                    for t in report.topics for f in format_rows(t.stats)]
         for line in table(["TOPIC", "MAGIC", "CODEC", "BATCHES", "RECORDS", "BYTES", "UNCOMPRESSED", "RATIO"],
                           fmt_rows):
             out.line(line)
@@ -239,7 +250,7 @@ def render_keyshare(shares: Sequence[TopicShare], out: Output, form: OutputForma
                           "share_of_consumer": round(h.share_of_consumer, 4)})
             continue
         origin = "highest partition found + 1" if t.partitions_assumed else "--partitions"
-        out.line(f"key sharing: {t.topic}: {a.consumers} consumers on {a.partitions} partition"
+        out.line(f"key sharing: {shown(t.topic)}: {a.consumers} consumers on {a.partitions} partition"
                  f"{'s' if a.partitions != 1 else ''} ({origin}): "
                  + "  ".join(a.describe()))
         rows = [[f"M{c.consumer + 1}", consumer_range_text(c), c.records, c.bytes, plain[c.consumer].records,
@@ -271,7 +282,7 @@ def render_index_checks(rows: Sequence[dict[str, Any]], out: Output, form: Outpu
         for r in rows:
             out.json({"type": "index_check", **r})
     else:
-        cells = [[r["topic"], r["partition"], r["base_offset"], r["classification"],
+        cells = [[shown(r["topic"]), r["partition"], r["base_offset"], r["classification"],
                   f"{r['offset_entries_on_disk']}/{r['offset_entries_rebuilt']}",
                   f"{r['time_entries_on_disk']}/{r['time_entries_rebuilt']}", r["detail"] or ""] for r in rows]
         for line in table(["TOPIC", "PARTITION", "SEGMENT", "INDEX", "OFFSET-ENTRIES", "TIME-ENTRIES", "DETAIL"],
@@ -283,11 +294,11 @@ def render_index_checks(rows: Sequence[dict[str, Any]], out: Output, form: Outpu
         out.line("index check: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
     for r in rows:
         if r["severity"] in ("error", "warning"):
-            out.finding(f"kafkatool: {r['severity']}: {r['path']}: index {r['classification']}: {r['detail']}")
+            out.finding(f"kafkatool: {r['severity']}: {shown(r['path'])}: index {r['classification']}: {r['detail']}")
 
 
 def render_export(n: int, directory: str, out: Output, form: OutputFormat) -> None:
     if form == OutputFormat.json:
         out.json({"type": "export", "records": n, "path": directory, "partitioned_by": ["topic", "partition"]})
     else:
-        out.line(f"export: {n} records written to {directory} (Parquet, partitioned by topic, partition)")
+        out.line(f"export: {n} records written to {shown(directory)} (Parquet, partitioned by topic, partition)")

@@ -27,6 +27,7 @@ from kafkatool.dump.events import (
 )
 from kafkatool.dump.render import codec_label, decoded_parts, text_bytes
 from kafkatool.record.default_records import DefaultRecordBatch
+from kafkatool.util.printable import shown
 from kafkatool.util.units import TimestampFormatter, format_size
 
 _TS_SHORT = {"CreateTime": "create", "LogAppendTime": "append", "NoTimestampType": "none"}
@@ -80,7 +81,7 @@ class TableWriter:
         elif isinstance(ev, FileStart):
             self.columns = []
             extra = "" if ev.base_offset is None else f" · base offset {ev.base_offset}"
-            path = escape(str(ev.path))  # the user's file name, printed as it is (brackets are not markup)
+            path = escape(shown(ev.path))  # the user's file name, escaped (brackets are not markup, nor ESC)
             self.console.rule(f"[bold]{path}[/] · {ev.kind.value} · {format_size(ev.size)}{extra}", align="left")
         elif isinstance(ev, FileEnd):
             if ev.kind.is_records:
@@ -93,7 +94,7 @@ class TableWriter:
             self.err.print(f"kafkatool: {ev}", style=style, markup=False, soft_wrap=True)
         elif isinstance(ev, Notice):
             if ev.kind == NoticeKind.UNKNOWN_FILE:
-                self.err.print(f"Ignoring unknown file {ev.path}", markup=False)
+                self.err.print(f"Ignoring unknown file {shown(ev.path)}", markup=False)
             else:
                 self._plain("(no entries)" if ev.kind == NoticeKind.INDEX_EMPTY else "passed sanity check", "dim")
 
