@@ -47,6 +47,7 @@ from kafkatool.constants import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAG
 from kafkatool.errors import InputError, KafkaToolError, UsageError
 from kafkatool.log.layout import LOG_SUFFIX, PartitionDir, is_log_dir, offset_from_filename
 from kafkatool.log.lock import refuse_if_live
+from kafkatool.log.outputs import Output, refuse_aliasing
 from kafkatool.record.codecs import Codec
 from kafkatool.util import crash
 from kafkatool.util.atomic import fsync_dir, is_temp_name
@@ -95,9 +96,8 @@ def select_partitions(log_dir: Path, patterns: Sequence[str]) -> list[PartitionD
 
 def check_workdir(log_dir: Path, workdir: Path) -> bool:
     """W new or empty, not inside the log dir, and the log dir not inside W. True when W must be created."""
+    refuse_aliasing([log_dir], [Output("workdir", workdir)])  # inside the log dir: the broker would find it there
     ld, w = log_dir.resolve(), workdir.resolve()
-    if _inside(w, ld):
-        raise UsageError("the work dir must not be inside the log dir (the broker would find it there)", path=workdir)
     if _inside(ld, w):
         raise UsageError("the log dir must not be inside the work dir", path=workdir)
     if workdir.exists():

@@ -18,6 +18,7 @@ from kafkatool.errors import ExitCode, UsageError
 from kafkatool.log.layout import Inputs, PartitionDir, resolve_inputs
 from kafkatool.log.loader import LogDirState, PartitionRecovery, log_dir_notes, report
 from kafkatool.log.lock import check_read, hold_for_write, hold_log_dir, live_notice, refuse_if_live
+from kafkatool.log.outputs import Output, refuse_aliasing
 from kafkatool.reindex.engine import (
     Mode,
     ReindexOptions,
@@ -118,12 +119,14 @@ def reindex_time(request: ReindexRequest, listener: ReindexListener | None = Non
         _use_budget(req, [_size(s.log) for p in partitions for s in p.segments])
         return _recovery_report(req, lis, partitions)
     mode: Mode = req.mode
-    if req.output is not None:
-        _refuse_output_inside(req.output, inputs)
     options = ReindexOptions(req.index_interval_bytes, req.verify, req.offset_index, mode,
                              req.output.resolve() if req.output else None, backup=req.backup,
                              keep_valid=req.keep_valid)
     tasks = plan(inputs, options)
+    if req.output is not None:  # the tree and each DIR/<partition> it receives: none may be an input's
+        mirrors = dict.fromkeys(t.mirror for t in tasks if t.mirror is not None)
+        refuse_aliasing(req.paths, [Output("output", req.output),
+                                    *(Output("output", m, given=req.output) for m in mirrors)])
     _use_budget(req, [t.size for t in tasks])
     if mode == "in-place":
         return _locked(log_dirs_of(tasks), lambda: _run(req, lis, tasks, options))
@@ -165,16 +168,6 @@ def _partitions_of_files(inputs: Inputs) -> list[PartitionDir]:
             seen.add(d)
             out.append(PartitionDir.scan(f.parent))
     return out
-
-
-def _refuse_output_inside(output: Path, inputs: Inputs) -> None:
-    target = output.resolve()
-    roots = [d.path for d in inputs.log_dirs] + [p.path for p in inputs.partitions] + [f.parent for f in inputs.files]
-    for root in roots:
-        r = root.resolve()
-        if target == r or r in target.parents:
-            raise UsageError(f"{output} is inside the input {root}: write into a log dir in place instead",
-                             field="output")
 
 
 def _run(req: ReindexRequest, lis: ReindexListener, tasks: list[SegmentTask],
