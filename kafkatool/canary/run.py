@@ -50,7 +50,7 @@ from kafkatool.log.lock import refuse_if_live
 from kafkatool.log.outputs import Output, refuse_aliasing
 from kafkatool.record.codecs import Codec
 from kafkatool.util import crash
-from kafkatool.util.atomic import fsync_dir, is_temp_name
+from kafkatool.util.atomic import DirMaker, fsync_dir, is_temp_name
 
 Progress = Callable[[str], None]
 
@@ -133,8 +133,9 @@ def run_canary(log_dir: str | os.PathLike[str], patterns: Sequence[str], workdir
 
 def _run(ld: Path, chosen: list[PartitionDir], w: Workdir, created: bool, opts: RunOptions,
          patterns: Sequence[str], note: Progress) -> Manifest:
+    made = DirMaker()
     if created:
-        w.path.mkdir(parents=True)
+        made.makedirs(w.path)
         fsync_dir(w.path.absolute().parent)
     try:
         (w.path / ORIGINALS).mkdir()
@@ -157,7 +158,7 @@ def _run(ld: Path, chosen: list[PartitionDir], w: Workdir, created: bool, opts: 
         return manifest
     except BaseException:
         if created:
-            remove_tree(w.path)
+            made.remove()  # the work dir and the parents the run made
         else:
             for sub in (ORIGINALS, CANARY):
                 remove_tree(w.path / sub)

@@ -32,6 +32,7 @@ from kafkatool.reindex.engine import (
 )
 from kafkatool.reindex.verify import Severity
 from kafkatool.util import budget
+from kafkatool.util.atomic import DirMaker
 from kafkatool.util.units import format_size
 
 RunMode = Literal["check", "output", "in-place", "recovery-report"]
@@ -132,8 +133,24 @@ def reindex_time(request: ReindexRequest, listener: ReindexListener | None = Non
         return _locked(log_dirs_of(tasks), lambda: _run(req, lis, tasks, options))
     if req.output is not None:
         with hold_for_write(req.output):  # a stopped broker's log dir that the output is in stays locked meanwhile
-            return _run(req, lis, tasks, options)
+            return _run_into_mirrors(req, lis, tasks, options)
     return _run(req, lis, tasks, options)
+
+
+def _run_into_mirrors(req: ReindexRequest, lis: ReindexListener, tasks: list[SegmentTask],
+                      options: ReindexOptions) -> ReindexOutcome:
+    """Mode output: the mirror dirs are made here (the workers write into them); a failed run (a full disk) removes
+    the ones it made, with what it wrote there, and a finished one those that stayed empty."""
+    made = DirMaker()
+    for mirror in dict.fromkeys(t.mirror for t in tasks if t.mirror is not None):
+        made.makedirs(mirror)
+    try:
+        out = _run(req, lis, tasks, options)
+    except BaseException:
+        made.remove()
+        raise
+    made.prune()
+    return out
 
 
 def _use_budget(req: ReindexRequest, sizes: list[int]) -> None:
