@@ -15,7 +15,6 @@ Every JSON file is written atomically (temp, fsync, rename, fsync dir).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -25,6 +24,7 @@ from typing import Any
 
 from kafkatool.errors import InputError
 from kafkatool.util.atomic import TEMP_PREFIX, atomic_write_bytes
+from kafkatool.util.sparse import copy_sparse, hash_sparse
 
 MANIFEST = "manifest.json"
 VERIFIED = "verify.json"
@@ -32,7 +32,6 @@ JOURNAL = "journal.json"
 ORIGINALS = "originals"
 CANARY = "canary"
 MANIFEST_VERSION = 1
-_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,16 +150,9 @@ def read_json(path: Path, what: str) -> dict[str, Any]:
 
 
 def hash_file(path: Path) -> tuple[int, str]:
-    h = hashlib.sha256()
-    size = 0
+    """(size, SHA-256) of a file; its holes (a preallocated index) are hashed without being read."""
     with open(path, "rb") as f:
-        while True:
-            chunk = f.read(_CHUNK)
-            if not chunk:
-                break
-            h.update(chunk)
-            size += len(chunk)
-    return size, h.hexdigest()
+        return hash_sparse(f, os.fstat(f.fileno()).st_size)
 
 
 def file_entry(path: Path) -> FileEntry:
@@ -179,23 +171,16 @@ def matches(path: Path, entry: FileEntry) -> bool:
 
 
 def copy_file(src: Path, dst: Path, *, mtime_ns: int | None = None, exclusive: bool = True) -> FileEntry:
-    """Copy with SHA-256 of the bytes copied, fsync, and the source's mtime (or ``mtime_ns``) kept."""
-    h = hashlib.sha256()
-    size = 0
-    st = src.stat()
+    """Copy with SHA-256 of the bytes copied, fsync, and the source's mtime (or ``mtime_ns``) kept. Holes stay holes
+    (:func:`kafkatool.util.sparse.copy_sparse`): a preallocated sparse index costs its data, not its size."""
     with open(src, "rb") as fi, open(dst, "xb" if exclusive else "wb") as fo:
-        while True:
-            chunk = fi.read(_CHUNK)
-            if not chunk:
-                break
-            h.update(chunk)
-            fo.write(chunk)
-            size += len(chunk)
+        st = os.fstat(fi.fileno())
+        size, digest = copy_sparse(fi, fo, st.st_size)
         fo.flush()
         os.fsync(fo.fileno())
     m = st.st_mtime_ns if mtime_ns is None else mtime_ns
     os.utime(dst, ns=(m, m))
-    return FileEntry(src.name, size, h.hexdigest(), st.st_mtime_ns)
+    return FileEntry(src.name, size, digest, st.st_mtime_ns)
 
 
 def dir_entries(d: Path) -> list[FileEntry]:
