@@ -62,6 +62,7 @@ def hash_sparse(f: BinaryIO, size: int) -> tuple[int, str]:
                 return pos, h.hexdigest()
             h.update(chunk)
             pos += len(chunk)
+    size = _end(f, size, pos)
     hash_zeros(h, size - pos)
     return size, h.hexdigest()
 
@@ -84,9 +85,15 @@ def copy_sparse(fi: BinaryIO, fo: BinaryIO, size: int) -> tuple[int, str]:
             h.update(chunk)
             fo.write(chunk)
             pos += len(chunk)
+    size = _end(fi, size, pos)
     hash_zeros(h, size - pos)
     fo.truncate(size)  # a hole up to the end
     return size, h.hexdigest()
+
+
+def _end(f: BinaryIO, size: int, pos: int) -> int:
+    """Where the trailing hole ends: ``size``, or the file's end now if it was cut meanwhile."""
+    return max(pos, min(size, os.fstat(f.fileno()).st_size))
 
 
 __all__ = ["copy_sparse", "data_extents", "hash_sparse", "hash_zeros"]
