@@ -129,7 +129,7 @@ def _check(out: Output, zones: _Inputs) -> None:
     via = "" if resolved == Path(os.path.abspath(out.path)) else f" (through a symlink: {resolved})"
     st = _stat(resolved)
     if out.kind == "file" and st is not None and stat.S_ISDIR(st.st_mode):
-        raise UsageError(f"{shown} is a directory{via}: name a file", field=out.field)
+        raise UsageError(f"{shown} is a directory{via}: name a file (nothing was written)", field=out.field)
     for a in (resolved, *resolved.parents):
         ast = st if a == resolved else _stat(a)
         if ast is None:
