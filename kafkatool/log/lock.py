@@ -48,7 +48,7 @@ def _dirs_up(path: str | os.PathLike[str]) -> Iterator[Path]:
     resolved form (a partition dir may be a symlink into another disk's log dir)."""
     seen: set[Path] = set()
     given = Path(os.path.abspath(path))
-    for start in (given, given.resolve()):
+    for start in (given, Path(os.path.realpath(given))):  # realpath: a symlink loop resolves as far as it goes
         d = start if start.is_dir() else start.parent
         for p in (d, *d.parents):
             if p not in seen:

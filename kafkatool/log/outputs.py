@@ -84,7 +84,7 @@ class _Inputs:
             self.zones.setdefault(_key(st), _Zone(what, is_file))
 
     def add_log_dirs_above(self, d: Path, of: Path) -> None:
-        for parent in dict.fromkeys((d.parent, d.resolve().parent)):
+        for parent in dict.fromkeys((d.parent, Path(os.path.realpath(d)).parent)):
             if broker_log_dir(parent):
                 self.add(parent, f"the log dir {parent} of the input {of}")
 
@@ -95,7 +95,7 @@ class _Inputs:
             return  # a missing input is refused by the reader, with its own words
         if not stat.S_ISDIR(st.st_mode):
             self.add(p, f"the input file {p}", is_file=True)
-            for d in dict.fromkeys((p.parent, p.resolve().parent)):
+            for d in dict.fromkeys((p.parent, Path(os.path.realpath(p)).parent)):
                 kind = "partition dir" if parse_partition_dir_name(d.name) else "dir"
                 self.add(d, f"the {kind} {d} of the input file {p}")
                 self.add_log_dirs_above(d, p)
