@@ -190,16 +190,15 @@ def _locked(d: Path, dfd: int) -> Iterator[None]:
     try:
         fd = os.open(LOCK_FILE, os.O_RDWR, dir_fd=dfd)
     except FileNotFoundError:
-        fd = os.open(LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644, dir_fd=dfd)
-        ours = True
+        made = _create_marked(dfd)
+        ours = made is not None
+        fd = made if made is not None else os.open(LOCK_FILE, os.O_RDWR, dir_fd=dfd)
     try:
         if not _lock(fd):
             raise BrokerLockHeldError(WRITE_REFUSAL, path=d / LOCK_FILE)
-        if ours:
-            os.write(fd, LOCK_MARK)
-        else:
+        if not ours:
             ours = _left_by_a_killed_run(fd)
-        st = os.fstat(fd)  # after the mark: writing it moved the ctime
+        st = os.fstat(fd)  # after the mark and the link, which moved the ctime
         key = (st.st_dev, st.st_ino)
         _HELD[key] = 1
         try:
@@ -211,6 +210,37 @@ def _locked(d: Path, dfd: int) -> Iterator[None]:
             fcntl.lockf(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+def _create_marked(dfd: int) -> int | None:
+    """Create the ``.lock`` already holding :data:`LOCK_MARK`, or None when another process made one meanwhile.
+
+    The mark is written into an unnamed file (``O_TMPFILE``) that is then linked as ``.lock``: a kill at any moment
+    leaves either no ``.lock`` or a marked one that the next run removes, never an empty one nobody would claim.
+    Where ``O_TMPFILE`` or ``/proc`` is missing the file is created, then marked (a kill in between leaves it empty).
+    """
+    tmpfile = getattr(os, "O_TMPFILE", 0)
+    if tmpfile:
+        try:
+            fd = os.open(".", os.O_RDWR | tmpfile, 0o644, dir_fd=dfd)
+        except OSError:
+            pass  # the filesystem cannot make unnamed files
+        else:
+            try:
+                os.write(fd, LOCK_MARK)
+                os.link(f"/proc/self/fd/{fd}", LOCK_FILE, dst_dir_fd=dfd)
+                return fd
+            except FileExistsError:
+                os.close(fd)
+                return None
+            except OSError:
+                os.close(fd)  # no /proc to link through: the two-step way below
+    try:
+        fd = os.open(LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644, dir_fd=dfd)
+    except FileExistsError:
+        return None
+    os.write(fd, LOCK_MARK)
+    return fd
 
 
 def _left_by_a_killed_run(fd: int) -> bool:

@@ -3,9 +3,12 @@ that very file (device, inode, ctime), keeps one that was there, and removes one
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from kafkatool.log.lock import LOCK_MARK, hold_log_dir
 from tests.support.paths import ROOT
@@ -54,4 +57,31 @@ def test_a_killed_runs_lock_goes_at_the_end_of_the_next_run(tmp_path: Path) -> N
     assert (tmp_path / ".lock").read_bytes() == LOCK_MARK  # left by the killed run: nothing else could remove it
     with hold_log_dir(tmp_path):
         assert (tmp_path / ".lock").exists()
+    assert not (tmp_path / ".lock").exists()
+
+
+def test_without_unnamed_files_the_lock_is_still_marked_and_removed(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where O_TMPFILE is missing (or the filesystem refuses it) the .lock is created, then marked."""
+    monkeypatch.delattr(os, "O_TMPFILE", raising=False)
+    with hold_log_dir(tmp_path):
+        assert (tmp_path / ".lock").read_bytes() == LOCK_MARK
+    assert not (tmp_path / ".lock").exists()
+
+
+def test_the_lock_is_born_marked(tmp_path: Path) -> None:
+    """The mark is in the file before it has the name .lock (an unnamed file linked in): a run killed right after
+    creating it leaves a .lock the next run knows for ours, never an empty one nobody claims."""
+    seen: list[bytes] = []
+    real_link = os.link
+
+    def link(src: str, dst: str, **kw: int) -> None:
+        seen.append(Path(src).read_bytes())  # what .lock will hold the moment it exists
+        real_link(src, dst, **kw)  # type: ignore[arg-type]
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(os, "link", link)
+        with hold_log_dir(tmp_path):
+            pass
+    assert seen == [LOCK_MARK]
     assert not (tmp_path / ".lock").exists()
