@@ -230,6 +230,30 @@ def test_canary_apply_and_rollback(pristine: Path, tmp_path: Path) -> None:
             assert not lock.exists(), f"a killed {op}'s .lock stayed"
 
 
+def test_canary_apply_killed_between_making_the_lock_and_journaling_it(pristine: Path, tmp_path: Path) -> None:
+    """The window that made tests/canary/test_apply.py::test_kill_9_at_random_times flaky: a kill after the .lock
+    was created but before the journal recorded it left a .lock no later run claimed. The .lock is born marked as
+    kafkatool's, so the run that completes the apply removes it."""
+    live = tmp_path / "live"
+    shutil.copytree(pristine, live)
+    w = tmp_path / "w"
+    assert _run(["canary", "run", live, "-p", "old-0", "-w", w]).returncode == 0
+    assert _run(["canary", "verify", w]).returncode == 0
+    original = _files(live / "old-0")
+    # the first _file_id call of a run with no interrupted journal is the one recording the .lock it just made
+    script = (f"import os, sys; sys.path.insert(0, {str(ROOT)!r})\n"
+              "import kafkatool.canary.apply as a\n"
+              "a._file_id = lambda _p: os.kill(os.getpid(), 9)\n"
+              f"a.swap({str(w)!r}, 'apply')\n")
+    r = subprocess.run([sys.executable, "-c", script], env=_env(), capture_output=True, timeout=TIMEOUT)
+    assert r.returncode == -signal.SIGKILL, r.stderr
+    assert (live / ".lock").exists() and _files(live / "old-0") == original  # killed holding it, nothing swapped
+    r2 = _run(["canary", "apply", w])
+    assert r2.returncode == 0, r2.stderr
+    assert _files(live / "old-0") != original
+    assert not (live / ".lock").exists(), "the killed apply's .lock stayed"
+
+
 # ------------------------------------------------------------------------------------------------ spark-scan --output
 
 
