@@ -47,9 +47,10 @@ from kafkatool.constants import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAG
 from kafkatool.errors import InputError, KafkaToolError, UsageError
 from kafkatool.log.layout import LOG_SUFFIX, LogDir, PartitionDir, is_log_dir, offset_from_filename
 from kafkatool.log.lock import refuse_if_live
+from kafkatool.log.outputs import Output, refuse_aliasing
 from kafkatool.record.codecs import Codec
 from kafkatool.util import crash
-from kafkatool.util.atomic import fsync_dir, is_temp_name
+from kafkatool.util.atomic import DirMaker, fsync_dir, is_temp_name
 from kafkatool.util.printable import shown
 
 Progress = Callable[[str], None]
@@ -99,9 +100,8 @@ def select_partitions(log_dir: Path, patterns: Sequence[str]) -> list[PartitionD
 
 def check_workdir(log_dir: Path, workdir: Path) -> bool:
     """W new or empty, not inside the log dir, and the log dir not inside W. True when W must be created."""
+    refuse_aliasing([log_dir], [Output("workdir", workdir)])  # inside the log dir: the broker would find it there
     ld, w = log_dir.resolve(), workdir.resolve()
-    if _inside(w, ld):
-        raise UsageError("the work dir must not be inside the log dir (the broker would find it there)", path=workdir)
     if _inside(ld, w):
         raise UsageError("the log dir must not be inside the work dir", path=workdir)
     if workdir.exists():
@@ -139,8 +139,9 @@ def run_canary(log_dir: str | os.PathLike[str], patterns: Sequence[str], workdir
 
 def _run(ld: Path, chosen: list[PartitionDir], w: Workdir, created: bool, opts: RunOptions,
          patterns: Sequence[str], note: Progress) -> Manifest:
+    made = DirMaker()
     if created:
-        w.path.mkdir(parents=True)
+        made.makedirs(w.path)
         fsync_dir(w.path.absolute().parent)
     try:
         (w.path / ORIGINALS).mkdir()
@@ -163,7 +164,7 @@ def _run(ld: Path, chosen: list[PartitionDir], w: Workdir, created: bool, opts: 
         return manifest
     except BaseException:
         if created:
-            remove_tree(w.path)
+            made.remove()  # the work dir and the parents the run made
         else:
             for sub in (ORIGINALS, CANARY):
                 remove_tree(w.path / sub)

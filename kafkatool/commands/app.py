@@ -196,6 +196,8 @@ def _option_of(args: list[str], field: str) -> str | None:
         for param in getattr(command, "params", []):
             if param.name == field and param.opts and str(param.opts[0]).startswith("-"):
                 return str(max(param.opts, key=len))
+            if param.name == field and getattr(param, "param_type_name", "") == "argument":
+                return str(getattr(param, "metavar", None) or param.name.upper())  # an argument: its metavar (DST)
     return None
 
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from kafkatool.commands.conversion import ChunkSizeOpt, DryRunOpt, MaxMessageBytesOpt, SegmentBytesOpt
+from kafkatool.commands.conversion import ChunkSizeOpt, DryRunOpt, MaxMessageBytesOpt, ResumeOpt, SegmentBytesOpt
 from kafkatool.commands.options import (
     FormatOpt,
     LiveOpt,
@@ -38,6 +38,11 @@ HELP = "\n\n".join([
     'DST must be new or empty; it receives one complete partition dir per input partition (segments, '
     '.index, .timeindex, leader-epoch-checkpoint, partition.metadata), written crash-safely. Source files '
     'are never modified. Stop the broker before moving the result into a log dir.',
+    'DST is refused (exit 2, nothing written) when it, or a DST/<partition> it would receive, is or lies '
+    'inside SRC, its partition dir or its broker log dir. A complete run ends with DST/_SUCCESS; a run that '
+    'was interrupted leaves whole partition dirs and no _SUCCESS, and a second run over it stops and says '
+    'so: '
+    '--resume converts the partitions not yet complete (with the same options), or remove DST and run again.',
     "Exit 3 (nothing written): DST is inside a log dir a live broker holds (its .lock), or SRC is and --live "
     'was not given. A stopped broker\'s log dir that DST is in stays locked while the run writes.',
 ])
@@ -72,6 +77,7 @@ def downconvert(
     segment_bytes: SegmentBytesOpt = DEFAULT_SEGMENT_BYTES,
     max_message_bytes: MaxMessageBytesOpt = DEFAULT_MAX_MESSAGE_BYTES,
     dry_run: DryRunOpt = False,
+    resume: ResumeOpt = False,
     live: LiveOpt = False,
     memory: MemoryOpt = None,
     fmt: FormatOpt = None,
@@ -82,7 +88,7 @@ def downconvert(
     form = output.resolve_format(fmt, tty_default=OutputFormat.text)
     request = ConvertRequest(src, dst, to_magic, codec=codec, zstd_to=zstd_to, batch_bytes=batch_bytes,
                              chunk_size=chunk_size, segment_bytes=segment_bytes, max_message_bytes=max_message_bytes,
-                             dry_run=dry_run, live=live, memory=memory_option(memory))
+                             dry_run=dry_run, resume=resume, live=live, memory=memory_option(memory))
     with ConvertRenderer(output, form, "downconvert") as renderer:
         outcome = convert(request, renderer)
     render_total(output, form, outcome.partitions, "downconvert", dry_run)

@@ -45,10 +45,10 @@ from kafkatool.constants import (
     DOWN_CONVERSION_READ_SIZE,
     INT32_MAX,
 )
+from kafkatool.convert.destination import Destination, begin, check_destination, finish, undo_begin
 from kafkatool.convert.files import (
     PartitionSource,
     SegmentWriter,
-    check_destination,
     resolve_sources,
     scan_for_zstd,
     valid_batches,
@@ -82,7 +82,7 @@ from kafkatool.record.legacy_records import build_entries
 from kafkatool.record.up_convert import ConversionCounters, Unit, UpConverter, oversized_copy
 from kafkatool.util import budget as _budget
 from kafkatool.util import crash
-from kafkatool.util.atomic import fsync_dir, temp_name
+from kafkatool.util.atomic import DirMaker, fsync_dir, temp_name
 from kafkatool.util.printable import shown
 from kafkatool.util.regular import open_regular
 
@@ -124,6 +124,13 @@ class ConvertOptions:
             raise UsageError("must be at least 1", field="max_message_bytes")
         if self.batch_bytes < 0:
             raise UsageError("must be >= 0", field="batch_bytes")
+
+    def shaping(self) -> dict[str, Any]:
+        """The options that shape the output (not the chunk size nor the memory: those only pace the work)."""
+        return {"to_magic": self.to_magic, "codec": None if self.codec is None else self.codec.name.lower(),
+                "zstd_to": None if self.zstd_to is None else self.zstd_to.name.lower(),
+                "segment_bytes": self.segment_bytes, "max_message_bytes": self.max_message_bytes,
+                "batch_bytes": self.batch_bytes, "index_interval_bytes": self.index_interval_bytes}
 
 
 @dataclass(slots=True)
@@ -191,6 +198,9 @@ class ConvertObserver:
 
     def partition_done(self, stats: PartitionStats) -> None:
         pass
+
+    def note(self, text: str) -> None:
+        """Progress information (a resumed run: what an earlier one completed)."""
 
 
 class DownConverter:
@@ -441,44 +451,56 @@ def peak_rss(since_reset: bool) -> int:
 
 
 def convert_log(src: str | os.PathLike[str], dst: str | os.PathLike[str], opts: ConvertOptions,
-                observer: ConvertObserver | None = None) -> list[PartitionStats]:
-    """Convert every partition under ``src`` (a segment, a partition dir or a log dir) into ``dst``."""
+                observer: ConvertObserver | None = None, *, resume: bool = False) -> list[PartitionStats]:
+    """Convert every partition under ``src`` (a segment, a partition dir or a log dir) into ``dst``; with ``resume``,
+    only those an interrupted run over ``dst`` did not complete (:mod:`kafkatool.convert.destination`)."""
     opts.validate()
     obs = observer or ConvertObserver()
     src_p, dst_p = Path(src), Path(dst)
     sources = resolve_sources(src_p)
-    check_destination(src_p, dst_p)
+    dest = check_destination(src_p, dst_p, [s.name for s in sources], opts.shaping(), resume=resume)
+    if dest.done:
+        obs.note(f"resuming: {len(dest.done)} of {len(sources)} partition(s) already complete in {dst_p}"
+                 + (" (the run had finished)" if dest.complete else ""))
+    sources = [s for s in sources if s.name not in dest.done]
     if not opts.up and opts.codec is None and opts.zstd_to is None:
         scan_for_zstd(sources)
     obs.start(sources, sum(s.total_bytes() for s in sources))
     if opts.dry_run:
-        return _convert_all(sources, dst_p, opts, obs)
+        return _convert_all(sources, dest, opts, obs)
     with hold_for_write(dst_p):
-        return _convert_all(sources, dst_p, opts, obs)
+        return _convert_all(sources, dest, opts, obs)
 
 
-def _convert_all(sources: list[PartitionSource], dst_p: Path, opts: ConvertOptions,
+def _convert_all(sources: list[PartitionSource], dest: Destination, opts: ConvertOptions,
                  obs: ConvertObserver) -> list[PartitionStats]:
-    created = False
+    dst_p = dest.path
+    made = DirMaker()
+    fresh = not dest.done and not dest.complete
     if not opts.dry_run and not dst_p.exists():
-        dst_p.mkdir(parents=True)
+        made.makedirs(dst_p)
         fsync_dir(dst_p.absolute().parent)
-        created = True
     estimator = CompressionRatioEstimator()
     results: list[PartitionStats] = []
     written: list[Path] = []
     try:
+        if not opts.dry_run:
+            begin(dest)
         for source in sources:
             stats = convert_partition(source, None if opts.dry_run else dst_p, opts, estimator, obs)
             if stats.output:
                 written.append(Path(stats.output))
             results.append(stats)
             obs.partition_done(stats)
+        if not opts.dry_run and not dest.complete:
+            finish(dest)
     except BaseException:
         for d in written:
             shutil.rmtree(d, ignore_errors=True)
-        if created:
-            shutil.rmtree(dst_p, ignore_errors=True)
+        if made.made:
+            made.remove()
+        elif fresh and not opts.dry_run:
+            undo_begin(dest)
         raise
     return results
 

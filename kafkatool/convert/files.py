@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from kafkatool.constants import INT32_MAX
-from kafkatool.errors import CorruptRecordError, InputError, KafkaToolError, UsageError
+from kafkatool.errors import CorruptRecordError, InputError, KafkaToolError
 from kafkatool.log.layout import (
     LEADER_EPOCH_CHECKPOINT,
     PARTITION_METADATA,
@@ -23,7 +23,6 @@ from kafkatool.log.layout import (
     parse_partition_dir_name,
     resolve_inputs,
 )
-from kafkatool.log.lock import refuse_if_live
 from kafkatool.log.recovery import recover_segment
 from kafkatool.log.txn_index import AbortedTxn, encode_txn_index
 from kafkatool.record.batch import MAGIC_V2
@@ -105,31 +104,6 @@ def resolve_sources(src: Path) -> list[PartitionSource]:
             # convert from (a .log that cannot be read would leave a hole). A finding: exit 1, nothing written.
             raise source.not_regular[0].error()
     return out
-
-
-def _inside(child: Path, parent: Path) -> bool:
-    try:
-        child.relative_to(parent)
-        return True
-    except ValueError:
-        return False
-
-
-def check_destination(src: Path, dst: Path) -> None:
-    """DST must be new or empty, not inside SRC, and not anywhere inside a log dir a live broker holds (exit 3:
-    checked first, so that nothing else about a live log dir is said)."""
-    refuse_if_live(dst)
-    src_r = src.resolve()
-    dst_r = dst.resolve()
-    src_dir = src_r.parent if src_r.is_file() else src_r
-    if _inside(dst_r, src_dir):
-        raise UsageError(f"DST must not be inside SRC ({shown(src_dir)}): choose a directory elsewhere", path=dst)
-    if dst.exists():
-        if not dst.is_dir():
-            raise UsageError("DST exists and is not a directory", path=dst)
-        if any(dst.iterdir()):
-            raise UsageError("DST must be a new or empty directory (a leftover .kafkatool-tmp-* dir is an "
-                             "interrupted run: remove DST and run again)", path=dst)
 
 
 def scan_for_zstd(sources: list[PartitionSource]) -> None:
@@ -314,5 +288,5 @@ def _write_fsync(path: Path, data: bytes) -> None:
     crash.point()
 
 
-__all__ = ["PartitionSource", "SegmentWriter", "check_destination", "resolve_sources",
+__all__ = ["PartitionSource", "SegmentWriter", "resolve_sources",
            "scan_for_zstd", "valid_batches"]

@@ -33,6 +33,7 @@ from kafkatool.fetch.simulate import (
 )
 from kafkatool.log.layout import IrregularFile, TopicPartition
 from kafkatool.log.lock import check_read, hold_for_write, live_notice, refuse_if_live
+from kafkatool.log.outputs import Output, refuse_aliasing
 from kafkatool.record.batch import Record
 from kafkatool.util import budget
 from kafkatool.util.atomic import atomic_write
@@ -130,6 +131,8 @@ def fetch_sim(request: FetchSimRequest, listener: FetchListener | None = None) -
             refuse_if_live(target)  # never written into a live log dir, live reads or not
     for lock in check_read(req.paths, live=req.live):
         lis.warning(live_notice(lock))
+    refuse_aliasing(req.paths, [Output(name, target, "file") for name, target in (("out", req.out), ("plot", req.plot))
+                                if target is not None])
     options = FetchOptions(
         fetch_version=version, partition_max_bytes=req.partition_max_bytes, fetch_max_bytes=req.fetch_max_bytes,
         broker_fetch_max_bytes=req.broker_fetch_max_bytes, min_one_message=req.min_one_message,

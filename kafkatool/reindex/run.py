@@ -18,6 +18,7 @@ from kafkatool.errors import ExitCode, UsageError
 from kafkatool.log.layout import INDEX_SUFFIX, TIME_INDEX_SUFFIX, Inputs, IrregularFile, PartitionDir, resolve_inputs
 from kafkatool.log.loader import LogDirState, PartitionRecovery, log_dir_notes, report
 from kafkatool.log.lock import check_read, hold_for_write, hold_log_dir, live_notice, refuse_if_live
+from kafkatool.log.outputs import Output, refuse_aliasing
 from kafkatool.reindex.engine import (
     Mode,
     ReindexOptions,
@@ -31,6 +32,7 @@ from kafkatool.reindex.engine import (
 )
 from kafkatool.reindex.verify import Severity
 from kafkatool.util import budget
+from kafkatool.util.atomic import DirMaker
 from kafkatool.util.printable import shown
 from kafkatool.util.units import format_size
 
@@ -124,8 +126,6 @@ def reindex_time(request: ReindexRequest, listener: ReindexListener | None = Non
         _use_budget(req, [_size(s.log) for p in partitions for s in p.segments])
         return _recovery_report(req, lis, partitions, inputs.not_regular())
     mode: Mode = req.mode
-    if req.output is not None:
-        _refuse_output_inside(req.output, inputs)
     options = ReindexOptions(req.index_interval_bytes, req.verify, req.offset_index, mode,
                              req.output.resolve() if req.output else None, backup=req.backup,
                              keep_valid=req.keep_valid)
@@ -135,13 +135,33 @@ def reindex_time(request: ReindexRequest, listener: ReindexListener | None = Non
     judged = {t.file(s) for t in tasks for s in ((INDEX_SUFFIX, TIME_INDEX_SUFFIX) if req.offset_index
                                                   else (TIME_INDEX_SUFFIX,))}
     irregular = [f for f in inputs.not_regular() if f.path not in judged]
+    if req.output is not None:  # the tree and each DIR/<partition> it receives: none may be an input's
+        mirrors = dict.fromkeys(t.mirror for t in tasks if t.mirror is not None)
+        refuse_aliasing(req.paths, [Output("output", req.output),
+                                    *(Output("output", m, given=req.output) for m in mirrors)])
     _use_budget(req, [t.size for t in tasks])
     if mode == "in-place":
         return _locked(log_dirs_of(tasks), lambda: _run(req, lis, tasks, options, irregular))
     if req.output is not None:
         with hold_for_write(req.output):  # a stopped broker's log dir that the output is in stays locked meanwhile
-            return _run(req, lis, tasks, options, irregular)
+            return _run_into_mirrors(req, lis, tasks, options, irregular)
     return _run(req, lis, tasks, options, irregular)
+
+
+def _run_into_mirrors(req: ReindexRequest, lis: ReindexListener, tasks: list[SegmentTask],
+                      options: ReindexOptions, irregular: list[IrregularFile]) -> ReindexOutcome:
+    """Mode output: the mirror dirs are made here (the workers write into them); a failed run (a full disk) removes
+    the ones it made, with what it wrote there, and a finished one those that stayed empty."""
+    made = DirMaker()
+    for mirror in dict.fromkeys(t.mirror for t in tasks if t.mirror is not None):
+        made.makedirs(mirror)
+    try:
+        out = _run(req, lis, tasks, options, irregular)
+    except BaseException:
+        made.remove()
+        raise
+    made.prune()
+    return out
 
 
 def _use_budget(req: ReindexRequest, sizes: list[int]) -> None:
@@ -176,16 +196,6 @@ def _partitions_of_files(inputs: Inputs) -> list[PartitionDir]:
             seen.add(d)
             out.append(PartitionDir.scan(f.parent))
     return out
-
-
-def _refuse_output_inside(output: Path, inputs: Inputs) -> None:
-    target = output.resolve()
-    roots = [d.path for d in inputs.log_dirs] + [p.path for p in inputs.partitions] + [f.parent for f in inputs.files]
-    for root in roots:
-        r = root.resolve()
-        if target == r or r in target.parents:
-            raise UsageError(f"{shown(output)} is inside the input {shown(root)}: write into a log dir in place "
-                             "instead", field="output")
 
 
 def _run(req: ReindexRequest, lis: ReindexListener, tasks: list[SegmentTask], options: ReindexOptions,

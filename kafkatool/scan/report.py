@@ -27,7 +27,7 @@ from kafkatool.scan.keyshare import (
 )
 from kafkatool.scan.plan import SegmentFile
 from kafkatool.util import crash
-from kafkatool.util.atomic import atomic_write_bytes, fsync_dir
+from kafkatool.util.atomic import DirMaker, atomic_write_bytes, fsync_dir
 
 MATCH_THRESHOLD = 0.99  # a partitioner "explains" a partition when this share of its keys fits it
 
@@ -229,24 +229,39 @@ def consumer_range_text(load: ConsumerLoad) -> str:
 # ---------------------------------------------------------------------------------------------- Parquet
 
 def write_parquet(out_dir: str, tables: Mapping[str, list[dict[str, Any]]]) -> list[str]:
-    """Write each list of rows as ``out_dir/<name>.parquet`` (atomically, one file per table)."""
+    """Write each list of rows as ``out_dir/<name>.parquet`` (atomically, one file per table). A failure (a full
+    disk) removes what the run created: the files that were not there before, and the directories it made."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    if not os.path.isdir(out_dir):
-        os.makedirs(out_dir)
-        fsync_dir(os.path.dirname(os.path.abspath(out_dir)))
-    written = []
-    for name, rows in tables.items():
-        if not rows:
-            continue
-        table = pa.Table.from_pylist(list(rows))
-        sink = pa.BufferOutputStream()
-        pq.write_table(table, sink)
-        path = os.path.join(out_dir, f"{name}.parquet")
-        atomic_write_bytes(path, sink.getvalue().to_pybytes())
-        crash.point()
-        written.append(path)
+    made = DirMaker()
+    written: list[str] = []
+    new: list[str] = []
+    try:
+        if not os.path.isdir(out_dir):
+            made.makedirs(out_dir)
+            fsync_dir(os.path.dirname(os.path.abspath(out_dir)))
+        for name, rows in tables.items():
+            if not rows:
+                continue
+            table = pa.Table.from_pylist(list(rows))
+            sink = pa.BufferOutputStream()
+            pq.write_table(table, sink)
+            path = os.path.join(out_dir, f"{name}.parquet")
+            existed = os.path.lexists(path)
+            atomic_write_bytes(path, sink.getvalue().to_pybytes())
+            crash.point()
+            written.append(path)
+            if not existed:
+                new.append(path)
+    except BaseException:
+        for path in new:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        made.remove()
+        raise
     return written
 
 

@@ -13,12 +13,14 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kafkatool.constants import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_BYTES
 from kafkatool.errors import ExitCode, UsageError
 from kafkatool.log.layout import IrregularFile
 from kafkatool.log.lock import check_read, hold_for_write, live_notice, refuse_if_live
+from kafkatool.log.outputs import Output, refuse_aliasing
 from kafkatool.scan.engine import ScanOptions, ScanReport, run_local
 from kafkatool.scan.export import ExportFilter, export_local
 from kafkatool.scan.plan import Plan, discover, make_plan
@@ -155,6 +157,10 @@ def spark_scan(request: ScanRequest, listener: ScanListener | None = None) -> Sc
             refuse_if_live(target)  # never written into a live log dir, live reads or not
     for lock in check_read([p for p in req.paths if not is_url(p)], live=req.live):
         lis.warning(live_notice(lock))
+    refuse_aliasing([p for p in req.paths if not is_url(p)],
+                    [Output(name, Path(target)) for name, target in (("output", req.output),
+                                                                     ("export_records", req.export_records))
+                     if target and not is_url(target)])
 
     found = discover(req.paths, req.topic)
     for note in found.notes:

@@ -67,7 +67,7 @@ def test_upconvert_cli(tmp_path):
     (["downconvert", "{src}", "{out}", "--to-magic", "2"], 2, "to-magic"),
     (["downconvert", "{src}", "{out}", "--to-magic", "1", "--codec", "zstd"], 2, "zstd cannot be written"),
     (["downconvert", "{src}", "{out}", "--to-magic", "1", "--zstd-to", "brotli"], 2, "--zstd-to"),
-    (["downconvert", "{src}", "{src}/inner", "--to-magic", "1"], 2, "inside SRC"),
+    (["downconvert", "{src}", "{src}/inner", "--to-magic", "1"], 2, "inner lies inside the input partition dir"),
     (["upconvert", "{src}", "{out}", "--chunk-size", "lots"], 2, "--chunk-size"),
     (["upconvert", "{missing}", "{out}"], 2, "no such file"),
 ])
@@ -151,8 +151,15 @@ def test_a_killed_run_leaves_nothing_that_looks_complete(tmp_path, where, after)
             continue  # an interrupted partition: plainly not a partition dir
         assert tree_digest(entry) == tree_digest(ref / entry.name)  # whatever has its final name is complete
     assert any(e.name.startswith(".kafkatool-tmp-") for e in dst.iterdir())
-    r = run_cli("downconvert", logs, dst, "--to-magic", "1")
-    assert r.returncode == 2 and "interrupted run" in r.stderr
+    state = tree_digest(dst)
+    r = run_cli("downconvert", logs, dst, "--to-magic", "1", "--segment-bytes", "600")
+    assert r.returncode == 2 and "DST holds an interrupted conversion" in r.stderr and "(--resume)" in r.stderr
+    assert tree_digest(dst) == state
+    r = run_cli("downconvert", logs, dst, "--to-magic", "0", "--segment-bytes", "600", "--resume")
+    assert r.returncode == 2 and "to_magic 1, now 0" in r.stderr  # other options: never mixed into one DST
+    r = run_cli("downconvert", logs, dst, "--to-magic", "1", "--segment-bytes", "600", "--resume")
+    assert r.returncode == 0, r.stderr
+    assert tree_digest(dst) == tree_digest(ref)  # the staging dirs gone, every partition whole, _SUCCESS written
 
 
 def _run_with_tty_stderr(*args: object) -> tuple[int, str, bytes]:

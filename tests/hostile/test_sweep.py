@@ -86,7 +86,7 @@ def _input(case: Case, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, 
 def test_hostile_input(case: Case, command: str, tmp_path: Path,
                        tmp_path_factory: pytest.TempPathFactory) -> None:
     root, path = _input(case, tmp_path_factory)
-    argv = _argv(command, case, path, tmp_path)
+    argv = _argv(command, case, path, (path if path.is_dir() else path.parent) if case.outputs_inside else tmp_path)
     if argv is None:
         return
     before = _snapshot(root)

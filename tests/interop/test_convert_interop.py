@@ -65,7 +65,7 @@ def partition(tmp: Path, log: Path, name: str = "t-0") -> Path:
 def ours(cmd: str, src: Path, dst: Path, *args: str) -> bytes:
     r = run_cli(cmd, src, dst, "--segment-bytes", str(2**31 - 1), *args)
     assert r.returncode == 0, r.stderr
-    (part,) = [p for p in dst.iterdir()]
+    (part,) = [p for p in dst.iterdir() if p.is_dir()]  # beside it: the run file and _SUCCESS
     return b"".join(p.read_bytes() for p in sorted(part.glob("*.log")))
 
 

@@ -45,6 +45,7 @@ class Case:
     expect: dict[str, frozenset[int]] = field(default_factory=dict)  # command -> allowed exit codes
     default: frozenset[int] = ANY
     slow: bool = False  # a bomb: built once per session, runs take seconds
+    outputs_inside: bool = False  # the writers' outputs aimed inside the input (its dir, or a named file's dir)
 
     def allowed(self, command: str) -> frozenset[int]:
         return self.expect.get(command, self.default)
@@ -316,6 +317,29 @@ CASES: list[Case] = [
     Case("checkpoint-fifo-in-log-dir", "logdir", _log_dir_with_fifo_checkpoint, default=FINDING),
     Case("log-symlink-to-regular", "partition", _in_partition(_link_to_regular), default=frozenset({0, 1})),
     Case("symlink-to-segment-named", "file", _named_link_to_regular, default=frozenset({0, 1})),
+]
+
+
+def _broker_log_dir(root: Path) -> Path:
+    """A log dir a broker has used (meta.properties, a checkpoint) holding a good partition."""
+    good_partition(root)
+    (root / "meta.properties").write_text("version=1\nbroker.id=0\n")
+    (root / "recovery-point-offset-checkpoint").write_text("0\n1\nt-0 0 9\n")
+    return root
+
+
+def _good_segment(root: Path) -> Path:
+    return good_partition(root) / f"{SEG0}.log"
+
+
+# outputs (issue 23, item 3): every writer's output aimed inside its own input is refused (exit 2), nothing written
+CASES += [
+    Case("outputs-inside-the-input-partition", "partition", good_partition, outputs_inside=True,
+         expect={w: REFUSED_INPUT for w in WRITERS}),
+    Case("outputs-inside-the-input-log-dir", "logdir", _broker_log_dir, outputs_inside=True,
+         expect={w: REFUSED_INPUT for w in WRITERS}),
+    Case("outputs-beside-the-named-segment", "file", _good_segment, outputs_inside=True,
+         expect={w: REFUSED_INPUT for w in WRITERS}),
 ]
 
 

@@ -44,6 +44,9 @@ class ConvertRenderer(ConvertListener):
     def warning(self, text: str) -> None:
         self.output.finding(f"kafkatool {self.command}: {text}")
 
+    def note(self, text: str) -> None:
+        self.output.note(f"kafkatool {self.command}: {text}")
+
     def start(self, sources: list[PartitionSource], total_bytes: int) -> None:
         if self.output.quiet or not self.output.err.is_terminal:
             return
