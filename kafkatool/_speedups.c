@@ -575,7 +575,8 @@ fail:
     return -1;
 }
 
-static int v2_records_walk(const uint8_t *d, Py_ssize_t p, Py_ssize_t end, int64_t count, V2Args *a, PyObject *out)
+static int v2_records_walk(const uint8_t *d, Py_ssize_t p, Py_ssize_t end, int64_t count, V2Args *a, PyObject *out,
+                           Py_ssize_t *next)
 {
     PyObject *empty = NULL;
     int64_t i;
@@ -695,7 +696,9 @@ static int v2_records_walk(const uint8_t *d, Py_ssize_t p, Py_ssize_t end, int64
             PyTuple_SET_ITEM(rec, 8, Py_NewRef(Py_None));
         }
     }
-    if (p != end)
+    if (next != NULL)
+        *next = p; /* a chunk of the records: the caller goes on from here */
+    else if (p != end)
         goto fail;
     Py_XDECREF(empty);
     return 0;
@@ -707,14 +710,14 @@ fail:
 }
 
 /* parse_records(d, p, end, count, base_offset, base_timestamp, log_append_time, base_sequence)
- * -> list[Record] | None.  Mirrors ``default_records.parse_records``. */
-static PyObject *sp_parse_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+ * -> list[Record] | None.  Mirrors ``default_records.parse_records``; with ``next`` set (parse_records_chunk),
+ * ``parse_records_chunk_py``: the first ``count`` records from ``p``, their end stored in ``next``. */
+static PyObject *parse_v2(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t *next)
 {
     Py_buffer view;
     int64_t p, end, count;
     V2Args a;
     PyObject *out;
-    (void)self;
     if (nargs != 8) {
         PyErr_SetString(PyExc_TypeError, "parse_records takes 8 arguments");
         return NULL;
@@ -747,13 +750,33 @@ static PyObject *sp_parse_records(PyObject *self, PyObject *const *args, Py_ssiz
         PyBuffer_Release(&view);
         Py_RETURN_NONE;
     }
-    if (v2_records_walk((const uint8_t *)view.buf, (Py_ssize_t)p, (Py_ssize_t)end, count, &a, out) < 0) {
+    if (v2_records_walk((const uint8_t *)view.buf, (Py_ssize_t)p, (Py_ssize_t)end, count, &a, out, next) < 0) {
         Py_DECREF(out);
         PyBuffer_Release(&view);
         Py_RETURN_NONE;
     }
     PyBuffer_Release(&view);
     return out;
+}
+
+static PyObject *sp_parse_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    return parse_v2(args, nargs, NULL);
+}
+
+/* parse_records_chunk(d, p, end, count, base_offset, base_timestamp, log_append_time, base_sequence)
+ * -> (list[Record], next position) | None.  Mirrors ``default_records.parse_records_chunk_py``: ``count``
+ * records from ``p`` (more may follow before ``end``). */
+static PyObject *sp_parse_records_chunk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t next = 0;
+    PyObject *out;
+    (void)self;
+    out = parse_v2(args, nargs, &next);
+    if (out == NULL || out == Py_None)
+        return out;
+    return Py_BuildValue("(Nn)", out, next);
 }
 
 /* validate_records(d, p, end, count, base_offset) -> (first_offset, last_offset, contiguous) | None
@@ -784,7 +807,7 @@ static PyObject *sp_validate_records(PyObject *self, PyObject *const *args, Py_s
     a.base_timestamp = a.log_append_time = 0;
     a.base_sequence = -1;
     a.first_offset = a.last_offset = 0;
-    if (v2_records_walk((const uint8_t *)view.buf, (Py_ssize_t)p, (Py_ssize_t)end, count, &a, NULL) < 0) {
+    if (v2_records_walk((const uint8_t *)view.buf, (Py_ssize_t)p, (Py_ssize_t)end, count, &a, NULL, NULL) < 0) {
         PyBuffer_Release(&view);
         Py_RETURN_NONE;
     }
@@ -1488,7 +1511,7 @@ static PyObject *sp_dump_walk(PyObject *self, PyObject *const *args, Py_ssize_t 
                 a.base_sequence = -1;
                 a.first_offset = a.last_offset = 0;
                 if (codec == 0) {
-                    rc = v2_records_walk(buf, (Py_ssize_t)p + RECORD_BATCH_OVERHEAD, (Py_ssize_t)nxt, count, &a, NULL);
+                    rc = v2_records_walk(buf, (Py_ssize_t)p + RECORD_BATCH_OVERHEAD, (Py_ssize_t)nxt, count, &a, NULL, NULL);
                 } else {
                     PyObject *data;
                     Py_buffer dv;
@@ -1500,7 +1523,7 @@ static PyObject *sp_dump_walk(PyObject *self, PyObject *const *args, Py_ssize_t 
                             goto fatal;
                         break;
                     }
-                    rc = v2_records_walk((const uint8_t *)dv.buf, 0, dv.len, count, &a, NULL);
+                    rc = v2_records_walk((const uint8_t *)dv.buf, 0, dv.len, count, &a, NULL, NULL);
                     PyBuffer_Release(&dv);
                     Py_DECREF(data);
                 }
@@ -1893,6 +1916,9 @@ static PyMethodDef methods[] = {
     {"parse_records", (PyCFunction)(void (*)(void))sp_parse_records, METH_FASTCALL,
      "parse_records(d, p, end, count, base_offset, base_timestamp, log_append_time, base_sequence): "
      "default_records.parse_records, or None where the Python function must run."},
+    {"parse_records_chunk", (PyCFunction)(void (*)(void))sp_parse_records_chunk, METH_FASTCALL,
+     "parse_records_chunk(d, p, end, count, base_offset, base_timestamp, log_append_time, base_sequence): "
+     "default_records.parse_records_chunk_py's (records, next position), or None where it must run."},
     {"validate_records", (PyCFunction)(void (*)(void))sp_validate_records, METH_FASTCALL,
      "validate_records(d, p, end, count, base_offset): (first offset, last offset, consecutive) of the records "
      "parse_records would return, or None where it raises."},
