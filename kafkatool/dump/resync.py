@@ -178,7 +178,7 @@ def batch_base_offset(ev: BatchEvent, limit: int | None) -> int | None:
     if ev.base_offset is not None:
         return ev.base_offset
     try:
-        recs = ev.batch.records(limit=limit)
+        recs = next(iter(ev.batch.record_chunks(limit=limit)))  # the first chunk: a wrapper may hold millions
     except KafkaToolError:
         return None
     return int(recs[0][0]) if recs else None
