@@ -55,7 +55,6 @@ from kafkatool.dump.filter import RecordSelector
 from kafkatool.dump.indexes import IndexFiles
 from kafkatool.dump.paths import base_offset_of, classify, plan_files
 from kafkatool.dump.resync import (
-    all_zero,
     batch_fits,
     find_next_batch,
     not_a_batch_start,
@@ -517,7 +516,7 @@ class DumpEngine:
                 stopped = "max-bytes"
                 reader_stop = None
                 break
-            if all_zero(buf, at, end):
+            if fr.first_nonzero(at, end) is None:
                 yield self.finding("trailing-zeros", ERROR if strict else WARNING, display,
                                    f"{rest} zero bytes after the last batch (preallocated segment or a torn write "
                                    "of zeros; the broker's recovery truncates them)", at, bytes=rest)

@@ -9,18 +9,23 @@ by ``batch.ensure_valid()`` and records decoded by ``batch.records()``, only whe
 Files are memory-mapped read-only. Pages already walked past are dropped from the process (clean
 file pages, refetched from the page cache if touched again) every ``window`` bytes, so resident memory
 does not grow with the file size: mapped pages count in RSS, and the window is the active memory
-budget's (``kafkatool.util.budget``: ``window_bytes``) unless the caller gives one.
+budget's (``kafkatool.util.budget``: ``window_bytes``) unless the caller gives one. Zeros after the last
+batch (a preallocated segment: ``log.preallocate`` makes the active segment ``segment.bytes`` long) are
+checked by :meth:`FileRecords.first_nonzero`, which skips the file's holes without touching them
+(``SEEK_DATA``/``SEEK_HOLE``) and scans the rest a window at a time.
 """
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
+import re
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Literal
+from typing import BinaryIO, Literal
 
 import crc32c as _crc32c
 
@@ -51,6 +56,11 @@ Buffer = bytes | bytearray | memoryview
 RecordBatch = DefaultRecordBatch | LegacyRecordBatch
 
 _PAGE = mmap.PAGESIZE
+_SEEK_DATA: int | None = getattr(os, "SEEK_DATA", None)
+_SEEK_HOLE: int = getattr(os, "SEEK_HOLE", 4)
+_NONZERO = re.compile(rb"[^\x00]")
+_ZERO_BLOCK = 1 << 16
+_ZEROS = memoryview(bytes(_ZERO_BLOCK))
 
 StopKind = Literal["end", "short-tail", "size-past-end", "corrupt"]
 
@@ -176,8 +186,11 @@ class FileRecords:
                 self.buf: Buffer = memoryview(self._mm)
             else:
                 self.buf = b""
-        finally:
+        except BaseException:
             os.close(fd)
+            raise
+        # Kept for SEEK_DATA (first_nonzero), closed with the mapping (or when collected: a file object owns it).
+        self._file: BinaryIO | None = os.fdopen(fd, "rb", buffering=0)
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], *, max_bytes: int | None = None,
@@ -212,7 +225,45 @@ class FileRecords:
                 except (OSError, ValueError):
                     pass
 
+    def first_nonzero(self, start: int, end: int | None = None) -> int | None:
+        """The position of the first byte that is not zero in ``[start, end)`` (default: to ``size``), else None.
+
+        Holes (a sparse or preallocated file's unwritten ranges) are skipped without being read, where the file
+        system reports them (``SEEK_DATA``/``SEEK_HOLE``); data is scanned a window at a time, each window's
+        pages handed back after it, so an 8 GiB preallocated segment costs neither 8 GiB of mapped pages nor a
+        read of 8 GiB of zeros."""
+        stop = self.size if end is None else min(end, self.size)
+        p = start
+        while p < stop:
+            data_end = stop
+            if self._file is not None and _SEEK_DATA is not None:
+                fd = self._file.fileno()
+                try:
+                    p = max(p, os.lseek(fd, p, _SEEK_DATA))
+                    data_end = min(stop, os.lseek(fd, p, _SEEK_HOLE))
+                except OSError as e:
+                    if e.errno == errno.ENXIO:  # no data from p to the end of the file: a hole
+                        return None
+                    # the file system cannot tell: scan everything
+                if p >= stop:
+                    return None
+            buf = self.buf if isinstance(self.buf, memoryview) else memoryview(self.buf)
+            while p < data_end:
+                w = min(data_end, p + self.window)
+                for q in range(p, w, _ZERO_BLOCK):  # a memcmp a block, the regex only where one differs
+                    e = min(w, q + _ZERO_BLOCK)
+                    if buf[q:e] != _ZEROS[:e - q]:
+                        m = _NONZERO.search(buf, q, e)
+                        if m is not None:
+                            return m.start()
+                self.drop_range(p, w)
+                p = w
+        return None
+
     def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
         buf = self.buf
         self.buf = b""
         if isinstance(buf, memoryview):
