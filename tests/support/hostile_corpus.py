@@ -273,6 +273,9 @@ CASES: list[Case] = [
     Case("v1-inner-set-cut-mid-message", "partition", _inner_cut, default=frozenset({0, 1}),
          expect={"dump-deep": FINDING}),
     Case("escape-codes-in-names", "logdir", _escape_names, default=frozenset({0, 1})),
+    # hmemory (memory per record and per mapped page): an 8 GiB preallocated segment, sparse
+    Case("preallocated-8gib-segment", "partition", _sparse(f"{SEG0}.log", 8 << 30, batch(0)), slow=True,
+         default=frozenset({0, 1})),
 ]
 
 
