@@ -235,12 +235,12 @@ class FileRecords:
         stop = self.size if end is None else min(end, self.size)
         p = start
         while p < stop:
-            data_end = stop
+            region_end = stop
             if self._file is not None and _SEEK_DATA is not None:
                 fd = self._file.fileno()
                 try:
                     p = max(p, os.lseek(fd, p, _SEEK_DATA))
-                    data_end = min(stop, os.lseek(fd, p, _SEEK_HOLE))
+                    region_end = min(stop, os.lseek(fd, p, _SEEK_HOLE))
                 except OSError as e:
                     if e.errno == errno.ENXIO:  # no data from p to the end of the file: a hole
                         return None
@@ -248,12 +248,12 @@ class FileRecords:
                 if p >= stop:
                     return None
             buf = self.buf if isinstance(self.buf, memoryview) else memoryview(self.buf)
-            while p < data_end:
-                w = min(data_end, p + self.window)
+            while p < region_end:
+                w = min(region_end, p + self.window)
                 for q in range(p, w, _ZERO_BLOCK):  # a memcmp a block, the regex only where one differs
-                    e = min(w, q + _ZERO_BLOCK)
-                    if buf[q:e] != _ZEROS[:e - q]:
-                        m = _NONZERO.search(buf, q, e)
+                    qe = min(w, q + _ZERO_BLOCK)
+                    if buf[q:qe] != _ZEROS[:qe - q]:
+                        m = _NONZERO.search(buf, q, qe)
                         if m is not None:
                             return m.start()
                 self.drop_range(p, w)
@@ -283,6 +283,35 @@ class FileRecords:
 
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
         self.close()
+
+
+def data_end(path: str | os.PathLike[str], *, max_regions: int = 4096) -> int:
+    """Where the data of a regular file ends: its size less a trailing hole (the unwritten tail of a preallocated
+    segment), where the file system reports holes (``SEEK_DATA``/``SEEK_HOLE``); else, or past ``max_regions``
+    data regions, the size. 0 for a file that cannot be opened or is not a regular file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return 0
+    try:
+        st = os.fstat(fd)
+        if not _is_regular(st.st_mode):
+            return 0
+        size = st.st_size
+        if _SEEK_DATA is None:
+            return size
+        p = end = 0
+        for _ in range(max_regions):
+            try:
+                p = os.lseek(fd, p, _SEEK_DATA)
+                end = p = os.lseek(fd, p, _SEEK_HOLE)
+            except OSError as e:
+                return end if e.errno == errno.ENXIO else size
+            if p >= size:
+                return size
+        return size
+    finally:
+        os.close(fd)
 
 
 def _is_regular(mode: int) -> bool:

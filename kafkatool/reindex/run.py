@@ -18,6 +18,7 @@ from kafkatool.errors import ExitCode, UsageError
 from kafkatool.log.layout import Inputs, PartitionDir, resolve_inputs
 from kafkatool.log.loader import LogDirState, PartitionRecovery, log_dir_notes, report
 from kafkatool.log.lock import check_read, hold_for_write, hold_log_dir, live_notice, refuse_if_live
+from kafkatool.record.file_records import data_end
 from kafkatool.reindex.engine import (
     Mode,
     ReindexOptions,
@@ -124,7 +125,7 @@ def reindex_time(request: ReindexRequest, listener: ReindexListener | None = Non
                              req.output.resolve() if req.output else None, backup=req.backup,
                              keep_valid=req.keep_valid)
     tasks = plan(inputs, options)
-    _use_budget(req, [t.size for t in tasks])
+    _use_budget(req, [data_end(t.log) for t in tasks])
     if mode == "in-place":
         return _locked(log_dirs_of(tasks), lambda: _run(req, lis, tasks, options))
     if req.output is not None:
@@ -135,7 +136,8 @@ def reindex_time(request: ReindexRequest, listener: ReindexListener | None = Non
 
 def _use_budget(req: ReindexRequest, sizes: list[int]) -> None:
     """The workers split the budget; each holds the index entries of one segment at a time (the largest decides
-    the minimum); pool workers activate the parent's budget."""
+    the minimum); pool workers activate the parent's budget. ``sizes``: where each segment's data ends (a
+    preallocated segment's unwritten tail holds no batch, so no index entry)."""
     largest = max(sizes, default=0)
     working = working_set(sizes, req.index_interval_bytes)
     budget.activate(budget.resolve(req.memory, workers=req.jobs, working_bytes=working,
@@ -143,10 +145,7 @@ def _use_budget(req: ReindexRequest, sizes: list[int]) -> None:
 
 
 def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
+    return data_end(path)
 
 
 def _locked(dirs: list[Path], body: Callable[[], ReindexOutcome]) -> ReindexOutcome:
