@@ -1605,7 +1605,7 @@ fatal:
 }
 
 /* downconvert_run(buf, p, stop, end, checked, to_magic, first_offset, max_bytes, wsize, wbase, segment_bytes,
- *                 wrapper_header, limit, codecs, estimates)
+ *                 wrapper_header, limit, codecs, estimates[, max_records])
  * -> DownconvertRun(position, data, batches, records, records_filtered, headers_dropped, producer_fields_dropped,
  *                   temporary_memory_bytes, log_end_offset, last_offset, uncompressed_messages, compressed_batches,
  *                   segment_size, estimates, estimates_updated) | None
@@ -1619,7 +1619,8 @@ fatal:
  * four floats and the two steps): the run updates them after every compressed batch, in float
  * arithmetic as ``CompressionRatioEstimator`` does, and ``updated`` has bit ``codec`` set for those it
  * changed. The run stops before the first batch it cannot take: the Python path converts that one
- * (and raises its exact error). ``codecs`` is the tuple of callables named by the F_* constants
+ * (and raises its exact error), and any batch of more than ``max_records`` records (default INT32_MAX: the
+ * Python path reads those a chunk at a time). ``codecs`` is the tuple of callables named by the F_* constants
  * (``convert.DownConverter`` builds it): the CRC-32C, ``decompress(codec, view)`` (with ``limit``) and
  * ``compress(codec, data)`` of codecs.py, and the block functions they call for one snappy or lz4 block,
  * which the run frames and unframes itself. */
@@ -1627,6 +1628,7 @@ static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ss
 {
     Py_buffer view;
     int64_t p, stop, end, checked, to_magic, first_offset, max_bytes, wsize, wbase, seg_bytes, wrap_head;
+    int64_t max_count = INT32_MAX;
     int64_t batches = 0, records = 0, filtered = 0, with_headers = 0, producer = 0, tmem = 0, log_end = -1;
     int64_t last_out = -1, none_records = 0, comp_batches = 0, total = 0;
     float est[4], step_up = 0.0f, step_down = 0.0f;
@@ -1635,14 +1637,14 @@ static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ss
     int64_t limit;
     const uint8_t *buf;
     (void)self;
-    if (nargs != 15) {
-        PyErr_SetString(PyExc_TypeError, "downconvert_run takes 15 arguments");
+    if (nargs != 15 && nargs != 16) {
+        PyErr_SetString(PyExc_TypeError, "downconvert_run takes 15 or 16 arguments");
         return NULL;
     }
     if (arg_i64(args[1], &p) || arg_i64(args[2], &stop) || arg_i64(args[3], &end) || arg_i64(args[4], &checked)
         || arg_i64(args[5], &to_magic) || arg_i64(args[6], &first_offset) || arg_i64(args[7], &max_bytes)
         || arg_i64(args[8], &wsize) || arg_i64(args[9], &wbase) || arg_i64(args[10], &seg_bytes)
-        || arg_i64(args[11], &wrap_head) || arg_i64(args[12], &limit))
+        || arg_i64(args[11], &wrap_head) || arg_i64(args[12], &limit) || (nargs == 16 && arg_i64(args[15], &max_count)))
         Py_RETURN_NONE;
     if (to_magic != 0 && to_magic != 1)
         Py_RETURN_NONE;
@@ -1691,8 +1693,8 @@ static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ss
         attr = be_i16(buf + p + V2_ATTRIBUTES_OFFSET);
         codec = attr & CODEC_MASK;
         count = be_i32(buf + p + V2_RECORDS_COUNT_OFFSET);
-        if ((attr & 0x20) || codec > 3 || count < 0)
-            break;
+        if ((attr & 0x20) || codec > 3 || count < 0 || count > max_count)
+            break; /* more records than a run holds at once: the Python path converts them a chunk at a time */
         if (!checked) {
             int64_t c = call_crc(crc_fn, buf, (Py_ssize_t)p + V2_ATTRIBUTES_OFFSET, (Py_ssize_t)nxt);
             if (c == -2)
@@ -1937,7 +1939,7 @@ static PyMethodDef methods[] = {
      "dump_walk(buf, p, stop, end, last, flags, crc32c, crc32, decompress): dump's plain batches."},
     {"downconvert_run", (PyCFunction)(void (*)(void))sp_downconvert_run, METH_FASTCALL,
      "downconvert_run(buf, p, stop, end, checked, to_magic, first_offset, max_bytes, wsize, wbase, segment_bytes, "
-     "wrapper_header, limit, codecs, estimates): convert.DownConverter's common batches."},
+     "wrapper_header, limit, codecs, estimates[, max_records]): convert.DownConverter's common batches."},
     {"crc32", sp_crc32, METH_VARARGS, "crc32(data, value=0): zlib's CRC-32."},
     {NULL, NULL, 0, NULL},
 };

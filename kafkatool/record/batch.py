@@ -135,16 +135,18 @@ class RecordSource:
     known (``start`` plus the sizes before it) and a run of records can be read again from there.
     """
 
-    __slots__ = ("count", "start", "_read")
+    __slots__ = ("count", "start", "held", "_read")
 
-    def __init__(self, count: int, start: int, read: Callable[[int, int], tuple[list[Record], int]]) -> None:
+    def __init__(self, count: int, start: int, read: Callable[[int, int], tuple[list[Record], int]],
+                 held: list[Record] | None = None) -> None:
         self.count = count
         self.start = start
+        self.held = held  # every record, when they were few enough to decode at once
         self._read = read
 
     @classmethod
     def of(cls, records: list[Record]) -> RecordSource:
-        """A source over records already decoded (positions are the sums of their sizes)."""
+        """A source over records already decoded (``held``; positions are the sums of their sizes)."""
         starts = [0]
         for r in records:
             starts.append(starts[-1] + r.size)
@@ -154,7 +156,7 @@ class RecordSource:
             out = records[i:i + n]
             return out, starts[i + len(out)]
 
-        return cls(len(records), 0, read)
+        return cls(len(records), 0, read, records)
 
     def read(self, position: int, n: int) -> tuple[list[Record], int]:
         return self._read(position, n)

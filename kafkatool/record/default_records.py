@@ -305,13 +305,16 @@ class DefaultRecordBatch:
 
     def record_source(self, *, limit: int | None = None, stored_timestamps: bool = False) -> RecordSource:
         """The batch's records to read a chunk at a time, after checking them all (errors as :meth:`records`
-        raises them). ``stored_timestamps``: base timestamp + delta also in a LogAppendTime batch
-        (:func:`stored_records`)."""
+        raises them); a batch that fits a chunk is decoded at once (``held``). ``stored_timestamps``: base
+        timestamp + delta also in a LogAppendTime batch (:func:`stored_records`)."""
         h = self.h
         count = h.records_count
         if count < 0:
             raise InvalidRecordError(f"Found invalid record count {count} in magic v{h.magic} batch",
                                      position=self.position)
+        if count <= _budget.record_chunk():
+            return RecordSource.of(stored_records(self, limit=limit) if stored_timestamps
+                                   else self.records(limit=limit))
         data = self.records_bytes(limit=limit)
         end = len(data)
         lat = h.max_timestamp if h.attributes & TIMESTAMP_TYPE_MASK and not stored_timestamps else None

@@ -219,12 +219,15 @@ class LegacyRecordBatch:
 
     def record_source(self, *, limit: int | None = None) -> RecordSource:
         """The entry's records (a wrapper's inner messages) to read a chunk at a time, after checking them all
-        (errors as :meth:`records` raises them). Positions are those of the inner entries in the decompressed
-        value."""
+        (errors as :meth:`records` raises them); as few as fit a chunk are decoded at once (``held``).
+        Positions are those of the inner entries in the decompressed value."""
         key, value = self.key_value()
         if not self.attributes & COMPRESSION_CODEC_MASK:
             return RecordSource.of(self.records())
-        return self._source(*self._inner(value, limit))
+        data, count, base = self._inner(value, limit)
+        if count <= _budget.record_chunk():
+            return RecordSource.of(self._deep_records(data, base, 0, count)[0])
+        return self._source(data, count, base)
 
     def _source(self, data: bytes, count: int, base: int) -> RecordSource:
         p, left, n = 0, count, _budget.record_chunk()
