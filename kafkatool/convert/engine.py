@@ -366,7 +366,7 @@ class DownConverter:
                 if reframed:
                     with_headers += sum(1 for r in chunk if r[4])
                 for data, first, last, k in legacy_messages([chunk], magic=magic, timestamp_type=ts_type,
-                                                            log_append_time=lat):
+                                                            log_append_time=lat, position=batch.position):
                     if len(data) > max_bytes:
                         _check_messages(data, max_bytes, batch)
                     n += k
@@ -392,7 +392,8 @@ class DownConverter:
 
             def build(rng: RecordRange) -> Built:
                 return legacy_wrapper(source.chunks(position=rng.position, count=rng.count), cap=max_bytes,
-                                      magic=magic, codec=codec, timestamp_type=ts_type, log_append_time=lat)
+                                      magic=magic, codec=codec, timestamp_type=ts_type, log_append_time=lat,
+                                      position=batch.position)
 
             whole = RecordRange(source.start, 0, source.count, 0)
             built = build(whole)

@@ -3,8 +3,9 @@ hold (a valid 3 MB batch can carry millions): a v2 batch with ``default_records.
 compressed wrapper with ``legacy_records.build_entries``' bytes, and uncompressed legacy messages a chunk at a
 time. A built batch is kept only while it fits the output limit it is built under (the converters' is
 ``max.message.bytes``); past it only its size is counted, which is all KIP-126's split needs
-(``estimator.stream_within_limit``). zstd is the one codec whose streamed bytes may differ from the one-shot ones
-(``codecs.StreamCompressor``): the records are the same.
+(``estimator.stream_within_limit``). A record the format cannot hold (a timestamp below -1, offsets that do not
+increase) is an ``InvalidRecordError`` at ``position`` (the source batch's). zstd is the one codec whose streamed
+bytes may differ from the one-shot ones (``codecs.StreamCompressor``): the records are the same.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any, cast
 
+from kafkatool.errors import InvalidRecordError
 from kafkatool.record.batch import (
     LOG_OVERHEAD,
     MAGIC_V0,
@@ -70,7 +72,7 @@ def v2_batch(chunks: Iterable[list[Record]], *, cap: int, codec: Codec | int, ke
              producer_epoch: int = NO_PRODUCER_EPOCH, base_sequence: int = NO_SEQUENCE,
              is_transactional: bool = False, is_control: bool = False,
              partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH, delete_horizon_ms: int | None = None,
-             override_last_offset: int | None = None) -> Built:
+             override_last_offset: int | None = None, position: int | None = None) -> Built:
     """``build_batch`` of the records in ``chunks`` (``keep_headers`` False: every record without headers, as
     the up-conversion of legacy records builds them), holding one chunk of records and at most ``cap`` bytes of
     output: ``data`` is None when the batch is larger than ``cap``."""
@@ -88,10 +90,13 @@ def v2_batch(chunks: Iterable[list[Record]], *, cap: int, codec: Codec | int, ke
             base = first if base_offset is None else base_offset
             base_ts = delete_horizon_ms if delete_horizon_ms is not None else chunk[0][1]
         elif chunk[0][0] <= last:
-            raise ValueError(f"offsets must increase: {chunk[0][0]} after {last}")
+            raise InvalidRecordError(f"offsets must increase: {chunk[0][0]} after {last}", position=position)
         recs = [(r[0], r[1], r[2], r[3], r[4] if keep_headers else ()) for r in chunk]
         assert base_ts is not None
-        piece, last, ts = encode_records(recs, base, base_ts)
+        try:
+            piece, last, ts = encode_records(recs, base, base_ts)
+        except ValueError as e:
+            raise InvalidRecordError(str(e), position=position) from None
         max_ts = max(max_ts, ts)
         count += len(chunk)
         area += len(piece)
@@ -124,7 +129,7 @@ def v2_batch(chunks: Iterable[list[Record]], *, cap: int, codec: Codec | int, ke
 
 def legacy_wrapper(chunks: Iterable[list[Record]], *, cap: int, magic: int, codec: Codec | int,
                    timestamp_type: TimestampType = TimestampType.CREATE_TIME,
-                   log_append_time: int = NO_TIMESTAMP) -> Built:
+                   log_append_time: int = NO_TIMESTAMP, position: int | None = None) -> Built:
     """``build_entries`` of the records in ``chunks`` with a compression ``codec``: one wrapper (its offset the
     last record's, v1 inner offsets relative to the first), holding one chunk of records and at most ``cap``
     bytes of output: ``data`` is None when the wrapper is larger than ``cap``."""
@@ -149,8 +154,11 @@ def legacy_wrapper(chunks: Iterable[list[Record]], *, cap: int, magic: int, code
             first = chunk[0][0]
             shift = first if magic > MAGIC_V0 else 0
         assert shift is not None
-        piece, ts = encode_entries(cast(Any, chunk), magic=magic, attributes=inner_attrs,
-                                   timestamp=log_append_time if lat else None, offset_shift=shift)
+        try:
+            piece, ts = encode_entries(cast(Any, chunk), magic=magic, attributes=inner_attrs,
+                                       timestamp=log_append_time if lat else None, offset_shift=shift)
+        except ValueError as e:
+            raise InvalidRecordError(str(e), position=position) from None
         max_ts = max(max_ts, ts)
         last = chunk[-1][0]
         count += len(chunk)
@@ -170,7 +178,8 @@ def legacy_wrapper(chunks: Iterable[list[Record]], *, cap: int, magic: int, code
 
 def legacy_messages(chunks: Iterable[list[Record]], *, magic: int,
                     timestamp_type: TimestampType = TimestampType.CREATE_TIME,
-                    log_append_time: int = NO_TIMESTAMP) -> Iterator[tuple[bytes, int, int, int]]:
+                    log_append_time: int = NO_TIMESTAMP,
+                    position: int | None = None) -> Iterator[tuple[bytes, int, int, int]]:
     """``build_entries`` without compression, a chunk at a time: (the chunk's messages, first offset, last
     offset, how many)."""
     if magic == MAGIC_V0:
@@ -179,6 +188,9 @@ def legacy_messages(chunks: Iterable[list[Record]], *, magic: int,
     attrs = compute_attributes(magic, Codec.NONE, timestamp_type) & 0xFF
     for chunk in chunks:
         if chunk:
-            data, _ = encode_entries(cast(Any, chunk), magic=magic, attributes=attrs,
-                                     timestamp=log_append_time if lat else None)
+            try:
+                data, _ = encode_entries(cast(Any, chunk), magic=magic, attributes=attrs,
+                                         timestamp=log_append_time if lat else None)
+            except ValueError as e:
+                raise InvalidRecordError(str(e), position=position) from None
             yield data, chunk[0][0], chunk[-1][0], len(chunk)

@@ -127,7 +127,7 @@ class UpConverter:
             if codec != batch.codec:
                 c.codec_changed_batches += 1
             if source.held is None:
-                return chain(units, self._build_streamed(source, codec, ts_type, lat))
+                return chain(units, self._build_streamed(source, codec, ts_type, lat, batch.position))
             units.extend(self._build(source.held, codec, ts_type, lat))
             return units
         # One uncompressed legacy message.
@@ -218,19 +218,20 @@ class UpConverter:
                                      partition_leader_epoch=batch.partition_leader_epoch,
                                      delete_horizon_ms=batch.delete_horizon_ms,
                                      override_last_offset=batch.last_offset
-                                     if rng.index + rng.count == source.count else None)
+                                     if rng.index + rng.count == source.count else None, position=batch.position)
 
         whole = RecordRange(source.start, 0, source.count, uncompressed)
         built = Built(None, len(data), uncompressed, batch.base_offset, batch.last_offset, source.count)
         return self._emit_streamed(source, whole, built, codec, build)
 
-    def _build_streamed(self, source: RecordSource, codec: Codec, ts_type: TimestampType,
-                        lat: int) -> Iterator[Unit]:
+    def _build_streamed(self, source: RecordSource, codec: Codec, ts_type: TimestampType, lat: int,
+                        position: int) -> Iterator[Unit]:
         """:meth:`_build` for a wrapper of more inner messages than a run holds: built as they are read, a chunk
         at a time, and split by KIP-126 over ranges of them."""
         def build(rng: RecordRange) -> Built:
             return streamed.v2_batch(source.chunks(position=rng.position, count=rng.count), cap=self.max_bytes,
-                                     codec=codec, keep_headers=False, timestamp_type=ts_type, log_append_time=lat)
+                                     codec=codec, keep_headers=False, timestamp_type=ts_type, log_append_time=lat,
+                                     position=position)
 
         built = build(RecordRange(source.start, 0, source.count, 0))
         whole = RecordRange(source.start, 0, source.count, built.uncompressed)
