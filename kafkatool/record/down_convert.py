@@ -28,7 +28,16 @@ from dataclasses import dataclass
 from kafkatool._accel import speedups as _C
 from kafkatool.constants import DOWN_CONVERSION_READ_SIZE
 from kafkatool.errors import InvalidRecordError, KafkaToolError, UnsupportedCodecError
-from kafkatool.record.batch import LOG_OVERHEAD, MAGIC_V0, MAGIC_V1, MAGIC_V2, NO_TIMESTAMP, Record, TimestampType
+from kafkatool.record.batch import (
+    LOG_OVERHEAD,
+    MAGIC_V0,
+    MAGIC_V1,
+    MAGIC_V2,
+    NO_TIMESTAMP,
+    Record,
+    RecordSource,
+    TimestampType,
+)
 from kafkatool.record.codecs import Codec, compress
 from kafkatool.record.codecs import crc32 as _crc32
 from kafkatool.record.default_records import (
@@ -178,7 +187,13 @@ def down_convert_batch(batch: RecordBatch, to_magic: int, first_offset: int, out
             batch_header_size(to_magic, codec) if codec != Codec.NONE else 0)
         return ConvertedBatch(r.data, r.first_offset, r.last_offset, r.records, codec, False, r.inner_bytes,
                               to_magic)
-    source = batch.records(limit=limit)
+    if to_magic < MAGIC_V2 and batch.is_compressed:
+        held = batch.record_source(limit=limit)
+        if held.held is None:  # more records than a run holds: written as they are read
+            return _streamed_records(batch, held, to_magic, codec, ts_type, log_append_time, out)
+        source = held.held
+    else:
+        source = batch.records(limit=limit)
     if to_magic > MAGIC_V1 or batch.is_compressed:
         records = source
     else:
@@ -247,6 +262,33 @@ def _reframe_v2(batch: DefaultRecordBatch, to_magic: int, first_offset: int, out
     out.temporary_memory_bytes += (h.length + LOG_OVERHEAD + inner_bytes
                                    + (WRAPPER_HEADER[to_magic] if codec_id else 0))
     return ConvertedBatch(data, first, last, records, _CODECS[codec_id], False, inner_bytes, to_magic)
+
+
+def _streamed_records(batch: RecordBatch, source: RecordSource, to_magic: int, codec: Codec, ts_type: TimestampType,
+                      lat: int, out: DownConverted) -> ConvertedBatch | None:
+    """:func:`down_convert_batch`'s general path for a compressed batch of more records than a run holds: the
+    messages (or one wrapper, compressed as they come) written from its records a chunk at a time."""
+    if codec == Codec.NONE:
+        parts: list[bytes] = []
+        first = last = -1
+        for d, f, f_last, _ in legacy_messages(source.chunks(), magic=to_magic, timestamp_type=ts_type,
+                                               log_append_time=lat, position=batch.position):
+            parts.append(d)
+            first = f if first < 0 else first
+            last = f_last
+        data = b"".join(parts)
+        del parts
+        written = inner = len(data)
+    else:
+        built = legacy_wrapper(source.chunks(), cap=NO_CAP, magic=to_magic, codec=codec, timestamp_type=ts_type,
+                               log_append_time=lat, position=batch.position)
+        assert built.data is not None
+        data, first, last, inner = built.data, built.first_offset, built.last_offset, built.uncompressed
+        written = inner + batch_header_size(to_magic, codec)
+    out.batches_converted += 1
+    out.records_converted += source.count
+    out.temporary_memory_bytes += batch.size + written
+    return ConvertedBatch(data, first, last, source.count, codec, False, inner, to_magic)
 
 
 def _streamed_v2(batch: DefaultRecordBatch, to_magic: int, first_offset: int, out: DownConverted,
