@@ -24,8 +24,8 @@ from tests.support.paths import ROOT
 from tests.support.rss import MiB, run
 
 MEMORY = "256MiB"
-DEFAULT_CASES = ("zstd-record-count-bomb", "v0-gzip-wrapper-bomb", "preallocated-1gib-segment",
-                 "preallocated-8gib-segment")
+DEFAULT_CASES = ("zstd-record-count-bomb", "v0-gzip-wrapper-bomb", "gzip-v2-record-count-bomb",
+                 "v1-lz4-wrapper-bomb", "preallocated-1gib-segment", "preallocated-8gib-segment")
 
 # name -> argv after ``kafkatool``; {p} the case's path, {d} its log dir, {o} a fresh output dir
 COMMANDS: dict[str, tuple[str, ...]] = {

@@ -147,6 +147,27 @@ def _zstd_bomb(root: Path) -> Path:
     return partition(root, "bomb-0", {SEG0: bytes(reseal(bytearray(head + area)))})
 
 
+def _v2_bomb(codec: Codec) -> Callable[[Path], Path]:
+    """:func:`_zstd_bomb` with another codec (one a v0/v1 consumer can be served: down-conversion keeps it)."""
+    def build(root: Path) -> Path:
+        n = 3_000_000
+        area = b"".join(_varint(len(body)) + body for body in
+                        (b"\x00\x00" + _varint(i) + b"\x01\x00\x00" for i in range(n)))
+        data = compress(codec, area)
+        head = v2.HEADER.pack(0, 49 + len(data), 0, 2, 0, int(codec), n - 1, TS, TS, -1, -1, -1, n)
+        return partition(root, "bomb-0", {SEG0: bytes(reseal(bytearray(head + data)))})
+    return build
+
+
+def _v1_wrapper_bomb(root: Path) -> Path:
+    """A v1 lz4 wrapper of 1.2 M inner messages with a null key and an empty value (relative inner offsets)."""
+    n = 1_200_000
+    body = struct.pack(">bbqii", 1, 0, TS, -1, 0)
+    crc = zlib.crc32(body)
+    inner = b"".join(struct.pack(">qiI", i, len(body) + 4, crc) + body for i in range(n))
+    return partition(root, "bomb-0", {SEG0: legacy_wrapper(1, Codec.LZ4, inner, n - 1)})
+
+
 def _gzip_v0_bomb(root: Path) -> Path:
     """A v0 gzip wrapper of 1.5 M empty inner messages (~3.9 MB on disk)."""
     n = 1_500_000
@@ -273,9 +294,15 @@ CASES: list[Case] = [
     Case("v1-inner-set-cut-mid-message", "partition", _inner_cut, default=frozenset({0, 1}),
          expect={"dump-deep": FINDING}),
     Case("escape-codes-in-names", "logdir", _escape_names, default=frozenset({0, 1})),
-    # hmemory (memory per record and per mapped page): an 8 GiB preallocated segment, sparse
+    # hmemory (memory per record and per mapped page): an 8 GiB preallocated segment, sparse; record-count bombs
+    # whose codec down-conversion keeps (the compiled run and fetch-sim's lazy conversion take them), and a v1
+    # wrapper bomb (relative inner offsets; upconvert, and downconvert to v0)
     Case("preallocated-8gib-segment", "partition", _sparse(f"{SEG0}.log", 8 << 30, batch(0)), slow=True,
          default=frozenset({0, 1})),
+    Case("gzip-v2-record-count-bomb", "partition", _v2_bomb(Codec.GZIP), default=frozenset({0, 1}), slow=True,
+         expect={"dump": frozenset({0}), "dump-deep": frozenset({0})}),
+    Case("v1-lz4-wrapper-bomb", "partition", _v1_wrapper_bomb, default=frozenset({0, 1}), slow=True,
+         expect={"upconvert": frozenset({0}), "dump": frozenset({0}), "dump-deep": frozenset({0})}),
 ]
 
 
