@@ -45,6 +45,7 @@ class Case:
     expect: dict[str, frozenset[int]] = field(default_factory=dict)  # command -> allowed exit codes
     default: frozenset[int] = ANY
     slow: bool = False  # a bomb: built once per session, runs take seconds
+    mapped_bound: bool = False  # mapped file pages stay within the memory budget too (a preallocated segment)
 
     def allowed(self, command: str) -> frozenset[int]:
         return self.expect.get(command, self.default)
@@ -274,7 +275,7 @@ CASES: list[Case] = [
     Case("v0-gzip-wrapper-bomb", "partition", _gzip_v0_bomb, default=frozenset({0, 1}), slow=True,
          expect={"upconvert": frozenset({0}), "dump": frozenset({0}), "dump-deep": frozenset({0})}),
     Case("preallocated-1gib-segment", "partition", _sparse(f"{SEG0}.log", 1 << 30, batch(0)), slow=True,
-         default=frozenset({0, 1})),
+         default=frozenset({0, 1}), mapped_bound=True),
     Case("sparse-8gib-index", "partition", _sparse(f"{SEG0}.index", 8 << 30, b""), slow=True,
          default=frozenset({0, 1, 2})),
     # corrupt data is never laundered
@@ -298,7 +299,7 @@ CASES: list[Case] = [
     # whose codec down-conversion keeps (the compiled run and fetch-sim's lazy conversion take them), and a v1
     # wrapper bomb (relative inner offsets; upconvert, and downconvert to v0)
     Case("preallocated-8gib-segment", "partition", _sparse(f"{SEG0}.log", 8 << 30, batch(0)), slow=True,
-         default=frozenset({0, 1})),
+         default=frozenset({0, 1}), mapped_bound=True),
     Case("gzip-v2-record-count-bomb", "partition", _v2_bomb(Codec.GZIP), default=frozenset({0, 1}), slow=True,
          expect={"dump": frozenset({0}), "dump-deep": frozenset({0})}),
     Case("v1-lz4-wrapper-bomb", "partition", _v1_wrapper_bomb, default=frozenset({0, 1}), slow=True,
