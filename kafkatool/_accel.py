@@ -24,9 +24,9 @@ def pure_requested() -> bool:
 # Every function the callers use, and the result types they read by field name: a stale build (a source tree
 # updated without rebuilding the extension) lacks some, and then the pure-Python paths run rather than an
 # AttributeError mid-command.
-REQUIRED = ("configure", "parse_records", "validate_records", "reframe_v2_records", "legacy_wrapper", "verify_walk",
-            "headers_walk", "hop_walk", "dump_walk", "downconvert_run", "crc32", "Reframed", "VerifyWalk",
-            "HeadersWalk", "DumpWalk", "DownconvertRun")
+REQUIRED = ("configure", "parse_records", "parse_records_chunk", "validate_records", "reframe_v2_records",
+            "legacy_wrapper", "verify_walk", "headers_walk", "hop_walk", "dump_walk", "downconvert_run", "crc32",
+            "Reframed", "VerifyWalk", "HeadersWalk", "DumpWalk", "DownconvertRun")
 
 
 def load() -> ModuleType | None:

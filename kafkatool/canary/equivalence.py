@@ -29,6 +29,7 @@ from kafkatool.record.batch import (
     NO_PRODUCER_ID,
     NO_SEQUENCE,
     Header,
+    RecordSource,
     TimestampType,
 )
 from kafkatool.record.default_records import DefaultRecordBatch
@@ -109,7 +110,7 @@ def read_items(part_dir: Path, segments: list[int], stats: StreamStats, *, to_v2
                     where = f"{shown(log.name)} at byte {b.position}"
                     try:
                         b.ensure_valid()
-                        recs = b.records(limit=limit)
+                        recs = b.record_source(limit=limit)  # checked whole, read a chunk at a time
                     except KafkaToolError as e:
                         if not canary:
                             raise e.at(log) from None
@@ -146,25 +147,26 @@ def _header_range(b: RecordBatch, last_good: int, next_base: int | None) -> tupl
     return first, last
 
 
-def _batch_items(b: RecordBatch, recs: list, stats: StreamStats, to_v2: bool, where: str,  # type: ignore[type-arg]
+def _batch_items(b: RecordBatch, recs: RecordSource, stats: StreamStats, to_v2: bool, where: str,
                  max_bytes: int) -> Iterator[Item]:
     magic = int(b.magic)
     stats.batches += 1
     stats.bytes += b.size
     stats.magics[magic] = stats.magics.get(magic, 0) + 1
-    payload = sum(len(r.key or b"") + len(r.value or b"") for r in recs)
+    payload = sum(len(r.key or b"") + len(r.value or b"") for chunk in recs.chunks() for r in chunk)
     _codec_stats(stats, b, payload)
+    n = recs.count
     if b.size > max_bytes:
         stats.oversized.append((int(b.last_offset), b.size, where))
     if isinstance(b, LegacyRecordBatch):
-        stats.legacy_messages += len(recs)
+        stats.legacy_messages += n
         if b.is_compressed:
             stats.legacy_wrappers += 1
         else:
             stats.legacy_uncompressed += 1
         if magic == MAGIC_V0:
-            stats.v0_records += len(recs)
-        stats.records += len(recs)
+            stats.v0_records += n
+        stats.records += n
         ts_type = int(b.timestamp_type)
         if to_v2 and magic == MAGIC_V0:
             ts_type = int(TimestampType.CREATE_TIME)  # cleaner/LogValidator: NoTimestampType -> CreateTime, ts -1
@@ -175,13 +177,13 @@ def _batch_items(b: RecordBatch, recs: list, stats: StreamStats, to_v2: bool, wh
     assert isinstance(b, DefaultRecordBatch)
     pid, pep, txn, ple = int(b.producer_id), int(b.producer_epoch), b.is_transactional, int(b.partition_leader_epoch)
     tt = int(b.timestamp_type)
-    if not recs:
+    if not n:
         yield Item(int(b.base_offset), "empty-batch", int(b.max_timestamp), tt, None, None, (), pid, pep,
                    int(b.base_sequence), txn, ple, magic, where)
         return
     kind = "control" if b.is_control else "record"
     if kind == "record":
-        stats.records += len(recs)
+        stats.records += n
     for r in recs:
         yield Item(r.offset, kind, r.timestamp, tt, r.key, r.value, tuple(r.headers), pid, pep, r.sequence, txn, ple,
                    magic, where)

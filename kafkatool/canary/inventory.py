@@ -332,12 +332,21 @@ class _Walker:
     def _legacy(self, b: LegacyRecordBatch, size: int) -> tuple[int, int, int]:
         inv = self.inv
         if b.is_compressed:
-            recs = b.records(limit=self.opts.decompress_limit)
-            offsets = [r.offset for r in recs]
-            if offsets != list(range(offsets[0], offsets[0] + len(offsets))):
+            # a chunk of inner messages at a time: a wrapper of a few MB can hold millions
+            first = expected = -1
+            missing = n = 0
+            gaps = False
+            for recs in b.record_chunks(limit=self.opts.decompress_limit):
+                if first < 0:
+                    first = expected = recs[0].offset
+                for r in recs:
+                    gaps |= r.offset != expected
+                    expected = r.offset + 1
+                    missing += r.timestamp == NO_TIMESTAMP
+                n += len(recs)
+            if gaps:
                 inv.offset_gaps += 1  # the cleaner keeps a wrapper's surviving inner messages
-            missing = sum(1 for r in recs if r.timestamp == NO_TIMESTAMP)
-            first, last, n = offsets[0], int(b.last_offset), len(recs)
+            last = int(b.last_offset)
         else:
             key, value = b.key_value()
             as_v2 = legacy_message_as_v2_size(key, value)
@@ -363,7 +372,7 @@ class _Walker:
         if b.is_control:
             name = "UNKNOWN"
             try:
-                recs = b.records(limit=self.opts.decompress_limit)
+                recs = next(iter(b.record_chunks(limit=self.opts.decompress_limit)))
                 if recs:
                     name = parse_control_type(recs[0].key).name
             except KafkaToolError:

@@ -31,7 +31,9 @@ import os
 import resource
 import shutil
 import time
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field, replace
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -53,11 +55,11 @@ from kafkatool.convert.files import (
     scan_for_zstd,
     valid_batches,
 )
-from kafkatool.errors import KafkaToolError, LimitExceededError, UsageError
+from kafkatool.errors import CorruptRecordError, KafkaToolError, LimitExceededError, UsageError
 from kafkatool.log.layout import TXN_INDEX_SUFFIX
 from kafkatool.log.lock import hold_for_write
 from kafkatool.log.txn_index import read_txn_index
-from kafkatool.record.batch import LOG_HEADER, LOG_OVERHEAD, MAGIC_V2, NO_TIMESTAMP, Record, TimestampType
+from kafkatool.record.batch import LOG_HEADER, LOG_OVERHEAD, MAGIC_V2, NO_TIMESTAMP, Record, RecordSource, TimestampType
 from kafkatool.record.codecs import (
     Codec,
     compress,
@@ -68,17 +70,23 @@ from kafkatool.record.codecs import (
     snappy_block_len,
     snappy_unblock,
 )
+from kafkatool.record.default_records import DefaultRecordBatch
 from kafkatool.record.down_convert import WRAPPER_HEADER, DownConverted, down_convert_batch
 from kafkatool.record.estimator import (
     ESTIMATION_STEPS,
     BatchPlanner,
+    Built,
     CompressionRatioEstimator,
+    RecordRange,
+    SplitStats,
     build_within_limit,
     compressed_payload,
     legacy_entry_size,
+    stream_within_limit,
 )
 from kafkatool.record.file_records import FileRecords, RecordBatch
 from kafkatool.record.legacy_records import build_entries
+from kafkatool.record.streamed import legacy_messages, legacy_wrapper
 from kafkatool.record.up_convert import ConversionCounters, Unit, UpConverter, oversized_copy
 from kafkatool.util import budget as _budget
 from kafkatool.util import crash
@@ -223,7 +231,7 @@ class DownConverter:
         self._planner: BatchPlanner | None = None
         self._run_codecs: tuple[Any, ...] | None = None  # what run() hands the compiled run, built once
 
-    def add(self, batch: RecordBatch) -> list[Unit]:
+    def add(self, batch: RecordBatch) -> Iterable[Unit]:
         opts = self.opts
         override = opts.codec
         if override is None and batch.codec_id == Codec.ZSTD:
@@ -232,9 +240,7 @@ class DownConverter:
                 and not batch.is_compressed):
             return self._group(batch, override)
         if self._pending:
-            units = self.flush()
-            units.extend(self._add(batch, override))
-            return units
+            return chain(self.flush(), self._add(batch, override))
         return self._add(batch, override)
 
     @property
@@ -269,7 +275,7 @@ class DownConverter:
         estimates = tuple(est.estimation(topic, cid) for cid in range(4)) + ESTIMATION_STEPS
         r = _C.downconvert_run(buf, p, p + opts.chunk_size, end, 1, to_magic, 0, opts.max_message_bytes,
                                writer.size, writer.base, writer.segment_bytes, WRAPPER_HEADER[to_magic], limit,
-                               self._run_codecs, estimates)
+                               self._run_codecs, estimates, _budget.record_chunk())
         if r is None or r.position == p:
             return None
         writer.append_run(r.data, r.last_offset)
@@ -293,8 +299,19 @@ class DownConverter:
                 est.ratios[(topic, cid)] = r.estimates[cid]
         return r.position, r.log_end_offset
 
-    def _add(self, batch: RecordBatch, override: Codec | None) -> list[Unit]:
+    def _add(self, batch: RecordBatch, override: Codec | None) -> Iterable[Unit]:
         opts, c = self.opts, self.c
+        limit = opts.decompress_limit
+        if type(batch) is DefaultRecordBatch:
+            if (not batch.is_control and batch.records_count > _budget.record_chunk()
+                    and (override is not None or batch.codec_id != Codec.ZSTD)):
+                return self._streamed(batch, batch.record_source(limit=limit), opts.to_magic, override,
+                                      reframed=override is None)
+        elif batch.is_compressed and (batch.magic > opts.to_magic or (override is not None
+                                                                     and override != batch.codec)):
+            # A legacy wrapper converted or re-encoded: its inner messages may be millions.
+            return self._streamed(batch, batch.record_source(limit=limit), min(batch.magic, opts.to_magic),
+                                  override, reframed=False)
         res = down_convert_batch(batch, opts.to_magic, 0, self.dc, limit=opts.decompress_limit,
                                  codec_override=override)
         if res is None:
@@ -305,7 +322,7 @@ class DownConverter:
         if res.copied:
             if len(res.data) > max_bytes:
                 raise oversized_copy(batch, max_bytes)
-            n = res.records if res.records is not None else len(batch.records(limit=opts.decompress_limit))
+            n = res.records if res.records is not None else sum(map(len, batch.record_chunks(limit=limit)))
             c.records_in += n
             c.records_out += n
             c.batches_copied += 1
@@ -336,6 +353,89 @@ class DownConverter:
         lat = batch.max_timestamp if ts_type == TimestampType.LOG_APPEND_TIME else NO_TIMESTAMP
         return self._within_limit(batch.records(limit=opts.decompress_limit), res.data, res.uncompressed_bytes,
                                   res.codec, res.magic, ts_type, lat)
+
+    def _streamed(self, batch: RecordBatch, source: RecordSource, magic: int, override: Codec | None, *,
+                  reframed: bool) -> Iterator[Unit]:
+        """:meth:`_add` for a batch whose records are read a chunk at a time (a v2 batch of more records than a
+        run holds, a legacy wrapper converted or re-encoded): the same units and statistics, the messages or
+        wrappers built as records come (``kafkatool.record.streamed``) and split by KIP-126 over ranges of the
+        source. ``magic``: of the output; ``reframed``: statistics as ``down_convert``'s v2 fast path counts
+        them (headers and producer fields dropped)."""
+        opts, c, dc = self.opts, self.c, self.dc
+        codec = batch.codec if override is None else override
+        dc.batches_in += 1
+        ts_type = batch.timestamp_type
+        lat = batch.max_timestamp if ts_type == TimestampType.LOG_APPEND_TIME else NO_TIMESTAMP
+        # RecordsUtil.downConvert: an uncompressed v2 source drops the records below the first offset (0 here)
+        drop = type(batch) is DefaultRecordBatch and not batch.is_compressed
+        max_bytes = opts.max_message_bytes
+        n = filtered = with_headers = written = 0
+        if codec == Codec.NONE:  # one message per record, written a chunk at a time
+            for chunk in source.chunks():
+                if drop:
+                    kept = [r for r in chunk if r[0] >= 0]
+                    filtered += len(chunk) - len(kept)
+                    chunk = kept
+                if reframed:
+                    with_headers += sum(1 for r in chunk if r[4])
+                for data, first, last, k in legacy_messages([chunk], magic=magic, timestamp_type=ts_type,
+                                                            log_append_time=lat, position=batch.position):
+                    if len(data) > max_bytes:
+                        _check_messages(data, max_bytes, batch)
+                    n += k
+                    written += len(data)
+                    c.records_out += k
+                    c.batches_out += k
+                    c.batches_built += k
+                    yield data, first, last, k
+            dc.records_filtered += filtered
+            if not n:
+                dc.batches_empty += 1
+                c.records_in += int(batch.count or 0)
+                return
+        else:
+            if drop or reframed:
+                for chunk in source.chunks():
+                    if drop and any(r[0] < 0 for r in chunk):
+                        raise CorruptRecordError(
+                            f"a batch of {source.count} records has records with negative offsets, which "
+                            "down-conversion would drop (Kafka never writes them): not converted",
+                            position=batch.position)
+                    with_headers += sum(1 for r in chunk if r[4])
+
+            def build(rng: RecordRange) -> Built:
+                return legacy_wrapper(source.chunks(position=rng.position, count=rng.count), cap=max_bytes,
+                                      magic=magic, codec=codec, timestamp_type=ts_type, log_append_time=lat,
+                                      position=batch.position)
+
+            whole = RecordRange(source.start, 0, source.count, 0)
+            built = build(whole)
+            n = source.count
+            written = built.uncompressed + WRAPPER_HEADER[magic]
+            stats = SplitStats()
+            for b in stream_within_limit(source, replace(whole, uncompressed=built.uncompressed), built,
+                                         magic=magic, codec=codec, max_bytes=max_bytes, split_size=max_bytes,
+                                         estimator=self.estimator, topic=self.topic, build=build, stats=stats):
+                assert b.data is not None
+                c.records_out += b.count
+                c.batches_out += 1
+                c.batches_built += 1
+                c.recompressed_batches += 1
+                yield b.data, b.first_offset, b.last_offset, 1
+            if stats.splits:
+                c.splits += stats.splits
+                c.split_batches += stats.batches
+                c.batches_split += 1
+        c.records_in += n
+        if codec != batch.codec_id:
+            c.codec_changed_batches += 1
+        dc.batches_converted += 1
+        dc.records_converted += n
+        dc.temporary_memory_bytes += batch.size + written
+        if reframed:
+            dc.headers_dropped += with_headers
+            if batch.producer_id >= 0 or batch.is_transactional:
+                dc.producer_fields_dropped += 1
 
     def _group(self, batch: RecordBatch, codec: Codec) -> list[Unit]:
         """One uncompressed legacy message into the pending group of its magic, timestamp type and time."""

@@ -124,11 +124,7 @@ def scan_for_zstd(sources: list[PartitionSource]) -> None:
 
 
 def _zero_from(fr: FileRecords, pos: int) -> bool:
-    step = 1 << 20
-    for p in range(pos, fr.size, step):
-        if bytes(fr.buf[p:min(p + step, fr.size)]).strip(b"\x00"):
-            return False
-    return True
+    return fr.first_nonzero(pos) is None
 
 
 def valid_batches(fr: FileRecords, skipped: Callable[[str, int], None], *, last: bool = True,

@@ -59,6 +59,7 @@ from kafkatool.dump.events import (
     NoticeKind,
     OffsetCheckpointEntry,
     PropertyEntry,
+    RecordsEvent,
     Severity,
 )
 from kafkatool.log.checkpoints import EpochEntry, PartitionMetadata
@@ -292,6 +293,14 @@ class DumpLogWriter:
                                       kafka4=self.kafka4)
             lines.append("")
             self.out.write("\n".join(lines))
+        elif t is RecordsEvent:
+            assert isinstance(ev, RecordsEvent)
+            if self.halt is None:
+                lines = record_lines(ev.batch, ev.records, print_data=self.print_data,
+                                     skip_metadata=self.skip_metadata, decode=self.decode, decoded=ev.decoded,
+                                     kafka4=self.kafka4)
+                lines.append("")
+                self.out.write("\n".join(lines))
         elif t is IndexEntryEvent:
             assert isinstance(ev, IndexEntryEvent)
             if not self.ignoring:

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
+from itertools import chain
 from itertools import count as _count
 from operator import itemgetter
 from pathlib import Path
@@ -45,6 +46,7 @@ from kafkatool.dump.events import (
     Notice,
     NoticeKind,
     Progress,
+    RecordsEvent,
     Severity,
     Summary,
 )
@@ -52,7 +54,6 @@ from kafkatool.dump.filter import RecordSelector
 from kafkatool.dump.indexes import IndexFiles
 from kafkatool.dump.paths import base_offset_of, classify, plan_files
 from kafkatool.dump.resync import (
-    all_zero,
     batch_fits,
     find_next_batch,
     not_a_batch_start,
@@ -64,7 +65,7 @@ from kafkatool.record.batch import MAGIC_V2, Record
 from kafkatool.record.codecs import crc32 as _crc32
 from kafkatool.record.codecs import decompress
 from kafkatool.record.default_records import DefaultRecordBatch
-from kafkatool.record.file_records import FileRecords, LogInputStream
+from kafkatool.record.file_records import FileRecords, LogInputStream, RecordBatch
 from kafkatool.record.sniff import looks_like
 from kafkatool.util.regular import irregular as _irregular
 
@@ -397,9 +398,12 @@ class DumpEngine:
                         continue
 
                     recs: list[Record] | None = None
+                    more: Iterator[list[Record]] | None = None
                     if need_records or (exact_counts and not is_v2 and codec_id):
                         try:
-                            recs = batch.records(limit=limit)
+                            chunks = batch.record_chunks(limit=limit)
+                            recs = next(chunks)
+                            second = next(chunks, None)
                         except KafkaToolError as e:
                             bad = True
                             if crc_ok:
@@ -408,6 +412,36 @@ class DumpEngine:
                             yield self.finding(kind_, ERROR, display,
                                                f"records of the batch at byte {pos} (offsets ..{last_off}) do not "
                                                f"decode: {e.message}", pos, last_off, error_position=e.position)
+                        else:
+                            if second is not None:
+                                more = chain((recs, second), chunks)
+                    if more is not None and recs:
+                        # More records than a run holds at once: the batch a chunk at a time.
+                        cbase = first if first is not None else recs[0][0]
+                        if not need_records:  # legacy records counted: offsets followed batch by batch
+                            if last != -1 and recs[0][0] != last + 1:
+                                yield self._gap(display, pos, last, recs[0][0])
+                            last = last_off
+                        followed, kept, n = yield from self._chunked_records(
+                            display, batch, pos, crc_ok, more, last, cbase, selector, emit_records, need_records)
+                        if need_records:
+                            last = followed
+                        if kept:
+                            n_batches += 1
+                            emitted_bytes += size
+                            codecs[codec_id] = codecs.get(codec_id, 0) + 1
+                            magics[magic] = magics.get(magic, 0) + 1
+                            n_records += n
+                            if t.first_offset is None:
+                                t.first_offset = cbase
+                            if t.last_offset is None or last_off > t.last_offset:
+                                t.last_offset = last_off
+                            if t.max_timestamp is None or max_ts > t.max_timestamp:
+                                t.max_timestamp = max_ts
+                        if strict and bad:
+                            stopped = "strict"
+                            break
+                        continue
                     if recs is not None and verify_inner and not is_v2 and codec_id:
                         for r in recs:
                             if r.crc_valid is False:
@@ -498,7 +532,7 @@ class DumpEngine:
                 stopped = "max-bytes"
                 reader_stop = None
                 break
-            if all_zero(buf, at, end):
+            if fr.first_nonzero(at, end) is None:
                 yield self.finding("trailing-zeros", ERROR if strict else WARNING, display,
                                    f"{rest} zero bytes after the last batch (preallocated segment or a torn write "
                                    "of zeros; the broker's recovery truncates them)", at, bytes=rest)
@@ -551,6 +585,58 @@ class DumpEngine:
         invalid = 0 if stopped in ("to-offset", "max-bytes") else max(0, end - start - walked)
         yield FileEnd(display, kind, fr.file_size, n_batches, n_records if records_known else None, 0, walked,
                       invalid, stopped, reader_stop, reader_throws)
+
+    def _chunked_records(self, display: str, batch: RecordBatch, pos: int, crc_ok: bool,
+                         chunks: Iterator[list[Record]], last: int, base: int, selector: RecordSelector | None,
+                         emit_records: bool, follow: bool) -> Generator[Event, None, tuple[int, bool, int]]:
+        """The records of a batch read a chunk at a time (``_walk`` takes every other batch's at once): per chunk
+        the findings about its records, then its records, the first chunk's in the ``BatchEvent``, the others'
+        in a ``RecordsEvent`` each. ``follow``: offsets are followed record by record (a deep walk). Returns (the
+        last offset followed, whether any record passed the filters, how many did)."""
+        opts = self.opts
+        verify_inner = opts.verify and type(batch) is not DefaultRecordBatch and batch.codec_id
+        from_off, to_off, from_ts, to_ts = opts.from_offset, opts.to_offset, opts.from_time, opts.to_time
+        filter_records = opts.filters_offsets or opts.filters_time
+        select_filters = opts.record_filter is not None and opts.record_filter.on_records
+        control = batch.is_control
+        emitted = False
+        n = 0
+        for recs in chunks:
+            if verify_inner:
+                for r in recs:
+                    if r.crc_valid is False:
+                        yield self.finding("record-crc-mismatch", ERROR, display,
+                                           f"inner message at offset {r.offset} of the wrapper at byte {pos} has a "
+                                           f"bad crc ({r.crc})", pos, r.offset)
+            if follow:
+                prev = last
+                for r in recs:
+                    o = r[0]
+                    if prev != -1 and o != prev + 1:
+                        yield self._gap(display, pos, prev, o)
+                    prev = o
+                last = prev
+            decoded = None
+            if filter_records or selector is not None:
+                if filter_records:
+                    recs = [r for r in recs if (from_off is None or r[0] >= from_off)
+                            and (to_off is None or r[0] <= to_off)
+                            and (from_ts is None or r[1] >= from_ts) and (to_ts is None or r[1] <= to_ts)]
+                if selector is not None and recs:
+                    recs, decoded, failures = selector.select(recs, control, emit_records)
+                    for fail in failures:
+                        yield self.finding("decode-error", WARNING, display, fail.error.message, pos,
+                                           fail.record.offset)
+                if not recs and (filter_records or select_filters):
+                    continue
+            n += len(recs)
+            if opts.emit_data:
+                if not emitted:
+                    yield BatchEvent(display, batch, crc_ok, recs if emit_records else None, base, decoded)
+                elif emit_records:
+                    yield RecordsEvent(display, batch, recs, decoded)
+            emitted = True
+        return last, emitted, n
 
     def _gap(self, display: str, pos: int, prev: int, nxt: int) -> Finding:
         if nxt <= prev:

@@ -1,12 +1,15 @@
 """The typed events ``kafkatool dump``'s engine yields, and its options.
 
-Stream order per file: ``FileStart``, then any of ``BatchEvent`` / ``IndexEntryEvent`` / ``Notice`` /
-``Finding`` / ``Progress``, then ``FileEnd``; one ``Summary`` closes the run. Renderers
-(``dumplog_format``, ``dump_render``, the CLI's table) turn events into text; the engine never formats.
+Stream order per file: ``FileStart``, then any of ``BatchEvent`` (and its ``RecordsEvent``) /
+``IndexEntryEvent`` / ``Notice`` / ``Finding`` / ``Progress``, then ``FileEnd``; one ``Summary`` closes the run.
+Renderers (``dumplog_format``, ``dump_render``, the CLI's table) turn events into text; the engine never formats.
 
 Records travel inside their ``BatchEvent`` (``records``: Kafka's ``Record`` tuples from
 ``kafkatool.record.batch``). There is deliberately no per-record event object: the per-record path is the hot
-one, and a record only means something next to its batch (timestamp type, control flag, magic).
+one, and a record only means something next to its batch (timestamp type, control flag, magic). A batch of more
+records than the memory budget lets a run hold at once (``kafkatool.util.budget.record_chunk``: a few MB of
+tiny records can be millions) comes as its ``BatchEvent`` with the first chunk of records, then one
+``RecordsEvent`` per further chunk, each with the findings about its records before it.
 """
 
 from __future__ import annotations
@@ -123,6 +126,17 @@ class BatchEvent:
     crc_valid: bool
     records: list[Record] | None
     base_offset: int | None  # None: a legacy compressed wrapper whose records were not decoded
+    decoded: list[tuple[str | None, str | None]] | None = None
+
+
+@dataclass(slots=True)
+class RecordsEvent:
+    """More records of the batch of the last ``BatchEvent``: the next chunk of a batch whose records are decoded a
+    chunk at a time (after offset/time and record filters; ``decoded`` as in ``BatchEvent``)."""
+
+    path: str
+    batch: RecordBatch
+    records: list[Record]
     decoded: list[tuple[str | None, str | None]] | None = None
 
 
@@ -243,4 +257,4 @@ class Summary:
     entries: int = 0  # index, snapshot and checkpoint entries
 
 
-Event = FileStart | BatchEvent | IndexEntryEvent | Notice | Finding | Progress | FileEnd | Summary
+Event = FileStart | BatchEvent | RecordsEvent | IndexEntryEvent | Notice | Finding | Progress | FileEnd | Summary

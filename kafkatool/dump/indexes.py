@@ -341,8 +341,9 @@ class IndexFiles:
                                              index_offset=off, log_offset=found)
                     else:
                         try:
-                            max_ts = max((r[1] for r in batch.records(limit=limit)), default=NO_TIMESTAMP)
-                            max_ts = max(max_ts, NO_TIMESTAMP)
+                            max_ts = NO_TIMESTAMP
+                            for chunk in batch.record_chunks(limit=limit):
+                                max_ts = max(max_ts, max((r[1] for r in chunk), default=NO_TIMESTAMP))
                         except KafkaToolError as e:
                             yield self.finding("time-index-unverifiable", ERROR, display,
                                                  f"entry {i} (offset {off}): records of the batch at byte "

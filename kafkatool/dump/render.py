@@ -36,6 +36,7 @@ from kafkatool.dump.events import (
     IndexEntryEvent,
     Notice,
     NoticeKind,
+    RecordsEvent,
     Summary,
 )
 from kafkatool.dump.resync import batch_base_offset
@@ -125,6 +126,11 @@ class JsonWriter:
                 lines += self.record_lines(ev)
             lines.append("")
             w(escape_separators("\n".join(lines)))  # record lines are assembled by hand: escape them here
+        elif t is RecordsEvent:
+            assert isinstance(ev, RecordsEvent)
+            lines = self.record_lines(ev)
+            lines.append("")
+            w(escape_separators("\n".join(lines)))
         elif t is FileStart:
             assert isinstance(ev, FileStart)
             f: dict[str, Any] = {"path": ev.path, "kind": ev.kind.value, "size": ev.size, "base_offset": ev.base_offset}
@@ -154,7 +160,7 @@ class JsonWriter:
             assert isinstance(ev, Summary)
             w(_obj("summary", summary_fields(ev)) + "\n")
 
-    def record_lines(self, ev: BatchEvent) -> list[str]:
+    def record_lines(self, ev: BatchEvent | RecordsEvent) -> list[str]:
         b = ev.batch
         enc = self.value
         hkey = encode_basestring
@@ -301,6 +307,11 @@ class TextWriter:
                 lines += self.record_lines(ev)
             lines.append("")
             self.out.write("\n".join(lines))
+        elif t is RecordsEvent:
+            assert isinstance(ev, RecordsEvent)
+            lines = self.record_lines(ev)
+            lines.append("")
+            self.out.write("\n".join(lines))
         elif t is FileStart:
             assert isinstance(ev, FileStart)
             self.gaps = 0
@@ -370,7 +381,7 @@ class TextWriter:
         return (f"@{b.position} offset {offsets} v{b.magic} {codec_label(b.codec_id)} {b.size}B "
                 f"{b.timestamp_type.label} {self.ts(b.max_timestamp)} crc {crc}")
 
-    def record_lines(self, ev: BatchEvent) -> list[str]:
+    def record_lines(self, ev: BatchEvent | RecordsEvent) -> list[str]:
         b = ev.batch
         control = b.is_control
         legacy = type(b) is not DefaultRecordBatch

@@ -32,6 +32,7 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -175,14 +176,15 @@ def read_entries(path: Path, findings: list[MetadataFinding], *, last_segment: b
                         "(Kafka's recovery truncates the log here)", pos, batch.last_offset))
                     raise _Stop()
                 try:
-                    records = batch.records()
+                    chunks = batch.record_chunks()  # a chunk of records at a time: a batch may hold millions
+                    first = next(chunks)
                 except KafkaToolError as e:
                     findings.append(MetadataFinding("invalid-records", "error", display,
                                                     f"records of the batch do not decode: {e.message}", pos))
                     raise _Stop() from None
                 h = batch.h  # type: ignore[union-attr]
                 control = batch.is_control
-                for r in records:
+                for r in chain(first, chain.from_iterable(chunks)):
                     ctype = None
                     if control:
                         try:

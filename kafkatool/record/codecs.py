@@ -126,6 +126,86 @@ def compress(codec: Codec | int, data: Buffer, *, magic: int = 2, level: int | N
     raise UnsupportedCodecError(f"unknown compression codec id {int(codec)}")
 
 
+class StreamCompressor:
+    """:func:`compress` fed a piece at a time, for a batch built from records read a chunk at a time: ``feed``
+    returns the compressed bytes made so far, ``finish`` the rest. gzip, snappy, lz4 and none give exactly the
+    bytes :func:`compress` gives for the whole input (deflate's output does not depend on how its input is cut;
+    snappy and lz4 frames are made of independent fixed-size blocks); zstd gives a valid frame that may differ
+    (the one-shot compressor picks its parameters from the input's size)."""
+
+    def __init__(self, codec: Codec | int, *, magic: int = 2, level: int | None = None) -> None:
+        self.codec = Codec.from_id(int(codec))
+        self.magic = magic
+        self.level = level
+        self._pending = bytearray()  # snappy/lz4: input of the block being filled
+        self._started = False
+        self._crc = 0
+        self._size = 0
+        self._deflate: Any = None
+        self._zstd: Any = None
+        if self.codec == Codec.GZIP:
+            self._deflate = zlib.compressobj(-1 if level is None else level, zlib.DEFLATED, -zlib.MAX_WBITS)
+        elif self.codec == Codec.ZSTD:
+            if magic < 2:
+                raise UnsupportedCodecError(f"ZStandard compression is not supported for magic {magic}")
+            self._zstd = _zstd_compressor(3 if level is None else level).compressobj()
+        elif self.codec == Codec.LZ4 and (9 if level is None else level) != 9:
+            raise UnsupportedCodecError("lz4 streams are built at Kafka's default level only")
+
+    def feed(self, data: Buffer) -> bytes:
+        codec = self.codec
+        if codec == Codec.NONE:
+            return bytes(data)
+        if codec == Codec.GZIP:
+            head = b"" if self._started else _GZIP_HEADER
+            self._started = True
+            self._crc = crc32(data, self._crc)
+            self._size += len(data)
+            return head + bytes(self._deflate.compress(data))
+        if codec == Codec.ZSTD:
+            return bytes(self._zstd.compress(data))
+        block = XERIAL_BLOCK if codec == Codec.SNAPPY else LZ4_BLOCK
+        self._pending += data
+        out = []
+        if not self._started:
+            self._started = True
+            out.append(XERIAL_HEADER if codec == Codec.SNAPPY else (_LZ4_HEAD_V0 if self.magic == 0 else _LZ4_HEAD))
+        if len(self._pending) >= block:
+            mv = memoryview(self._pending)
+            n = len(mv) // block * block
+            out += [self._block(mv[i:i + block]) for i in range(0, n, block)]
+            mv.release()
+            del self._pending[:n]
+        return b"".join(out)
+
+    def _block(self, block: Buffer) -> bytes:
+        if self.codec == Codec.SNAPPY:
+            packed = bytes(snappy_block(block))
+            return _I32.pack(len(packed)) + packed
+        packed = bytes(lz4_fast_block(block))
+        if len(packed) >= len(block):
+            return _LE32.pack(len(block) | 0x80000000) + bytes(block)
+        return _LE32.pack(len(packed)) + packed
+
+    def finish(self) -> bytes:
+        codec = self.codec
+        if codec == Codec.NONE:
+            return b""
+        if codec == Codec.GZIP:
+            head = b"" if self._started else _GZIP_HEADER
+            return b"".join((head, bytes(self._deflate.flush()),
+                             struct.pack("<II", self._crc & 0xFFFFFFFF, self._size & 0xFFFFFFFF)))
+        if codec == Codec.ZSTD:
+            return bytes(self._zstd.flush())
+        out = [self.feed(b"")]  # the frame header, if nothing was fed
+        if self._pending:
+            out.append(self._block(bytes(self._pending)))
+            self._pending.clear()
+        if codec == Codec.LZ4:
+            out.append(b"\x00\x00\x00\x00")
+        return b"".join(out)
+
+
 def _too_big(limit: int) -> LimitExceededError:
     return LimitExceededError(
         f"decompressed data exceeds the limit of {limit} bytes (decompression bomb, or a larger memory budget)")

@@ -19,6 +19,7 @@ from kafkatool.log.layout import INDEX_SUFFIX, TIME_INDEX_SUFFIX, Inputs, Irregu
 from kafkatool.log.loader import LogDirState, PartitionRecovery, log_dir_notes, report
 from kafkatool.log.lock import check_read, hold_for_write, hold_log_dir, live_notice, refuse_if_live
 from kafkatool.log.outputs import Output, refuse_aliasing
+from kafkatool.record.file_records import data_end
 from kafkatool.reindex.engine import (
     Mode,
     ReindexOptions,
@@ -139,7 +140,7 @@ def reindex_time(request: ReindexRequest, listener: ReindexListener | None = Non
         mirrors = dict.fromkeys(t.mirror for t in tasks if t.mirror is not None)
         refuse_aliasing(req.paths, [Output("output", req.output),
                                     *(Output("output", m, given=req.output) for m in mirrors)])
-    _use_budget(req, [t.size for t in tasks])
+    _use_budget(req, [data_end(t.log) for t in tasks])
     if mode == "in-place":
         return _locked(log_dirs_of(tasks), lambda: _run(req, lis, tasks, options, irregular))
     if req.output is not None:
@@ -166,7 +167,8 @@ def _run_into_mirrors(req: ReindexRequest, lis: ReindexListener, tasks: list[Seg
 
 def _use_budget(req: ReindexRequest, sizes: list[int]) -> None:
     """The workers split the budget; each holds the index entries of one segment at a time (the largest decides
-    the minimum); pool workers activate the parent's budget."""
+    the minimum); pool workers activate the parent's budget. ``sizes``: where each segment's data ends (a
+    preallocated segment's unwritten tail holds no batch, so no index entry)."""
     largest = max(sizes, default=0)
     working = working_set(sizes, req.index_interval_bytes)
     budget.activate(budget.resolve(req.memory, workers=req.jobs, working_bytes=working,
@@ -174,10 +176,7 @@ def _use_budget(req: ReindexRequest, sizes: list[int]) -> None:
 
 
 def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
+    return data_end(path)
 
 
 def _locked(dirs: list[Path], body: Callable[[], ReindexOutcome]) -> ReindexOutcome:

@@ -25,12 +25,14 @@ from __future__ import annotations
 
 import operator
 import zlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 from kafkatool.constants import DEFAULT_MAX_MESSAGE_BYTES
 from kafkatool.errors import KafkaToolError
+from kafkatool.record.batch import Record
 from kafkatool.record.default_records import RECORD_BATCH_OVERHEAD
 from kafkatool.record.estimator import batch_header_size
 from kafkatool.scan.keyshare import hash64_many, slots_of_many
@@ -227,64 +229,73 @@ def scan_range(item: WorkItem, opts: ScanOptions = DEFAULT_OPTIONS) -> RangeResu
             if control:
                 st.control_batches += 1
             crc_ok = batch.is_valid()
+            more: Iterator[list[Record]] = iter(())
             try:
-                recs = batch.records(limit=limit)
+                chunks = batch.record_chunks(limit=limit)  # a chunk at a time: a batch may hold millions
+                recs: list[Record] | None = next(chunks)
+                more = chunks
             except KafkaToolError as e:
                 recs = None
                 st.decode_failures += 1
                 if len(st.decode_errors) < MAX_POSITIONS:
                     st.decode_errors.append((path, pos, e.message))
-            if recs is not None and crc_ok and magic < 2 and codec and any(r[8] is False for r in recs):
+            n = 0
+            unc = size
+            first_off = batch.base_offset if magic >= 2 else batch.last_offset
+            inner_bad = False
+            if recs:
+                first_off = recs[0][0]
+                if codec:
+                    unc = RECORD_BATCH_OVERHEAD if magic >= 2 else _WRAPPER_OVERHEAD[magic]
+                for part in chain((recs,), more):
+                    n += len(part)
+                    if magic < 2 and codec and not inner_bad:
+                        inner_bad = any(r[8] is False for r in part)
+                    if codec:
+                        unc += sum(map(_size, part))
+                    tss = [r[1] for r in part]
+                    if tss and min(tss) < 0:
+                        tss = [t for t in tss if t >= 0]
+                    if tss:
+                        if last_ts is not None and tss[0] < last_ts:
+                            st.out_of_order += 1
+                        if len(tss) > 1:
+                            st.out_of_order += sum(map(_lt, tss[1:], tss))
+                        if st.first_timestamp is None:
+                            st.first_timestamp = tss[0]
+                        last_ts = tss[-1]
+                        lo, hi = min(tss), max(tss)
+                        if st.min_timestamp is None or lo < st.min_timestamp:
+                            st.min_timestamp = lo
+                        if st.max_timestamp is None or hi > st.max_timestamp:
+                            st.max_timestamp = hi
+                    if not control:
+                        keys = [r[2] for r in part]
+                        nulls = keys.count(None)
+                        if ks is None:
+                            if nulls:
+                                st.null_keys += nulls
+                                keys = [k for k in keys if k is not None]
+                            pend_keys.extend(keys)  # type: ignore[arg-type]
+                        else:
+                            if nulls:
+                                st.null_keys += nulls
+                                _null_keys(ks, part)
+                                pend_keys.extend(r[2] for r in part if r[2] is not None)
+                                pend_sizes.extend(r[6] for r in part if r[2] is not None)
+                            else:
+                                pend_keys.extend(keys)  # type: ignore[arg-type]
+                                pend_sizes.extend(map(_size, part))
+                        if len(pend_keys) >= _KEY_FLUSH:
+                            _flush_keys(item, st, ks, pend_keys, pend_sizes)
+                            pend_keys = []
+                            pend_sizes = []
+            if inner_bad:
                 crc_ok = False
             if not crc_ok:
                 st.crc_failures += 1
                 if len(st.crc_positions) < MAX_POSITIONS:
                     st.crc_positions.append((path, pos))
-            n = 0
-            unc = size
-            first_off = batch.base_offset if magic >= 2 else batch.last_offset
-            if recs:
-                n = len(recs)
-                first_off = recs[0][0]
-                if codec:
-                    unc = (RECORD_BATCH_OVERHEAD if magic >= 2 else _WRAPPER_OVERHEAD[magic]) + sum(map(_size, recs))
-                tss = [r[1] for r in recs]
-                if min(tss) < 0:
-                    tss = [t for t in tss if t >= 0]
-                if tss:
-                    if last_ts is not None and tss[0] < last_ts:
-                        st.out_of_order += 1
-                    if len(tss) > 1:
-                        st.out_of_order += sum(map(_lt, tss[1:], tss))
-                    if st.first_timestamp is None:
-                        st.first_timestamp = tss[0]
-                    last_ts = tss[-1]
-                    lo, hi = min(tss), max(tss)
-                    if st.min_timestamp is None or lo < st.min_timestamp:
-                        st.min_timestamp = lo
-                    if st.max_timestamp is None or hi > st.max_timestamp:
-                        st.max_timestamp = hi
-                if not control:
-                    keys = [r[2] for r in recs]
-                    nulls = keys.count(None)
-                    if ks is None:
-                        if nulls:
-                            st.null_keys += nulls
-                            keys = [k for k in keys if k is not None]
-                        pend_keys.extend(keys)  # type: ignore[arg-type]
-                    else:
-                        if nulls:
-                            st.null_keys += nulls
-                            _null_keys(ks, recs)
-                            pend_keys.extend(r[2] for r in recs if r[2] is not None)
-                            pend_sizes.extend(r[6] for r in recs if r[2] is not None)
-                        else:
-                            pend_keys.extend(keys)  # type: ignore[arg-type]
-                            pend_sizes.extend(map(_size, recs))
-                    if len(pend_keys) >= _KEY_FLUSH:
-                        _flush_keys(item, st, ks, pend_keys, pend_sizes)
-                        pend_keys = []
-                        pend_sizes = []
             fm[0] += 1
             fm[1] += n
             fm[2] += size

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from itertools import chain
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -62,7 +63,8 @@ def export_range(item: WorkItem, opts: ScanOptions = DEFAULT_OPTIONS, flt: Expor
             if lo is not None and batch.max_timestamp < lo:
                 continue
             try:
-                recs = batch.records(limit=opts.decompress_limit)
+                chunks = batch.record_chunks(limit=opts.decompress_limit)  # a batch may hold millions
+                first = next(chunks)
             except KafkaToolError:
                 continue
             magic = batch.magic
@@ -71,28 +73,29 @@ def export_range(item: WorkItem, opts: ScanOptions = DEFAULT_OPTIONS, flt: Expor
             ts_type = _TS_LABEL[int(batch.timestamp_type)]
             pid, epoch = batch.producer_id, batch.producer_epoch
             txn, ctl = batch.is_transactional, batch.is_control
-            for r in recs:
-                ts = r[1]
-                if filtering and (ts < 0 or (lo is not None and ts < lo) or (hi is not None and ts >= hi)):
-                    continue
-                cols["offset"].append(r[0])
-                cols["timestamp"].append(ts)
-                cols["key"].append(r[2])
-                cols["value"].append(r[3])
-                cols["headers"].append(r[4])
-                payload += (len(r[2]) if r[2] is not None else 0) + (len(r[3]) if r[3] is not None else 0)
-                cols["timestamp_type"].append(ts_type)
-                cols["magic"].append(magic)
-                cols["codec"].append(codec)
-                cols["producer_id"].append(pid)
-                cols["producer_epoch"].append(epoch)
-                cols["transactional"].append(txn)
-                cols["control"].append(ctl)
-            n = len(cols["offset"])
-            if n >= rows or payload >= opts.chunk_bytes:
-                yield _batch(cols, topic, partition)
-                cols = {f.name: [] for f in RECORD_SCHEMA}
-                payload = 0
+            for recs in chain((first,), chunks):
+                for r in recs:
+                    ts = r[1]
+                    if filtering and (ts < 0 or (lo is not None and ts < lo) or (hi is not None and ts >= hi)):
+                        continue
+                    cols["offset"].append(r[0])
+                    cols["timestamp"].append(ts)
+                    cols["key"].append(r[2])
+                    cols["value"].append(r[3])
+                    cols["headers"].append(r[4])
+                    payload += (len(r[2]) if r[2] is not None else 0) + (len(r[3]) if r[3] is not None else 0)
+                    cols["timestamp_type"].append(ts_type)
+                    cols["magic"].append(magic)
+                    cols["codec"].append(codec)
+                    cols["producer_id"].append(pid)
+                    cols["producer_epoch"].append(epoch)
+                    cols["transactional"].append(txn)
+                    cols["control"].append(ctl)
+                n = len(cols["offset"])
+                if n >= rows or payload >= opts.chunk_bytes:
+                    yield _batch(cols, topic, partition)
+                    cols = {f.name: [] for f in RECORD_SCHEMA}
+                    payload = 0
     except (KafkaToolError, OSError):
         pass  # the stats analysis reports unreadable ranges; export what was read
     if cols["offset"]:

@@ -98,3 +98,5 @@ def test_hostile_input(case: Case, command: str, tmp_path: Path,
     assert r.rc in case.allowed(command), where
     assert _snapshot(root) == before, "an input changed: " + where
     assert r.peak_anon <= MEMORY + BASE, f"peak anonymous memory {r.peak_anon / MiB:.0f} MiB: " + where
+    if case.mapped_bound:
+        assert r.peak_file <= MEMORY, f"peak mapped file pages {r.peak_file / MiB:.0f} MiB: " + where

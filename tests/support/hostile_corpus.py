@@ -46,6 +46,7 @@ class Case:
     default: frozenset[int] = ANY
     slow: bool = False  # a bomb: built once per session, runs take seconds
     outputs_inside: bool = False  # the writers' outputs aimed inside the input (its dir, or a named file's dir)
+    mapped_bound: bool = False  # mapped file pages stay within the memory budget too (a preallocated segment)
 
     def allowed(self, command: str) -> frozenset[int]:
         return self.expect.get(command, self.default)
@@ -146,6 +147,27 @@ def _zstd_bomb(root: Path) -> Path:
     area = zstandard.ZstdCompressor(level=3).compress(b"".join(parts))
     head = v2.HEADER.pack(0, 49 + len(area), 0, 2, 0, int(Codec.ZSTD), n - 1, TS, TS, -1, -1, -1, n)
     return partition(root, "bomb-0", {SEG0: bytes(reseal(bytearray(head + area)))})
+
+
+def _v2_bomb(codec: Codec) -> Callable[[Path], Path]:
+    """:func:`_zstd_bomb` with another codec (one a v0/v1 consumer can be served: down-conversion keeps it)."""
+    def build(root: Path) -> Path:
+        n = 3_000_000
+        area = b"".join(_varint(len(body)) + body for body in
+                        (b"\x00\x00" + _varint(i) + b"\x01\x00\x00" for i in range(n)))
+        data = compress(codec, area)
+        head = v2.HEADER.pack(0, 49 + len(data), 0, 2, 0, int(codec), n - 1, TS, TS, -1, -1, -1, n)
+        return partition(root, "bomb-0", {SEG0: bytes(reseal(bytearray(head + data)))})
+    return build
+
+
+def _v1_wrapper_bomb(root: Path) -> Path:
+    """A v1 lz4 wrapper of 1.2 M inner messages with a null key and an empty value (relative inner offsets)."""
+    n = 1_200_000
+    body = struct.pack(">bbqii", 1, 0, TS, -1, 0)
+    crc = zlib.crc32(body)
+    inner = b"".join(struct.pack(">qiI", i, len(body) + 4, crc) + body for i in range(n))
+    return partition(root, "bomb-0", {SEG0: legacy_wrapper(1, Codec.LZ4, inner, n - 1)})
 
 
 def _gzip_v0_bomb(root: Path) -> Path:
@@ -286,7 +308,7 @@ CASES: list[Case] = [
     Case("v0-gzip-wrapper-bomb", "partition", _gzip_v0_bomb, default=frozenset({0, 1}), slow=True,
          expect={"upconvert": frozenset({0}), "dump": frozenset({0}), "dump-deep": frozenset({0})}),
     Case("preallocated-1gib-segment", "partition", _sparse(f"{SEG0}.log", 1 << 30, batch(0)), slow=True,
-         default=frozenset({0, 1})),
+         default=frozenset({0, 1}), mapped_bound=True),
     Case("sparse-8gib-index", "partition", _sparse(f"{SEG0}.index", 8 << 30, b""), slow=True,
          default=frozenset({0, 1, 2})),
     # corrupt data is never laundered
@@ -340,6 +362,18 @@ CASES += [
          expect={w: REFUSED_INPUT for w in WRITERS}),
     Case("outputs-beside-the-named-segment", "file", _good_segment, outputs_inside=True,
          expect={w: REFUSED_INPUT for w in WRITERS}),
+]
+
+CASES += [
+    # hmemory (memory per record and per mapped page): an 8 GiB preallocated segment, sparse; record-count bombs
+    # whose codec down-conversion keeps (the compiled run and fetch-sim's lazy conversion take them), and a v1
+    # wrapper bomb (relative inner offsets; upconvert, and downconvert to v0)
+    Case("preallocated-8gib-segment", "partition", _sparse(f"{SEG0}.log", 8 << 30, batch(0)), slow=True,
+         default=frozenset({0, 1}), mapped_bound=True),
+    Case("gzip-v2-record-count-bomb", "partition", _v2_bomb(Codec.GZIP), default=frozenset({0, 1}), slow=True,
+         expect={"dump": frozenset({0}), "dump-deep": frozenset({0})}),
+    Case("v1-lz4-wrapper-bomb", "partition", _v1_wrapper_bomb, default=frozenset({0, 1}), slow=True,
+         expect={"upconvert": frozenset({0}), "dump": frozenset({0}), "dump-deep": frozenset({0})}),
 ]
 
 

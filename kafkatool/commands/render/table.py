@@ -23,6 +23,7 @@ from kafkatool.dump.events import (
     IndexEntryEvent,
     Notice,
     NoticeKind,
+    RecordsEvent,
     Severity,
 )
 from kafkatool.dump.render import codec_label, decoded_parts, text_bytes
@@ -74,6 +75,8 @@ class TableWriter:
     def handle(self, ev: Event) -> None:
         if isinstance(ev, BatchEvent):
             self._batch(ev)
+        elif isinstance(ev, RecordsEvent):
+            self._records(ev)
         elif isinstance(ev, IndexEntryEvent):
             fields = asdict(ev.entry)
             self._header([(k.replace("_", " ").capitalize(), 20, False) for k in fields] + [("", 0, False)])
@@ -124,6 +127,10 @@ class TableWriter:
         fmt = f"v{b.magic} {codec_label(b.codec_id)} {_TS_SHORT[b.timestamp_type.label]}"
         self._line([str(b.position), offsets, n, fmt, str(b.size), self.ts(b.max_timestamp),
                     "ok" if ev.crc_valid else "BAD", ", ".join(info)], None if ev.crc_valid else "red")
+        self._records(ev)
+
+    def _records(self, ev: BatchEvent | RecordsEvent) -> None:
+        b = ev.batch
         enc = self.encoding
         decoded = ev.decoded
         for i, r in enumerate(ev.records or ()):
