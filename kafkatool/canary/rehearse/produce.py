@@ -38,6 +38,7 @@ Sent = tuple[int, int, bytes | None, bytes | None, tuple[Header, ...]]  # offset
 RETRIABLE = {5, 6, 7, 14, 15}  # LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT, coordinator
 OLD_PRODUCERS = ((1, MAGIC_V0, "0.9 producer: Produce v1, message format v0"),
                  (2, 1, "0.10 producer: Produce v2, message format v1"))
+CLOSED = "the broker closed the connection"
 NEW_PRODUCER = f"new producer: Produce v{kp.PRODUCE_V2_VERSION}, message format v2"
 
 
@@ -148,8 +149,9 @@ def _send(client: SandboxClient, check: ProduceCheck, topic: str, partition: int
     try:
         r = _produce(client, check.produce_version, topic, partition, data, timeout)
     except WireError as e:
-        check.error = f"the broker closed the connection ({e.message})"
-        check.refused_expected = refusal_expected
+        closed = "closed the connection" in e.message
+        check.error = CLOSED if closed else f"no answer: {e.message}"
+        check.refused_expected = refusal_expected and closed
         return check
     if r.error_code:
         check.error = kp.error_text(r.error_code, r.error_message)

@@ -39,7 +39,7 @@ from kafkatool.canary.rehearse.environment import (
     locate_install,
     make_sandbox_dir,
 )
-from kafkatool.canary.rehearse.produce import Stored, largest_batch, produce_back
+from kafkatool.canary.rehearse.produce import CLOSED, Stored, largest_batch, produce_back
 from kafkatool.canary.rehearse.reads import ReadCheck, Target, compare, served
 from kafkatool.canary.rehearse.result import (
     REHEARSE_JSON,
@@ -291,7 +291,8 @@ def _load(run: _Run, sb: BrokerSandbox, phase: str) -> bool:
         n = len(brokerlog.loaded(sb.log_text(), names, sandbox))
         if n != shown[0]:
             shown[0] = n
-            run.note(f"canary rehearse: {phase}: {n}/{len(names)} canary partition(s) loaded")
+            pid = sb.broker.pid if sb.broker is not None else "?"
+            run.note(f"canary rehearse: {phase}: broker pid {pid}: {n}/{len(names)} canary partition(s) loaded")
 
     what = "loading the canary" if phase == "load" else "loading the canary with recovery forced"
     run.note(f"canary rehearse: {phase}: starting the broker, {what}")
@@ -444,12 +445,11 @@ def _probe_refusal(run: _Run, sb: BrokerSandbox, client: SandboxClient) -> None:
         run.result.findings.append(Finding(None, "read", f"Kafka {run.install.version} announces no Fetch v3 but "
                                                          "answered one"))
         return
-    except WireError as e:
-        closed = e.message
+    except WireError:
+        pass
     time.sleep(0.5)
     words = _refusal_words(sb.log_text()[before:], run, "Fetch", 3)
-    run.result.refusals.append(f"Fetch v3 (a 0.10.1-0.10.2 consumer): the broker closed the connection ({closed})"
-                               + (f": {words}" if words else ""))
+    run.result.refusals.append(f"Fetch v3 (a 0.10.1-0.10.2 consumer): {CLOSED}" + (f": {words}" if words else ""))
 
 
 def _refusal_words(text: str, run: _Run, api: str, version: int) -> str | None:
@@ -508,13 +508,12 @@ def _produce(run: _Run, sb: BrokerSandbox, client: SandboxClient) -> None:
                               skip=refused)
         text = sb.log_text()[before:]
         for check in checks:
-            if check.error is not None and "closed the connection" in check.error:
+            if check.error == CLOSED and check.produce_version not in refused:
                 words = _refusal_words(text, run, "Produce", check.produce_version)
-                if words:
-                    check.error += f": {words}"
+                check.error = f"{CLOSED}: {words}" if words else CLOSED
                 if check.refused_expected:
                     refused[check.produce_version] = check.error
-                    run.result.refusals.append(f"{check.producer}: {words or check.error}")
+                    run.result.refusals.append(f"{check.producer}: {check.error}")
             if not check.ok:
                 limit = run.limits[p.topic]
                 what = (f"{check.producer} ({check.records} record(s), a {check.batch_bytes}-byte batch"
@@ -542,7 +541,7 @@ def _client_verdicts(run: _Run, caps: Sequence[ClientCapability]) -> list[Client
         v = cap.max_fetch_version
         if v < lo:
             why = (f"Kafka {run.install.version} answers Fetch v{lo}-v{hi} only; this client's newest is "
-                   f"{cap.fetch_label}" + (f" ({run.result.refusals[0]})" if run.result.refusals else ""))
+                   f"{cap.fetch_label}: the broker closes its connection")
             out.append(ClientVerdict(cap.spec.display, v, "refused", why))
         elif v <= 3:
             cost = next((c for c in run.result.costs if c.fetch_version == v), None)
