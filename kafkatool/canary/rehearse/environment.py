@@ -116,11 +116,16 @@ def remove_stale_sandboxes(root: Path) -> list[Path]:
     return removed
 
 
-def make_sandbox_dir(temp_dir: Path | None) -> Path:
+def sandbox_root(temp_dir: Path | None) -> Path:
+    """Where sandboxes go (``temp_dir``, else the system's temp dir), rid of those of killed rehearsals."""
     root = Path(temp_dir) if temp_dir is not None else Path(tempfile.gettempdir())
     if not root.is_dir():
         raise RehearseError("the temp dir does not exist", path=root, field="temp_dir")
     remove_stale_sandboxes(root)
+    return root
+
+
+def make_sandbox_dir(root: Path) -> Path:
     try:
         d = Path(tempfile.mkdtemp(prefix=SANDBOX_PREFIX, dir=root))
     except OSError as e:

@@ -38,6 +38,7 @@ from kafkatool.canary.rehearse.environment import (
     check_port,
     locate_install,
     make_sandbox_dir,
+    sandbox_root,
 )
 from kafkatool.canary.rehearse.produce import CLOSED, Stored, largest_batch, produce_back
 from kafkatool.canary.rehearse.reads import ReadCheck, Target, compare, served
@@ -140,6 +141,7 @@ def rehearse(workdir: str | Path, opts: RehearseOptions | None = None, progress:
     m = w.read_manifest()
     if not m.partitions:
         raise UsageError("the canary has no partitions", path=w.manifest_path)
+    root = sandbox_root(opts.temp_dir)
     install = locate_install(opts.kafka)
     mode_hint = BrokerMode(opts.mode) if opts.mode in ("kraft", "zookeeper") else None
     settings = read_operator_settings(opts.server_properties, install, mode_hint)
@@ -150,7 +152,7 @@ def rehearse(workdir: str | Path, opts: RehearseOptions | None = None, progress:
     limits = _limits(m, settings, opts.max_message_bytes)
     result = RehearseResult(str(w.path), str(install.libs), install.version, mode.value,
                             f"{java} (Java {java_major})", dict(settings.taken), dict(settings.ignored))
-    sandbox_dir = make_sandbox_dir(opts.temp_dir)
+    sandbox_dir = make_sandbox_dir(root)
     run = _Run(w, m, install, mode, settings, opts, note, result, limits, topics_of(m), sandbox_dir)
     run.parts = {p.name: PartitionRehearsal(p.name, p.log_end_offset) for p in m.partitions}
     try:
@@ -223,7 +225,7 @@ def _create(run: _Run, sb: BrokerSandbox) -> None:
     try:
         sb.start()
     except SandboxError as e:
-        raise RehearseError(_one_line(e, sb), field="kafka") from None
+        raise RehearseError(_one_line(e, sb), field=_field(e)) from None
     run.note(f"canary rehearse: broker pid {sb.broker.pid if sb.broker else '?'} is up")
     t = run.opts.timeout
     try:
@@ -260,22 +262,29 @@ def _leaders(c: SandboxClient, wanted: Mapping[str, int]) -> bool:
 
 
 def _one_line(e: SandboxError, sb: BrokerSandbox) -> str:
-    """The sandbox's error (its first line) and the broker's most telling line: its first ERROR or FATAL."""
+    """The sandbox's error (its first line) and the telling line of the log of the step that failed: its first
+    ERROR or FATAL entry, else its last line."""
     head = e.message.splitlines()[0].rstrip(":")
-    words = None
-    for log in (sb.log_path, sb.workdir / "zookeeper.log", sb.workdir / "format.log"):
-        try:
-            text = log.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        first = next((x for x in brokerlog.entries(text, str(sb.workdir.parent))
-                      if x.level in ("ERROR", "FATAL")), None)
-        if first is not None:
-            words = first.words
-            break
-        if log.name == "format.log" and text.strip():
-            words = text.strip().splitlines()[-1]
-    return f"{head}: {words}" if words else head
+    if head.startswith("kafka-storage format"):
+        log = sb.workdir / "format.log"
+    elif head.startswith("ZooKeeper"):
+        log = sb.workdir / "zookeeper.log"
+    else:
+        log = sb.log_path
+    try:
+        text = log.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return head
+    found = list(brokerlog.entries(text, str(sb.workdir.parent)))
+    first = next((x for x in found if x.level in ("ERROR", "FATAL")), None)
+    if first is not None:
+        return f"{head}: {first.words}"
+    last = found[-1].words if found else next((x for x in reversed(text.splitlines()) if x.strip()), "")
+    return f"{head} (the last line of its log: {last})" if last else head
+
+
+def _field(e: SandboxError) -> str:
+    return "timeout" if "within" in e.message.splitlines()[0] else "kafka"
 
 
 # ---------------------------------------------------------------------------------------------- load
@@ -304,7 +313,7 @@ def _load(run: _Run, sb: BrokerSandbox, phase: str) -> bool:
             c.until(f"{phase}: every canary partition served", lambda: _served(run, c), run.opts.timeout)
     except SandboxError as e:
         if "not ready within" in e.message:
-            raise RehearseError(_one_line(e, sb)) from None
+            raise RehearseError(_one_line(e, sb), field="timeout") from None
         text = sb.log_text()
         _judge(run, text, phase, all_errors=True, forced=phase == "recovery")
         run.result.findings.append(Finding(None, phase, "the broker stopped while loading the canary",
