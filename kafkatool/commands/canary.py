@@ -329,7 +329,7 @@ Example: kafkatool canary rehearse /var/tmp/c1 --kafka /opt/kafka --server-prope
 @canary_app.command(
     "rehearse",
     help=REHEARSE_HELP,
-    short_help="Load the canary into a throwaway broker of your Kafka; read and produce as old and new clients.",
+    short_help="Load the canary into a throwaway broker of your Kafka; read it as old and new clients.",
     no_args_is_help=True,
 )
 def rehearse_cmd(

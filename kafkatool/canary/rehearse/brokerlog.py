@@ -43,10 +43,10 @@ REQUEST_LOGGER = "kafka.request.logger"
 # (pattern, why it is expected) -- see the module docstring
 EXPECTED: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"caused truncation of conflicting entries"),
-     "the sandbox's topic is new: its leader epoch starts at 0, below the canary's, so becoming leader rewrites "
-     "the copy's leader-epoch cache (the cluster's own epochs are higher)"),
+     "the sandbox's new topic starts at leader epoch 0, below the canary's: becoming leader rewrites the copy's "
+     "leader-epoch cache (in the cluster the epochs are higher)"),
     (re.compile(r"Deleting non-empty leader epoch cache due to incompatible message format"),
-     "a broker writing message format v0/v1 keeps no leader-epoch cache: it deletes the one the canary carries"),
+     "a broker writing format v0/v1 keeps no leader-epoch cache and deletes the canary's"),
     (re.compile(r"UnsupportedVersionException: Received request for api with key \d+ \(\w+\) and unsupported "
                 r"version \d+"),
      "the rehearsal's own request, sent to show that this broker refuses it"),
@@ -144,8 +144,8 @@ def judge(text: str, names: PartitionNames, *, sandbox: str, forced_recovery: bo
         part = names.of(e)
         if forced_recovery and _FORCED_RECOVERY.search(e.message):
             if part is not None:
-                out.append(Said(e, part, "expected", "recovery forced by the rehearsal (clean-shutdown marker "
-                                                     "removed, recovery point 0): the broker validates every batch"))
+                out.append(Said(e, part, "expected", "recovery forced by the rehearsal: the broker validates every "
+                                                     "batch"))
             continue
         why = next((w for rx, w in EXPECTED if rx.search(e.message) or rx.search(e.detail)), None)
         if why is not None:

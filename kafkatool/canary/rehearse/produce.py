@@ -111,10 +111,7 @@ def produce_back(client: SandboxClient, name: str, topic: str, partition: int, s
         if kafka_major >= 4:
             check.note = "Kafka 4.0 removed Produce v0-v2 (KIP-896)"
         if skip and version in skip:
-            check.error, check.refused_expected = skip[version], True
-            check.note += "; not asked again"
-            out.append(check)
-            continue
+            continue  # refused on an earlier partition: the broker's answer is in the rehearsal's refusals
         out.append(_send(client, check, topic, partition, data, recs, magic, stored, timeout, max_differences,
                          refusal_expected=kafka_major >= 4))
     headers = stored.magic >= MAGIC_V2
@@ -130,7 +127,7 @@ def produce_back(client: SandboxClient, name: str, topic: str, partition: int, s
         recs = [(i, r.timestamp, r.key, r.value, tuple(r.headers) if headers else ())
                 for i, r in enumerate(largest.records)]
         note = (f"the canary's largest batch (offsets {largest.base_offset}..{largest.last_offset}, "
-                f"{largest.size} bytes, {codec.label}) produced again")
+                f"{largest.size} bytes, codec {codec.label}) produced again")
         if stored.magic < MAGIC_V2 and codec == Codec.ZSTD:
             codec = Codec.NONE
             note += ", uncompressed (format v0/v1 has no zstd)"

@@ -115,7 +115,7 @@ class ConversionCost:
 
 @dataclass(slots=True)
 class ClientVerdict:
-    """A population of ``--clients`` on this broker."""
+    """A population of the clients file on this broker."""
 
     client: str
     max_fetch_version: int
@@ -134,7 +134,7 @@ class RehearseResult:
     kafka_version: str
     mode: str
     java: str
-    settings: dict[str, str]  # taken from --server-properties
+    settings: dict[str, str]  # taken from the server properties
     ignored: dict[str, str]
     api_versions: dict[str, str] = field(default_factory=dict)  # Fetch/Produce: the range the broker announces
     refusals: list[str] = field(default_factory=list)  # old requests the broker refused, in its words

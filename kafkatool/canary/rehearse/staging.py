@@ -2,7 +2,7 @@
 which topics to create, and how the canary partitions are copied into the broker's log dir.
 
 The sandbox broker is the operator's Kafka with the settings that decide how it reads, converts and serves
-message formats, taken from ``--server-properties`` (:data:`TAKEN`); everything else (listeners, log dirs,
+message formats, taken from the operator's server.properties (:data:`TAKEN`); everything else (listeners, log dirs,
 security, ids) is the sandbox's own. Nothing may delete or rewrite the copies while they are judged: retention
 is off (legacy data has old file times), the cleaner is off, topics are ``cleanup.policy=delete``.
 
@@ -58,7 +58,7 @@ REMOVED_IN_4 = ("inter.broker.protocol.version", "log.message.format.version", "
 
 @dataclass(frozen=True, slots=True)
 class OperatorSettings:
-    """What ``--server-properties`` holds, and what the rehearsal takes from it."""
+    """What the operator's server.properties holds, and what the rehearsal takes from it."""
 
     path: str | None
     taken: dict[str, str] = field(default_factory=dict)  # applied to the sandbox broker

@@ -318,7 +318,8 @@ def render_rehearse(r: RehearseResult, c: Console) -> None:
             if s.kind == "expected":
                 groups.setdefault(s.why, []).append(s.entry.words)
         for why, words in groups.items():
-            c.print(f"  {p.name}: expected: {len(words)} line(s) like \"{words[0]}\" ({why})")
+            first = words[0] if len(words[0]) <= 140 else words[0][:139] + "..."
+            c.print(f"  {p.name}: expected: {len(words)} x \"{first}\": {why}")
         for n in p.notes:
             c.print(f"  {p.name}: {n}")
     for n in r.notes:
