@@ -183,6 +183,15 @@ def loaded(text: str, names: Sequence[str], sandbox: str) -> dict[str, Loaded]:
     return out
 
 
+_FAILED = re.compile(r"Error while loading logs in \S*?/([^/\s]+) in ")
+
+
+def failed_loads(text: str, names: Sequence[str]) -> set[str]:
+    """The canary partitions the broker says it could not load (``Error while loading logs in <dir> in Nms``)."""
+    wanted = set(names)
+    return {m.group(1) for m in _FAILED.finditer(text) if m.group(1) in wanted}
+
+
 @dataclass(frozen=True, slots=True)
 class RequestCost:
     """What the broker logged about one request it completed (3.x, deprecated API versions)."""

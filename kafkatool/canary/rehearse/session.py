@@ -343,8 +343,7 @@ def _load(run: _Run, sb: BrokerSandbox, phase: str) -> bool:
 def _all_loaded(sb: BrokerSandbox, names: Sequence[str], sandbox: str) -> bool:
     text = sb.log_text()
     done = brokerlog.loaded(text, names, sandbox)
-    failed = {n for n in names if f"Error while loading logs in {sandbox}" in text and f"/{n} in " in text}
-    return set(names) <= set(done) | failed
+    return set(names) <= set(done) | brokerlog.failed_loads(text, names)
 
 
 def _served(run: _Run, c: SandboxClient) -> bool:

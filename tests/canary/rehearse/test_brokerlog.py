@@ -97,3 +97,9 @@ def test_request_costs_are_the_broker_measure_of_our_requests_only():
     assert list(costs) == [11]
     c = costs[11]
     assert (c.api_key, c.version, c.temporary_memory_bytes, c.conversion_ms, c.records_size) == (1, 1, 351, 0.208, 231)
+
+
+def test_failed_loads():
+    text = (f"[2026-11-26 14:57:10,150] INFO Error while loading logs in {SANDBOX}/data/orders-1 in 3ms (1/2 "
+            f"completed in {SANDBOX}/data) (kafka.log.LogManager)\n")
+    assert bl.failed_loads(text, ["orders-1", "orders-10"]) == {"orders-1"}
