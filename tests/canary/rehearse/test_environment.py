@@ -121,7 +121,9 @@ def test_one_line_errors_before_any_broker(canary: Path, tmp_path: Path):
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        r = run_cli("canary", "rehearse", canary, "--kafka", kafka4, "--port", str(port), "--temp-dir", temp)
+        java17 = _java_home(tmp_path, 'openjdk version "17.0.15" 2025-04-15')  # no JVM needed to refuse the port
+        r = run_cli("canary", "rehearse", canary, "--kafka", kafka4, "--java-home", java17, "--port", str(port),
+                    "--temp-dir", temp)
     assert r.returncode == 2 and r.stderr.strip().splitlines() == [
         f"kafkatool: error: --port: port {port} on 127.0.0.1 is in use (Address already in use)"]
     _no_sandbox(temp)
