@@ -8,7 +8,7 @@
 * the same old-format canary on that broker still at ``log.message.format.version=0.10.2`` fails: it sends the v2
   canary unconverted to Fetch v2/v3;
 * one canary with three damaged partitions (a flipped byte, a deleted ``.index``, batches over the topic's
-  ``max.message.bytes``) fails with the broker's own words for each;
+  ``max.message.bytes``) fails with the broker's own words for each, on 3.9 KRaft and on 4.4;
 * a Kafka install that never gets ready is one line, and leaves no process and no temp dir; a rehearsal killed with
   SIGKILL takes its broker with it.
 
@@ -206,16 +206,19 @@ def _flip_middle_batch(segment: Path) -> int:
     return at
 
 
-def test_damaged_canaries_fail_in_the_brokers_own_words(sample_canary: Path, kafka3: KafkaInstall,
+@pytest.mark.parametrize("kafka", ["kafka3", "kafka4"])
+def test_damaged_canaries_fail_in_the_brokers_own_words(sample_canary: Path, kafka: str, request: pytest.FixtureRequest,
                                                         tmp_path: Path) -> None:
-    """One rehearsal, three partitions, one problem each; every finding names its partition."""
+    """One rehearsal, three partitions, one problem each; every finding names its partition. Kafka 4's LogLoader
+    (now Java, in storage/) says the same words as 3.9's."""
+    install: KafkaInstall = request.getfixturevalue(kafka)
     w = _copy(sample_canary, tmp_path / "w")
     segs = sorted((w / "canary" / "legacy-events-0").glob("*.log"))
     damaged = segs[len(segs) // 2]
     _flip_middle_batch(damaged)
     index = sorted((w / "canary" / "sensors-2017-0").glob("*.index"))[1]
     index.unlink()
-    r, doc = rehearse(w, kafka3, tmp_path / "tmp", "--max-message-bytes", "sensors-2016=2000")
+    r, doc = rehearse(w, install, tmp_path / "tmp", "--max-message-bytes", "sensors-2016=2000")
     assert r.returncode == 1, r.stderr
     by = {}
     for f in doc["findings"]:
