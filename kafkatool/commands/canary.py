@@ -27,7 +27,8 @@ HELP = """Plan a message-format upgrade (v0 -> v1 -> v2, and the move to Kafka 4
 
 plan: what is on disk, what breaks for which consumers, the phases with their configs. run: convert chosen
 partitions into a work dir (the log dir is never touched). verify: prove them record for record equal to their
-originals. apply: swap them in on a stopped broker, crash-safe. rollback: put the originals back, byte for byte.
+originals. rehearse: load them into a throwaway broker of your Kafka and read them as old and new clients do.
+apply: swap them in on a stopped broker, crash-safe. rollback: put the originals back, byte for byte.
 """
 
 canary_app = typer.Typer(help=HELP, short_help="Plan a message-format upgrade and rehearse it on a few partitions.",
@@ -303,3 +304,97 @@ def rollback_cmd(
     traceback: TracebackOpt = False,
 ) -> int:
     return _swap("rollback", workdir, partitions, memory, fmt, quiet)
+
+
+REHEARSE_HELP = """Load the canary into a throwaway broker of your own Kafka and prove it: the broker loads every
+partition cleanly, old and modern consumers read every record as the originals hold it, old and new producers append.
+
+A single broker on 127.0.0.1 (free ports, a temp dir, its own process group, killed with this command) gets copies
+of W/canary (W is only written: rehearse.json, rehearse.txt). KRaft, or ZooKeeper mode for Kafka 3.x when
+--server-properties names zookeeper.connect; from those properties inter.broker.protocol.version,
+log.message.format.version, log.message.downconversion.enable, message.max.bytes, compression.type and
+log.message.timestamp.type are applied. The broker loads the canary as after `canary apply` (its own indexes
+trusted), its log judged (recovery, truncation, corruption, load failures are findings in its own words); every
+partition is read with Fetch v11 (read_uncommitted, read_committed) and each Fetch v0-v3 the broker still
+answers (it down-converts: the time and heap each old fetch cost it, from its request log), every record compared
+with W/originals; three producers append and read back; then the broker loads it again with recovery forced
+(every batch validated). With --clients: which consumers this broker refuses (Kafka 4: below Fetch v4).
+
+Exit 0 when everything loaded cleanly and every read matched, 1 on a finding, 2 when the rehearsal cannot run
+(no Kafka install, no usable Java, a busy port, a broker that never becomes ready: nothing is left behind).
+
+Example: kafkatool canary rehearse /var/tmp/c1 --kafka /opt/kafka --server-properties /etc/kafka/server.properties
+"""
+
+
+@canary_app.command(
+    "rehearse",
+    help=REHEARSE_HELP,
+    short_help="Load the canary into a throwaway broker of your Kafka; read it as old and new clients.",
+    no_args_is_help=True,
+)
+def rehearse_cmd(
+    workdir: Annotated[Path, typer.Argument(help="The canary work dir.", show_default=False)],
+    kafka: Annotated[Path | None, typer.Option(
+        "--kafka", help="A Kafka install: the distribution (with libs/) or its libs/. [default: $KAFKA_HOME]",
+        show_default=False)] = None,
+    server_properties: Annotated[Path | None, typer.Option(
+        "--server-properties", help="The cluster's server.properties (its message-format settings are applied).",
+        show_default=False)] = None,
+    mode: Annotated[str, typer.Option("--mode", help="auto, kraft or zookeeper (Kafka 3.x).")] = "auto",
+    clients: Annotated[Path | None, typer.Option(
+        "--clients", help="The clients file of `canary plan`: which of them this broker refuses.")] = None,
+    max_message_bytes: Annotated[list[TopicSizes] | None, topic_sizes_opt(
+        "--max-message-bytes", help="max.message.bytes: SIZE for every topic, TOPIC=SIZE for one. [default: "
+        "message.max.bytes of --server-properties, else the run's]")] = None,
+    partition_max_bytes: Annotated[int, size_opt(
+        "--partition-max-bytes", help="The modern consumer's max.partition.fetch.bytes (old consumers fetch "
+        "max.message.bytes).", default="1MiB")] = 1 << 20,
+    timeout: Annotated[float, typer.Option("--timeout", min=1, help="Seconds for each wait (a broker start, a "
+                                                                    "load).")] = 300.0,
+    temp_dir: Annotated[Path | None, typer.Option(
+        "--temp-dir", help="Where the sandbox (copies of the canary) goes. [default: the system temp dir]",
+        show_default=False)] = None,
+    keep_sandbox: Annotated[bool, typer.Option(
+        "--keep-sandbox", help="Keep the sandbox dir (the broker's logs and data, broker stopped).")] = False,
+    port: Annotated[int | None, typer.Option("--port", help="The broker's port on 127.0.0.1. [default: a free "
+                                                            "one]", show_default=False)] = None,
+    java_home: Annotated[str | None, typer.Option(
+        "--java-home", help="The Java to run Kafka with. [default: $JAVA_HOME, else java on PATH]",
+        show_default=False)] = None,
+    heap: Annotated[str, typer.Option("--heap", help="The broker's JVM heap (-Xmx).")] = "1g",
+    max_differences: Annotated[int, typer.Option("--max-differences", min=1,
+                                                 help="Differences listed per read.")] = 20,
+    memory: MemoryOpt = None,
+    fmt: FormatOpt = None,
+    quiet: QuietOpt = False,
+    traceback: TracebackOpt = False,
+) -> int:
+    from kafkatool.canary.api import RehearseRequest, canary_rehearse
+    from kafkatool.commands.render.canary import (
+        CanaryRenderer,
+        rehearse_findings,
+        rehearse_json_lines,
+        render_rehearse_text,
+    )
+    from kafkatool.util.atomic import atomic_write_bytes
+
+    output = Output(quiet=quiet)
+    request = RehearseRequest(workdir, kafka, server_properties, mode, clients, _sizes(max_message_bytes),
+                              partition_max_bytes, timeout, temp_dir, keep_sandbox, port, java_home, heap,
+                              max_differences, memory=memory_option(memory))
+    outcome = canary_rehearse(request, CanaryRenderer(output, "canary rehearse"))
+    r = outcome.result
+    text = render_rehearse_text(r)
+    atomic_write_bytes(workdir / "rehearse.txt", text.encode())
+    if _human(fmt, output):
+        output.line(text.rstrip("\n"))
+    else:
+        for obj in rehearse_json_lines(r):
+            output.json(obj)
+    for line in rehearse_findings(r):
+        output.finding(line)
+    if r.sandbox_kept:
+        output.note(f"canary rehearse: the sandbox is kept in {r.sandbox_kept} (the broker is stopped)")
+    output.note(f"canary rehearse: {'PASSED' if r.ok else 'FAILED'} in {r.seconds:.0f} s; {workdir / 'rehearse.json'}")
+    return int(outcome.exit_code)

@@ -409,6 +409,11 @@ EXAMPLES: dict[str, list[tuple[str, str]]] = {
                               "Convert the chosen partitions to v2 in a work dir (the log dir is not touched).")],
     "kafkatool canary verify": [("kafkatool canary verify /var/tmp/c1",
                                  "Prove each canary equal to its original, record by record.")],
+    "kafkatool canary rehearse": [
+        ("kafkatool canary rehearse /var/tmp/c1 --kafka /opt/kafka --server-properties /etc/kafka/server.properties",
+         "Load the canary into a throwaway broker of your Kafka, with your message-format settings."),
+        ("kafkatool canary rehearse /var/tmp/c1 --kafka /opt/kafka-4 --clients clients.txt",
+         "Kafka 4: does it load and serve the canary, and which clients does it refuse?")],
     "kafkatool canary apply": [("kafkatool canary apply /var/tmp/c1",
                                 "Swap the verified canaries in (broker stopped); crash-safe.")],
     "kafkatool canary rollback": [("kafkatool canary rollback /var/tmp/c1",

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import os
 import sys
-from typing import IO
+from typing import IO, Any
 
 from rich import box
 from rich.console import Console
@@ -15,6 +16,8 @@ from kafkatool.canary.apply import SwapResult
 from kafkatool.canary.inventory import PartitionInventory, summarize
 from kafkatool.canary.manifest import Manifest
 from kafkatool.canary.plan import Plan, Step
+from kafkatool.canary.rehearse.reads import ReadCheck
+from kafkatool.canary.rehearse.result import ProduceCheck, RehearseResult
 from kafkatool.canary.verify import VerifyResult
 from kafkatool.commands.options import Output
 from kafkatool.util.printable import shown
@@ -39,7 +42,8 @@ def _table(*cols: str, title: str | None = None) -> Table:
 
 _NUMERIC = {"SIZE", "BATCHES", "RECORDS", "BYTES", "NO-TS", "ZSTD", "TXN", "IDEMP", "LARGEST", "SHARE", "SEGS",
             "IN", "OUT", "DELTA", "ITEMS", "CHANGES", "TO CONVERT", "CONVERTED", "PADDING", "LEGACY", "BUILT",
-            "COPIED", "COMMITTED", "ORIGINAL", "CANARY"}
+            "COPIED", "COMMITTED", "ORIGINAL", "CANARY", "LOG END", "FETCHES", "OFFSET", "BYTES/FETCH", "MS/FETCH",
+            "MAX MS", "HEAP/FETCH", "MAX HEAP"}
 _NOWRAP = {"PARTITION", "FORMATS", "CODECS", "CLIENT", "FETCH"}
 
 
@@ -246,3 +250,114 @@ def command_line(step: Step) -> str:
     for name, value in step.options:
         parts += [option_for(list(step.command), name), value]
     return " ".join(parts) + (f"   # {step.comment}" if step.comment else "")
+
+
+# ---------------------------------------------------------------------------------------------- rehearse
+
+
+def render_rehearse_text(r: RehearseResult) -> str:
+    """The human report (stdout, and W/rehearse.txt): no colour, wide enough for every table."""
+    buf = io.StringIO()
+    c = Console(file=buf, width=max(200, int(os.environ.get("COLUMNS", "0") or 0)), highlight=False, soft_wrap=True,
+                no_color=True, markup=False)
+    render_rehearse(r, c)
+    return buf.getvalue()
+
+
+def render_rehearse(r: RehearseResult, c: Console) -> None:
+    c.print(f"canary rehearse: {r.workdir} on Kafka {r.kafka_version} ({r.mode}), {r.java}: "
+            + ("PASSED" if r.ok else f"FAILED ({len(r.findings)} finding(s))"))
+    if r.settings or r.ignored:
+        taken = ", ".join(f"{k}={v}" for k, v in r.settings.items()) or "nothing"
+        ignored = "; ".join(f"{k} ({why})" for k, why in r.ignored.items())
+        c.print(f"from the server properties: {taken}" + (f"; ignored: {ignored}" if ignored else ""))
+    if r.api_versions:
+        c.print("the broker answers " + ", ".join(f"{k} {v}" for k, v in r.api_versions.items()))
+    t = _table("PARTITION", "LOG END", "LOADED", "RECOVERED", "BROKER LOG", "READS", "PRODUCED",
+               title="Loaded (as after canary apply, then with recovery forced)")
+    for p in r.partitions:
+        findings = sum(1 for s in p.said if s.kind == "finding")
+        expected = sum(1 for s in p.said if s.kind == "expected")
+        log = ", ".join(x for x in (f"{findings} finding(s)" if findings else "",
+                                    f"{expected} expected" if expected else "") if x) or "-"
+        t.add_row(p.name, str(p.loaded.log_end_offset if p.loaded else "-"),
+                  f"{p.loaded.segments} segments" if p.loaded else "NO",
+                  f"ends at {p.recovered.log_end_offset}" if p.recovered else "NO", log,
+                  f"{sum(x.ok for x in p.reads)}/{len(p.reads)} ok", f"{sum(x.ok for x in p.produced)}/"
+                  f"{len(p.produced)} ok")
+    c.print(t)
+    t = _table("PARTITION", "READER", "RECORDS", "FETCHES", "RESULT", title="Reads (every record compared with "
+                                                                            "W/originals)")
+    for p in r.partitions:
+        for x in p.reads:
+            t.add_row(p.name, x.reader, f"{x.records}/{x.expected}", str(x.fetches), _read_result(x))
+    c.print(t)
+    if r.costs:
+        t = _table("FETCH", "TO FORMAT", "FETCHES", "RECORDS", "BYTES/FETCH", "MS/FETCH", "MAX MS", "HEAP/FETCH",
+                   "MAX HEAP", title="What each old fetch cost the broker (its request log: messageConversionsTime, "
+                                     "temporaryMemoryBytes, KIP-283)")
+        for k in r.costs:
+            pf = k.per_fetch()
+            t.add_row(f"v{k.fetch_version}", f"v{k.to_magic}", str(k.fetches), str(k.records),
+                      format_size(int(pf["record_bytes"])), f"{pf['conversion_ms']:.2f}", f"{k.max_conversion_ms:.2f}",
+                      format_size(int(pf["temporary_memory_bytes"])), format_size(k.max_temporary_memory_bytes))
+        c.print(t)
+    t = _table("PARTITION", "PRODUCER", "RECORDS", "OFFSET", "RESULT", title="Produced to the copies and read back")
+    for p in r.partitions:
+        for pc in p.produced:
+            t.add_row(p.name, pc.producer, str(pc.records), str(pc.base_offset) if pc.base_offset >= 0 else "-",
+                      _produce_result(pc))
+    c.print(t)
+    if r.clients:
+        t = _table("CLIENT", "FETCH", "ON THIS BROKER", "WHY", title="Clients")
+        for v in r.clients:
+            t.add_row(v.client, f"v{v.max_fetch_version}", v.verdict, v.why)
+        c.print(t)
+    for line in r.refusals:
+        c.print(f"refused by Kafka {r.kafka_version}: {line}")
+    for p in r.partitions:
+        groups: dict[str, list[str]] = {}
+        for s in p.said:
+            if s.kind == "expected":
+                groups.setdefault(s.why, []).append(s.entry.words)
+        for why, words in groups.items():
+            first = words[0] if len(words[0]) <= 140 else words[0][:139] + "..."
+            c.print(f"  {p.name}: expected: {len(words)} x \"{first}\": {why}")
+        for n in p.notes:
+            c.print(f"  {p.name}: {n}")
+    for n in r.notes:
+        c.print(f"  {n}")
+
+
+def _read_result(x: ReadCheck) -> str:
+    if not x.ok:
+        first = x.differences[0] if x.differences else ""
+        return f"FAIL ({x.difference_count}): {first}" + (f"; the read ended {x.stop}" if x.stop else "")
+    if x.stop and x.expected_stop:
+        return f"ok; stops at offset {x.stop_offset}: {x.expected_stop} ({x.unreachable} record(s) past it)"
+    return "ok"
+
+
+def _produce_result(pc: ProduceCheck) -> str:
+    note = f" ({pc.note})" if pc.note else ""
+    if pc.error is not None:
+        return ("refused, as announced: " if pc.refused_expected else "REFUSED: ") + pc.error + note
+    rb = pc.read_back
+    if rb is None or not rb.ok:
+        first = rb.differences[0] if rb is not None and rb.differences else (rb.stop if rb else "not read back")
+        return f"FAIL: {first}{note}"
+    return f"ok, read back{note}"
+
+
+def rehearse_findings(r: RehearseResult) -> list[str]:
+    return [f"canary rehearse: {f.line()}" for f in r.findings]
+
+
+def rehearse_json_lines(r: RehearseResult) -> list[dict[str, Any]]:
+    d = r.as_dict()
+    lines: list[dict[str, Any]] = list(d["partitions"])
+    lines += d["costs"] + d["clients"]
+    lines += [{"type": "finding", **f} for f in d["findings"]]
+    lines.append({"type": "summary", **{k: v for k, v in d.items()
+                                        if k not in ("partitions", "costs", "clients", "findings", "schema")}})
+    return lines
