@@ -76,6 +76,7 @@ class WorkItem:
     range_count: int
     share_slots: int = 0
     topic_partitions: int = 0
+    active: bool = False  # the segment is its partition dir's last (the index check judges it so)
 
     @property
     def last(self) -> bool:
@@ -356,10 +357,12 @@ def _walk_cuts(segment: SegmentFile, targets: list[int]) -> list[int]:
 def make_plan(segments: Iterable[SegmentFile], *, split_bytes: int = DEFAULT_SPLIT_BYTES, parallelism: int = 2,
               share_slots: dict[tuple[str, int], int] | None = None,
               topic_partitions: dict[str, int] | None = None, notes: Iterable[str] = (),
-              task_bytes: int | None = None) -> Plan:
+              task_bytes: int | None = None, cut_remote: bool = True) -> Plan:
     """Ranges of at most about ``split_bytes``, packed into tasks of about equal bytes (longest first).
 
     Tasks aim at ``task_bytes`` each (default: the split size) and number at least ``3 x parallelism``.
+    ``cut_remote=False`` keeps remote segments whole (the index check then runs on the one mirror of the segment the
+    walk read, not on a second download).
     """
     if split_bytes < 1:
         raise UsageError("the split size must be positive")
@@ -367,7 +370,7 @@ def make_plan(segments: Iterable[SegmentFile], *, split_bytes: int = DEFAULT_SPL
     items: list[WorkItem] = []
     out_notes = list(notes)
     for seg in segs:
-        cuts, how = cut_points(seg, split_bytes)
+        cuts, how = cut_points(seg, split_bytes) if cut_remote or not is_url(seg.path) else ([], "whole")
         if how.startswith("uncut"):
             out_notes.append(f"{seg.path}: {how}")
         bounds = [0, *cuts, seg.size]
@@ -376,7 +379,7 @@ def make_plan(segments: Iterable[SegmentFile], *, split_bytes: int = DEFAULT_SPL
         tp = (topic_partitions or {}).get(seg.topic, 0)
         for r in range(n):
             items.append(WorkItem(len(items), seg.topic, seg.partition, seg.path, seg.base_offset, bounds[r],
-                                  bounds[r + 1], seg.size, r, n, slots, tp))
+                                  bounds[r + 1], seg.size, r, n, slots, tp, seg.active))
     return Plan(segs, tuple(items), balance(items, task_bytes or split_bytes, parallelism), tuple(out_notes))
 
 
