@@ -171,7 +171,7 @@ def _discover_local(paths: Sequence[str], out: Discovery) -> None:
                              path=f)
         topic, partition = _tp_of_dir(f.resolve().parent.name)
         index = f.with_name(f.name[:-len(LOG_SUFFIX)] + INDEX_SUFFIX)
-        out.segments.append(SegmentFile(topic, partition, str(f.resolve()), offset_from_filename(f.name),
+        out.segments.append(SegmentFile(topic, partition, str(f.resolve()), _base_of(f.name),
                                         f.stat().st_size, str(index.resolve()) if index.exists() else None))
     for part in inputs.partitions:
         _add_partition(part, out)
@@ -181,6 +181,15 @@ def _discover_local(paths: Sequence[str], out: Discovery) -> None:
                 out.notes.append(f"skipped {part.path.name} (marked {part.kind}; pass it as PATH to scan it)")
                 continue
             _add_partition(part, out)
+
+
+def _base_of(name: str) -> int:
+    """A named segment's base offset from its file name; 0 for a file named otherwise (dump reads it too, without
+    the checks that need a base offset)."""
+    try:
+        return offset_from_filename(name)
+    except InputError:
+        return 0
 
 
 def _tp_of_dir(name: str) -> tuple[str, int]:
@@ -220,7 +229,7 @@ def _discover_remote(url: str, out: Discovery) -> None:
             raise InputError("spark-scan reads .log segments", path=url)
         parent = url.rstrip("/").rsplit("/", 2)[-2] if url.count("/") > 3 else ""
         topic, partition = _tp_of_dir(parent)
-        out.segments.append(SegmentFile(topic, partition, url, offset_from_filename(name), int(info.size)))
+        out.segments.append(SegmentFile(topic, partition, url, _base_of(name), int(info.size)))
         return
     try:
         listing = fs.get_file_info(pafs.FileSelector(inner, recursive=True))
