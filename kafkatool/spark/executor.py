@@ -3,7 +3,7 @@
 Each job is ``spark.range(0, T, 1, T)`` (one row per task, one task per Spark partition); the function
 receives its task id, looks up the task's work items in the plan shipped with the closure, runs the
 same library function the single-process engine runs (``kafkatool.scan.task.run_range``: the range's walk with the
-export and index check riding along), and yields one ``STATS_SCHEMA`` row per range.
+export and index check riding along), and yields the task's ranges as one Arrow batch of ``STATS_SCHEMA`` rows.
 """
 
 from __future__ import annotations
@@ -36,6 +36,5 @@ def pass_fn(items: Sequence[WorkItem], tasks: Sequence[Sequence[int]], opts: Sca
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         _activate(opts)
         for tid in _task_ids(batches):
-            for i in tasks[tid]:
-                yield stats_batch([run_range(items[i], opts, work)])
+            yield stats_batch([run_range(items[i], opts, work) for i in tasks[tid]])
     return run

@@ -357,6 +357,19 @@ def _total(memory: str | None) -> int | None:
     return run_budget.default_total() if os.environ.get(run_budget.ENV) else None
 
 
+class _Borrowed:
+    """A session the caller started and keeps (marked ``_kafkatool_shared``): this run uses it, never stops it."""
+
+    def __init__(self, session: Any) -> None:
+        self._session = session
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._session, name)
+
+    def stop(self) -> None:
+        pass
+
+
 def _start_spark(req: ScanRequest, lis: ScanListener, mem: MemoryPlan, cores: int, local: bool) -> Any:
     """The SparkSession (pyspark imported here, on the Spark path only); on a cluster, every executor's Python
     probed."""
@@ -368,6 +381,8 @@ def _start_spark(req: ScanRequest, lis: ScanListener, mem: MemoryPlan, cores: in
                                fast_jvm=os.environ.get("KAFKATOOL_SPARK_FAST_JVM") == "1", executor_env=env)
     lis.session(req.master, mem, cores)
     session = build_session(settings, warn=lambda s: lis.warning(f"warning: {s}"))
+    if getattr(session, "_kafkatool_shared", False):
+        return _Borrowed(session)
     if not local:
         try:
             from kafkatool.spark.job import probe_executors, ship_if_needed

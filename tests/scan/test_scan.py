@@ -17,7 +17,7 @@ from kafkatool.errors import KafkaToolError
 from kafkatool.record import default_records as v2
 from kafkatool.record.file_records import FileRecords
 from kafkatool.scan.engine import ScanOptions, run_local
-from kafkatool.scan.export import ExportFilter, ExportTarget
+from kafkatool.scan.export import NO_FILTER, ExportFilter, ExportTarget
 from kafkatool.scan.plan import Plan, cut_points, discover, make_plan
 from kafkatool.scan.pool import run_pass
 from kafkatool.scan.report import format_rows, partition_row, segment_row, stats_fields
@@ -219,7 +219,7 @@ def test_remote_url_source_reads_the_same_as_mmap(mixed_dir, whole, tmp_path):
     assert strip == want
 
 
-def _export(plan: Plan, root: Path, flt: ExportFilter = ExportFilter(), jobs: int = 1):
+def _export(plan: Plan, root: Path, flt: ExportFilter = NO_FILTER, jobs: int = 1):
     done = run_pass(plan, work=PassWork(ExportTarget(str(root), flt)), jobs=jobs)
     return done, ds.dataset(root, format="parquet", partitioning="hive").to_table()
 
