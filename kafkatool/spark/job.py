@@ -1,5 +1,6 @@
 """The Spark job of ``spark-scan``: one pass over the plan's ranges (stats, key sharing, export and index check
-together), the executor probe and shipping, and a watch on the executors.
+together, through the RDD API: ``kafkatool.spark.executor``), the executor probe and shipping, and a watch on the
+executors.
 
 The job takes a running SparkSession (``kafkatool.spark.session.build_session``, or a test's shared one) and a plan
 made on the driver, runs ``kafkatool.scan.task.run_range`` for every range on the executors, collects one Arrow row
@@ -28,9 +29,9 @@ from kafkatool.errors import KafkaToolError, UsageError
 from kafkatool.scan.engine import DEFAULT_OPTIONS, RangeResult, ScanOptions
 from kafkatool.scan.plan import Plan
 from kafkatool.scan.pool import PassOutcome, finish_pass
-from kafkatool.scan.schemas import STATS_SCHEMA, result_from_row
+from kafkatool.scan.schemas import result_from_row
 from kafkatool.scan.task import STATS_ONLY, PassWork
-from kafkatool.spark.executor import pass_fn
+from kafkatool.spark.executor import pass_fn, read_rows
 
 Progress = Callable[[int, int, int, int], None]
 DEFAULT_EXECUTOR_TIMEOUT = 180.0
@@ -182,13 +183,14 @@ def run_pass(spark: Any, plan: Plan, opts: ScanOptions = DEFAULT_OPTIONS, work: 
     results: dict[int, RangeResult] = {}
     if plan.items:
         fn = pass_fn(plan.items, plan.tasks, opts, work)
-        df = task_frame(spark, len(plan.tasks)).mapInArrow(fn, spark_schema(STATS_SCHEMA))
-        with StageProgress(spark, len(plan.tasks), plan.total_bytes, progress,
+        n = len(plan.tasks)
+        rdd = spark.sparkContext.parallelize(range(n), n).mapPartitions(fn)
+        with StageProgress(spark, n, plan.total_bytes, progress,
                            executor_timeout=executor_timeout) as watch, spark_errors(watch):
-            table = df.toArrow() if hasattr(df, "toArrow") else pa.Table.from_batches(df._collect_as_arrow())
+            blobs = rdd.collect()
         if watch.lost is not None:
             raise UsageError(watch.lost)
-        for row in table.to_pylist():
+        for row in read_rows(blobs):
             item = plan.items[row["item_id"]]
             results[item.id] = result_from_row(row, item, opts.hot_key_capacity)
         missing = [it for it in plan.items if it.id not in results]
