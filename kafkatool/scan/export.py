@@ -51,7 +51,6 @@ SUCCESS = "_SUCCESS"  # Spark's marker of a complete output
 _TS_LABEL = {t.value: t.label for t in TimestampType}
 FILE_SCHEMA = RECORD_SCHEMA.remove(RECORD_SCHEMA.get_field_index("partition")).remove(
     RECORD_SCHEMA.get_field_index("topic"))
-_COLUMNS = [f.name for f in FILE_SCHEMA]
 
 Marker = tuple[int, int, bool]  # (producer id, marker offset, aborted)
 
@@ -83,33 +82,34 @@ def part_path(root: str, item: WorkItem) -> str:
     return join(d, f"part-{item.id:06d}.parquet")
 
 
-class ExportWriter:
-    """A batch sink: one range's records into its Parquet file; ``count``, ``txn_rows`` and ``markers`` after."""
+class RecordColumns:
+    """Records of the batches a walk hands over, as Arrow columns of ``RECORD_SCHEMA`` (``with_tp``: with the
+    ``topic`` and ``partition`` columns; else ``FILE_SCHEMA``, the hive layout's files). ``aborted`` as the module
+    doc says, unless ``aborted_txns`` is given: the partition's aborted transactions as Kafka's ``.txnindex`` lists
+    them (producer id, first offset, last offset), which answer it at once."""
 
-    def __init__(self, item: WorkItem, target: ExportTarget, chunk_bytes: int) -> None:
+    def __init__(self, item: WorkItem, flt: ExportFilter = NO_FILTER, *, with_tp: bool = False,
+                 aborted_txns: Sequence[tuple[int, int, int]] | None = None) -> None:
         self.item = item
-        self.target = target
-        self.chunk_bytes = chunk_bytes
-        self.path = part_path(target.root, item)
-        self._writer: pq.ParquetWriter | None = None
-        self._sink: Any = None
-        self._tmp: str | None = None
+        self.filter = flt
+        self.schema = RECORD_SCHEMA if with_tp else FILE_SCHEMA
+        self.aborted_txns = aborted_txns
         self.reset()
 
     def reset(self) -> None:
-        """Forget everything written (the range is walked again)."""
-        self._close_writer()
-        self._drop_tmp()
-        self.count = 0
         self.txn_rows = 0
         self.markers: list[Marker] = []
-        self._cols: dict[str, list[Any]] = {c: [] for c in _COLUMNS}
-        self._payload = 0
+        self.cols: dict[str, list[Any]] = {f.name: [] for f in self.schema}
+        self.payload = 0
 
-    def __call__(self, batch: RecordBatch, crc_valid: bool, records: list[Record] | None) -> None:
+    @property
+    def rows(self) -> int:
+        return len(self.cols["record_offset"])
+
+    def add(self, batch: RecordBatch, crc_valid: bool, records: list[Record] | None) -> None:
         if records is None:
             return
-        flt = self.target.filter
+        flt = self.filter
         lo, hi = flt.from_time, flt.to_time
         filtering = flt.active()
         magic = batch.magic
@@ -130,9 +130,10 @@ class ExportWriter:
                     continue
                 if t in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
                     self.markers.append((pid, r[0], t == ControlRecordType.ABORT))
-        aborted: bool | None = None if txn and not ctl else False
-        cols = self._cols
-        n0 = len(cols["record_offset"])
+        data_txn = txn and not ctl
+        aborted: bool | None = None if data_txn else False
+        cols = self.cols
+        n0 = self.rows
         for r in records:
             ts = r[1]
             if filtering and (ts < 0 or (lo is not None and ts < lo) or (hi is not None and ts >= hi)):
@@ -145,32 +146,77 @@ class ExportWriter:
             cols["headers"].append(r[4])
             cols["sequence"].append(r[5])
             cols["crc_valid"].append(crc_valid and not (legacy_inner and r[8] is False))
-            self._payload += (len(r[2]) if r[2] is not None else 0) + (len(r[3]) if r[3] is not None else 0)
-        n = len(cols["record_offset"]) - n0
-        if n:
-            for name, value in (("timestamp_type", ts_type), ("magic", magic), ("codec", codec),
-                                ("producer_id", pid), ("producer_epoch", epoch), ("leader_epoch", leader_epoch),
-                                ("transactional", txn), ("control", ctl), ("aborted", aborted), ("segment", seg),
-                                ("position", pos)):
-                cols[name].extend([value] * n)
+            self.payload += (len(r[2]) if r[2] is not None else 0) + (len(r[3]) if r[3] is not None else 0)
+        n = self.rows - n0
+        if not n:
+            return
+        for name, value in (("timestamp_type", ts_type), ("magic", magic), ("codec", codec), ("producer_id", pid),
+                            ("producer_epoch", epoch), ("leader_epoch", leader_epoch), ("transactional", txn),
+                            ("control", ctl), ("segment", seg), ("position", pos)):
+            cols[name].extend([value] * n)
+        if data_txn and self.aborted_txns is not None:
+            offs = cols["record_offset"][n0:]
+            cols["aborted"].extend(any(p == pid and a <= o <= b for p, a, b in self.aborted_txns) for o in offs)
+        else:
+            cols["aborted"].extend([aborted] * n)
             if aborted is None:
                 self.txn_rows += n
-        if len(cols["record_offset"]) >= self.target.rows or self._payload >= self.chunk_bytes:
+        if "topic" in cols:
+            cols["topic"].extend([self.item.topic] * n)
+            cols["partition"].extend([self.item.partition] * n)
+
+    def take(self) -> pa.RecordBatch:
+        """The columns filled so far as one Arrow batch (and empty them)."""
+        batch = pa.RecordBatch.from_arrays([pa.array(self.cols[f.name], type=f.type) for f in self.schema],
+                                           schema=self.schema)
+        self.cols = {f.name: [] for f in self.schema}
+        self.payload = 0
+        return batch
+
+
+class ExportWriter:
+    """A batch sink: one range's records into its Parquet file; ``count``, ``txn_rows`` and ``markers`` after."""
+
+    def __init__(self, item: WorkItem, target: ExportTarget, chunk_bytes: int) -> None:
+        self.item = item
+        self.target = target
+        self.chunk_bytes = chunk_bytes
+        self.path = part_path(target.root, item)
+        self._writer: pq.ParquetWriter | None = None
+        self._sink: Any = None
+        self._tmp: str | None = None
+        self.columns = RecordColumns(item, target.filter)
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget everything written (the range is walked again)."""
+        self._close_writer()
+        self._drop_tmp()
+        self.count = 0
+        self.columns.reset()
+
+    @property
+    def txn_rows(self) -> int:
+        return self.columns.txn_rows
+
+    @property
+    def markers(self) -> list[Marker]:
+        return self.columns.markers
+
+    def __call__(self, batch: RecordBatch, crc_valid: bool, records: list[Record] | None) -> None:
+        self.columns.add(batch, crc_valid, records)
+        if self.columns.rows >= self.target.rows or self.columns.payload >= self.chunk_bytes:
             self._flush()
 
     def _flush(self) -> None:
-        cols = self._cols
-        if not cols["record_offset"]:
+        if not self.columns.rows:
             return
-        batch = pa.RecordBatch.from_arrays([pa.array(cols[f.name], type=f.type) for f in FILE_SCHEMA],
-                                           schema=FILE_SCHEMA)
+        batch = self.columns.take()
         if self._writer is None:
             self._open()
         assert self._writer is not None
         self._writer.write_batch(batch)
         self.count += batch.num_rows
-        self._cols = {c: [] for c in _COLUMNS}
-        self._payload = 0
 
     def _open(self) -> None:
         if is_url(self.path):

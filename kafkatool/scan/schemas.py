@@ -31,6 +31,15 @@ FORMAT_TYPE = pa.struct([("magic", pa.int8()), ("codec", pa.int8()), ("batches",
                          ("bytes", _I64), ("uncompressed_bytes", _I64)])
 FINDING_TYPE = pa.struct([("kind", pa.string()), ("severity", pa.string()), ("position", _I64), ("offset", _I64),
                           ("message", pa.string()), ("data", pa.string())])
+# One row per batch: the DataFrame source's "batches" view.
+BATCH_SCHEMA = pa.schema([
+    ("topic", pa.string()), ("partition", pa.int32()), ("segment", _I64), ("position", _I64), ("size", pa.int32()),
+    ("magic", pa.int8()), ("codec", pa.string()), ("base_offset", _I64), ("last_offset", _I64),
+    ("records", pa.int32()), ("max_timestamp", pa.timestamp("ms", tz="UTC")), ("max_timestamp_ms", _I64),
+    ("timestamp_type", pa.string()), ("producer_id", _I64), ("producer_epoch", pa.int16()),
+    ("leader_epoch", pa.int32()), ("transactional", pa.bool_()), ("control", pa.bool_()), ("crc_valid", pa.bool_()),
+    ("decoded", pa.bool_()),
+])
 MARKER_TYPE = pa.struct([("producer_id", _I64), ("offset", _I64), ("aborted", pa.bool_())])
 HOT_KEY_TYPE = pa.struct([("key", pa.binary()), ("records", _I64), ("bytes", _I64), ("hash", _I64)])
 
