@@ -36,10 +36,56 @@ def load() -> ModuleType | None:
     try:
         from kafkatool import _speedups
     except ImportError:
-        return None
+        shipped = _from_zip()
+        if shipped is None:
+            return None
+        _speedups = shipped
     if not all(hasattr(_speedups, name) for name in REQUIRED):
         return None
     return _speedups  # kafkatool.record.batch hands it the Record and Header classes (configure) when it loads
+
+
+def _from_zip() -> ModuleType | None:
+    """kafkatool imported from a zip (``spark-scan`` ships one to executors, the built extension inside): zipimport
+    cannot load an extension, so a copy of it, when one was built for this interpreter, is loaded from disk (a
+    private cache dir, named by the copy's content)."""
+    import hashlib
+    import importlib.machinery
+    import importlib.util
+    import sys
+    import tempfile
+    import zipfile
+
+    here = __file__.replace(os.sep, "/")
+    cut = here.find(".zip/kafkatool/")
+    if cut < 0:
+        return None
+    try:
+        with zipfile.ZipFile(here[:cut + 4]) as z:
+            for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+                try:
+                    data = z.read(f"kafkatool/_speedups{suffix}")
+                except KeyError:
+                    continue
+                d = os.path.join(tempfile.gettempdir(),
+                                 f"kafkatool-ext-{os.getuid()}-{hashlib.sha256(data).hexdigest()[:20]}")
+                os.makedirs(d, mode=0o700, exist_ok=True)
+                path = os.path.join(d, "_speedups" + suffix)
+                if not os.path.exists(path):
+                    tmp = f"{path}.{os.getpid()}.tmp"
+                    with open(tmp, "wb") as f:
+                        f.write(data)
+                    os.replace(tmp, path)
+                spec = importlib.util.spec_from_file_location("kafkatool._speedups", path)
+                if spec is None or spec.loader is None:
+                    return None
+                module = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(module)
+                sys.modules["kafkatool._speedups"] = module
+                return module
+    except (OSError, ImportError, zipfile.BadZipFile):
+        return None
+    return None
 
 
 speedups = load()

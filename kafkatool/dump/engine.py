@@ -136,11 +136,18 @@ class DumpEngine:
         f = Finding(kind, severity, path, message, position, offset, data)
         return f if self._mute else self.totals.count(f)
 
-    def dump_file(self, path: Path, kind: FileKind | None = None, *, walked: bool = False) -> Iterator[Event]:
+    def dump_file(self, path: Path, kind: FileKind | None = None, *, walked: bool = False, start: int = 0,
+                  stop: int | None = None, display: str | None = None,
+                  max_bytes: int | None = None) -> Iterator[Event]:
         """The events of one file. ``walked``: met in a walk of a partition or log dir, where a file that is not a
-        regular file is a finding (exit 1); named on the command line, an I/O error (exit 2)."""
+        regular file is a finding (exit 1); named on the command line, an I/O error (exit 2). For a ``.log``,
+        ``start`` and ``stop`` walk a byte range of it as the walk from byte 0 would: from ``start`` (a batch
+        boundary) to the first batch position at or after ``stop``, which ``FileEnd.handoff`` names, so ranges whose
+        hand-offs meet the next range's start give exactly the walk of the whole file (``spark-scan`` walks segments
+        range by range this way). ``display`` names the file in the events (a URL whose bytes ``path`` mirrors);
+        ``max_bytes`` cuts the file as the option does."""
         kind = classify(path) if kind is None else kind
-        display = str(path)
+        display = str(path) if display is None else display
         self.totals.files += 1
         try:
             irregular = _irregular(path)
@@ -158,7 +165,7 @@ class DumpEngine:
             return
         try:
             if kind.is_records:
-                yield from self._dump_records_file(path, display, kind, size)
+                yield from self._dump_records_file(path, display, kind, size, start, stop, max_bytes)
             elif kind == FileKind.UNKNOWN:
                 yield FileStart(display, kind, size)
                 yield Notice(display, NoticeKind.UNKNOWN_FILE)
@@ -189,7 +196,8 @@ class DumpEngine:
         yield FileEnd(display, kind, 0)
 
     # ------------------------------------------------------------------ .log / KRaft snapshot files
-    def _dump_records_file(self, path: Path, display: str, kind: FileKind, size: int) -> Iterator[Event]:
+    def _dump_records_file(self, path: Path, display: str, kind: FileKind, size: int, first: int = 0,
+                           stop: int | None = None, max_bytes: int | None = None) -> Iterator[Event]:
         base = base_offset_of(path) if kind == FileKind.LOG else None
         end_offset = epoch = None
         bootstrap = False
@@ -198,11 +206,11 @@ class DumpEngine:
             if m:
                 end_offset, epoch = int(m.group(1)), int(m.group(2))
             bootstrap = path.name == KRAFT_BOOTSTRAP_FILE
-        fr = FileRecords(path, max_bytes=self.opts.max_bytes)
+        fr = FileRecords(path, max_bytes=self.opts.max_bytes if max_bytes is None else max_bytes)
         try:
             yield FileStart(display, kind, size, base, end_offset, epoch, bootstrap)
-            start = 0
-            if self.opts.from_offset is not None and base is not None:
+            start = first
+            if self.opts.from_offset is not None and base is not None and start == 0:
                 start = seek_position(fr, path, base, self.opts.from_offset)
             looks = None
             if kind == FileKind.LOG and start == 0 and fr.size and not valid_batch_at(fr.buf, 0, fr.size, fr):
@@ -211,7 +219,7 @@ class DumpEngine:
             if parser is None:
                 parser = self._auto_parser(path)
             if looks is None:
-                yield from self._walk(fr, display, kind, start, base, parser)
+                yield from self._walk(fr, display, kind, start, base, parser, stop)
                 return
             yield self.finding("wrong-file-type", ERROR, display,
                                f"not a log segment: no batch starts at byte 0, and the content looks like {looks}",
@@ -243,7 +251,8 @@ class DumpEngine:
         return parser
 
     def _walk(self, fr: FileRecords, display: str, kind: FileKind, start: int,
-              base_offset: int | None = None, parser: MessageParser | None = None) -> Iterator[Event]:
+              base_offset: int | None = None, parser: MessageParser | None = None,
+              stop: int | None = None) -> Iterator[Event]:
         opts = self.opts
         t = self.totals
         end = fr.size
@@ -270,7 +279,9 @@ class DumpEngine:
         magics = t.magics
         # The compiled walk takes runs of batches that need nothing from the loop below (no output, no filter,
         # a valid CRC, offsets that follow on; deep, records that decode): a summary-only run.
-        fast = _C is not None and not emit and flt is None and not filter_records and selector is None
+        observer = opts.observer
+        fast = _C is not None and not emit and flt is None and not filter_records and selector is None \
+            and observer is None
         fast_walk = _C.dump_walk if fast and _C is not None else None
         fast_flags = (1 if need_records else 0) | (2 if verify_inner or exact_counts else 0)
         window = fr.window
@@ -285,6 +296,7 @@ class DumpEngine:
         walked = 0  # bytes of every batch the walker returned (filtered or not): Kafka's validBytes
         emitted_bytes = 0
         stopped: str | None = None
+        handoff: int | None = None  # a range walk's end: the first batch position at or after ``stop``
         reader_stop: int | None = None  # where Kafka's reader stops (the first unparseable position)
         reader_throws = False
         overflow_reported = False
@@ -294,8 +306,13 @@ class DumpEngine:
             try:
                 for batch in stream:
                     pos = batch.position
+                    if stop is not None and pos >= stop:
+                        stopped, handoff = "handoff", pos
+                        break
                     if fast_walk is not None and pos < next_progress:
-                        r = fast_walk(buf, pos, min(next_progress, pos + window), stream.end, last, fast_flags,
+                        limit_at = min(next_progress, pos + window) if stop is None else min(next_progress,
+                                                                                              pos + window, stop)
+                        r = fast_walk(buf, pos, limit_at, stream.end, last, fast_flags,
                                       _crc32c.crc32c, _crc32, fast_decompress)
                         if r is not None and r.position != pos and base_offset is not None \
                                 and not overflow_reported and not (r.first_offset >= base_offset
@@ -512,6 +529,8 @@ class DumpEngine:
                         t.max_timestamp = max_ts
                     if emit:
                         yield BatchEvent(display, batch, crc_ok, recs if emit_records else None, base, decoded)
+                    if observer is not None:
+                        observer.batch(batch, crc_ok, recs)
                     if strict and bad:
                         stopped = "strict"
                         break
@@ -520,6 +539,9 @@ class DumpEngine:
             if stopped is not None:
                 break
             st = stream.end_state
+            if st is not None and stop is not None and st.position >= stop:
+                stopped, handoff = "handoff", st.position  # the next range's walk judges what is there
+                break
             if st is None or st.kind == "end":
                 break
             at = st.position
@@ -582,9 +604,15 @@ class DumpEngine:
             t.records += n_records
         else:
             t.records_known = False
-        invalid = 0 if stopped in ("to-offset", "max-bytes") else max(0, end - start - walked)
+        invalid = 0 if stopped in ("to-offset", "max-bytes") else max(0, (end if handoff is None else handoff)
+                                                                          - start - walked)
         yield FileEnd(display, kind, fr.file_size, n_batches, n_records if records_known else None, 0, walked,
-                      invalid, stopped, reader_stop, reader_throws)
+                      invalid, None if handoff is not None else stopped, reader_stop, reader_throws, handoff)
+
+    def offset_step(self, display: str, position: int, previous: int, following: int) -> Finding | None:
+        """The finding a deep walk makes where offset ``previous`` is followed by ``following`` in the batch at
+        ``position`` (None: they are consecutive): how the walks of consecutive ranges of one file are joined."""
+        return None if following == previous + 1 else self._gap(display, position, previous, following)
 
     def _chunked_records(self, display: str, batch: RecordBatch, pos: int, crc_ok: bool,
                          chunks: Iterator[list[Record]], last: int, base: int, selector: RecordSelector | None,

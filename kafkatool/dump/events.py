@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kafkatool.log.checkpoints import EpochEntry, PartitionMetadata
 from kafkatool.log.index import OffsetPosition, TimestampOffset
@@ -31,6 +31,14 @@ if TYPE_CHECKING:
     from kafkatool.dump.filter import RecordFilter
 
 DEFAULT_RESYNC_LIMIT = 64 * 1024 * 1024
+
+
+class BatchObserver(Protocol):
+    """Sees every batch a walk counts, as it counts it: its CRC verdict (``isValid``) and its records (None when the
+    walk decodes none, or they do not decode). For consumers that need the batches but no events (``spark-scan``'s
+    per-range figures): a walk with an observer takes the per-batch path."""
+
+    def batch(self, batch: RecordBatch, crc_valid: bool, records: list[Record] | None) -> None: ...
 
 
 class Severity(str, enum.Enum):
@@ -85,6 +93,7 @@ class DumpOptions:
     progress_every: int = 64 * 1024 * 1024  # bytes of .log between Progress events
     record_filter: RecordFilter | None = None  # producer id, key, control types ... (dump.filter)
     parser: MessageParser | None = None  # a decoder option: emitted records carry their decoded texts
+    observer: BatchObserver | None = None  # sees every batch counted (BatchObserver)
 
     @property
     def needs_records(self) -> bool:
@@ -236,6 +245,9 @@ class FileEnd:
     # (CorruptRecordException: a size field below 14) instead of stopping silently.
     reader_stop: int | None = None
     reader_throws: bool = False
+    # A range walk (``DumpEngine.dump_file`` with ``stop``) that reached its end: the first batch position at or after
+    # ``stop``, where the next range's walk goes on; None when the walk ended in the file (its end, or damage).
+    handoff: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -79,6 +79,7 @@ class WorkItem:
     range_count: int
     share_slots: int = 0
     topic_partitions: int = 0
+    active: bool = False  # the segment is its partition dir's last (the index check judges it so)
 
     @property
     def last(self) -> bool:
@@ -175,7 +176,7 @@ def _discover_local(paths: Sequence[str], out: Discovery) -> None:
         topic, partition = _tp_of_dir(f.resolve().parent.name)
         index = f.with_name(f.name[:-len(LOG_SUFFIX)] + INDEX_SUFFIX)
         out.not_regular.extend(irregular_siblings(f))
-        out.segments.append(SegmentFile(topic, partition, str(f.resolve()), offset_from_filename(f.name),
+        out.segments.append(SegmentFile(topic, partition, str(f.resolve()), _base_of(f.name),
                                         f.stat().st_size, str(index.resolve()) if index.is_file() else None))
     out.not_regular.extend(f for d in inputs.log_dirs for f in d.not_regular)
     for part in inputs.partitions:
@@ -186,6 +187,15 @@ def _discover_local(paths: Sequence[str], out: Discovery) -> None:
                 out.notes.append(f"skipped {shown(part.path.name)} (marked {part.kind}; pass it as PATH to scan it)")
                 continue
             _add_partition(part, out)
+
+
+def _base_of(name: str) -> int:
+    """A named segment's base offset from its file name; 0 for a file named otherwise (dump reads it too, without
+    the checks that need a base offset)."""
+    try:
+        return offset_from_filename(name)
+    except InputError:
+        return 0
 
 
 def _tp_of_dir(name: str) -> tuple[str, int]:
@@ -226,7 +236,7 @@ def _discover_remote(url: str, out: Discovery) -> None:
             raise InputError("spark-scan reads .log segments", path=url)
         parent = url.rstrip("/").rsplit("/", 2)[-2] if url.count("/") > 3 else ""
         topic, partition = _tp_of_dir(parent)
-        out.segments.append(SegmentFile(topic, partition, url, offset_from_filename(name), int(info.size)))
+        out.segments.append(SegmentFile(topic, partition, url, _base_of(name), int(info.size)))
         return
     try:
         listing = fs.get_file_info(pafs.FileSelector(inner, recursive=True))
@@ -363,10 +373,12 @@ def _walk_cuts(segment: SegmentFile, targets: list[int]) -> list[int]:
 def make_plan(segments: Iterable[SegmentFile], *, split_bytes: int = DEFAULT_SPLIT_BYTES, parallelism: int = 2,
               share_slots: dict[tuple[str, int], int] | None = None,
               topic_partitions: dict[str, int] | None = None, notes: Iterable[str] = (),
-              task_bytes: int | None = None) -> Plan:
+              task_bytes: int | None = None, cut_remote: bool = True) -> Plan:
     """Ranges of at most about ``split_bytes``, packed into tasks of about equal bytes (longest first).
 
     Tasks aim at ``task_bytes`` each (default: the split size) and number at least ``3 x parallelism``.
+    ``cut_remote=False`` keeps remote segments whole (the index check then runs on the one mirror of the segment the
+    walk read, not on a second download).
     """
     if split_bytes < 1:
         raise UsageError("the split size must be positive")
@@ -374,7 +386,7 @@ def make_plan(segments: Iterable[SegmentFile], *, split_bytes: int = DEFAULT_SPL
     items: list[WorkItem] = []
     out_notes = list(notes)
     for seg in segs:
-        cuts, how = cut_points(seg, split_bytes)
+        cuts, how = cut_points(seg, split_bytes) if cut_remote or not is_url(seg.path) else ([], "whole")
         if how.startswith("uncut"):
             out_notes.append(f"{shown(seg.path)}: {how}")
         bounds = [0, *cuts, seg.size]
@@ -383,7 +395,7 @@ def make_plan(segments: Iterable[SegmentFile], *, split_bytes: int = DEFAULT_SPL
         tp = (topic_partitions or {}).get(seg.topic, 0)
         for r in range(n):
             items.append(WorkItem(len(items), seg.topic, seg.partition, seg.path, seg.base_offset, bounds[r],
-                                  bounds[r + 1], seg.size, r, n, slots, tp))
+                                  bounds[r + 1], seg.size, r, n, slots, tp, seg.active))
     return Plan(segs, tuple(items), balance(items, task_bytes or split_bytes, parallelism), tuple(out_notes))
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkatool.record.codecs import CODEC_LABELS
-from kafkatool.scan.engine import PartitionResult, ScanReport, SegmentResult, Stats
+from kafkatool.scan.engine import PartitionResult, ScanReport, SegmentResult
 from kafkatool.scan.keyshare import (
     ConsumerLoad,
     ShareAssignment,
@@ -26,6 +26,7 @@ from kafkatool.scan.keyshare import (
     to_positive,
 )
 from kafkatool.scan.plan import SegmentFile
+from kafkatool.scan.stats import Stats
 from kafkatool.util import crash
 from kafkatool.util.atomic import DirMaker, atomic_write_bytes, fsync_dir
 
@@ -47,7 +48,7 @@ def stats_fields(s: Stats) -> dict[str, Any]:
         "crc_failures": s.crc_failures, "decode_failures": s.decode_failures,
         "largest_batch": s.largest_batch, "oversized_batches": s.oversized_batches,
         "transactional_batches": s.transactional_batches, "control_batches": s.control_batches,
-        "null_keys": s.null_keys, "distinct_keys": s.distinct_keys,
+        "null_keys": s.null_keys, "distinct_keys": s.distinct_keys, "records_known": s.records_known,
     }
 
 
@@ -59,13 +60,15 @@ def format_rows(s: Stats) -> list[dict[str, Any]]:
 
 
 def segment_row(seg: SegmentResult) -> dict[str, Any]:
+    stop = seg.stop
     return {"topic": seg.topic, "partition": seg.partition, "base_offset": seg.base_offset, "path": seg.path,
             "file_size": seg.file_size, "ranges": seg.ranges, "rescanned": seg.rescanned,
             **stats_fields(seg.stats),
             "largest_batch_position": seg.stats.largest_batch_position[1] if seg.stats.largest_batch_position
             else None,
-            "end": seg.end.kind, "end_position": seg.end.position, "unread_bytes": seg.unread_bytes,
-            "end_message": seg.end.message}
+            "end": stop.kind if stop is not None else "ok", "end_position": stop.position if stop is not None else None,
+            "unread_bytes": seg.unread_bytes, "errors": sum(1 for f in seg.findings if f.severity.value == "error"),
+            "warnings": sum(1 for f in seg.findings if f.severity.value == "warning")}
 
 
 def partition_row(p: PartitionResult) -> dict[str, Any]:
@@ -73,21 +76,11 @@ def partition_row(p: PartitionResult) -> dict[str, Any]:
             "unread_bytes": sum(s.unread_bytes for s in p.abnormal)}
 
 
-def failure_rows(report: ScanReport) -> list[dict[str, Any]]:
-    """Every CRC/decode failure kept (up to 100 per segment) and every walk that stopped early."""
-    out: list[dict[str, Any]] = []
-    for seg in report.segments:
-        for path, pos in seg.stats.crc_positions:
-            out.append({"topic": seg.topic, "partition": seg.partition, "path": path, "position": pos,
-                        "kind": "crc", "message": "stored checksum does not match the batch"})
-        for path, pos, msg in seg.stats.decode_errors:
-            out.append({"topic": seg.topic, "partition": seg.partition, "path": path, "position": pos,
-                        "kind": "decode", "message": msg})
-        if seg.end.abnormal:
-            out.append({"topic": seg.topic, "partition": seg.partition, "path": seg.path,
-                        "position": seg.end.position, "kind": seg.end.kind,
-                        "message": f"{seg.end.message} ({seg.end.trailing_bytes} bytes not read)"})
-    return out
+def finding_rows(report: ScanReport) -> list[dict[str, Any]]:
+    """Every finding of the walks (``dump --deep --verify``'s own: kind, severity, where, what), in plan order."""
+    return [{"topic": seg.topic, "partition": seg.partition, "path": f.path, "position": f.position,
+             "offset": f.offset, "kind": f.kind, "severity": f.severity.value, "message": f.message}
+            for seg in report.segments for f in seg.findings]
 
 
 # ---------------------------------------------------------------------------------------------- key sharing
@@ -276,7 +269,7 @@ def stats_tables(report: ScanReport) -> dict[str, list[dict[str, Any]]]:
         "topics": [{"topic": t.topic, "partitions": t.partitions, "segments": t.segments, **stats_fields(t.stats)}
                    for t in report.topics],
         "formats": formats,
-        "failures": failure_rows(report),
+        "findings": finding_rows(report),
     }
 
 

@@ -7,13 +7,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from kafkatool.commands.options import Output, OutputFormat
+from kafkatool.dump import Severity
 from kafkatool.errors import NotRegularFileError
 from kafkatool.log.layout import IrregularFile
 from kafkatool.scan.engine import ScanReport
 from kafkatool.scan.report import (
     TopicShare,
     consumer_range_text,
-    failure_rows,
     format_rows,
     partition_row,
     segment_row,
@@ -24,7 +24,7 @@ from kafkatool.spark.run import ScanListener
 from kafkatool.util.printable import shown
 from kafkatool.util.units import format_size, format_time_ms
 
-MAX_FINDING_LINES = 20
+MAX_GAPS_SHOWN = 10  # offset-gap findings printed per segment (as dump prints them; the JSON lines list all)
 
 
 class ScanRenderer(ScanListener):
@@ -45,11 +45,14 @@ class ScanRenderer(ScanListener):
                       f"{format_size(memory.driver_memory)}, {cores} x Python worker "
                       f"{format_size(memory.python_worker_memory)})")
 
-    def executor(self, host: str, python: str, version: str, origin: str, shipped: bool) -> None:
-        self.out.note(f"executor {host}: Python {python}, kafkatool {version} from {origin}")
-        if not shipped:
-            self.out.finding(f"warning: executor {host} imports kafkatool from {origin}, not from the shipped "
-                             "kafkatool.zip (an installed kafkatool shadows it)")
+    def executor(self, host: str, python: str, version: str, origin: str, shipped: bool, compiled: bool) -> None:
+        where = "the shipped kafkatool.zip" if shipped else f"{origin} (installed: the same sources as this driver)"
+        self.out.note(f"executor {host}: Python {python}, kafkatool {version} from {where}, compiled path "
+                      f"{'active' if compiled else 'INACTIVE'}")
+        if not compiled:
+            self.out.finding(f"kafkatool spark-scan: warning: executor {host} runs kafkatool without its compiled "
+                             "extension (not built for its Python, or KAFKATOOL_PURE set): about 1.3-1.5x the CPU. "
+                             "Install kafkatool on the nodes or give the Python the driver runs")
 
     def stage(self, name: str) -> None:
         self._line = ProgressLine(self.out, name)
@@ -65,6 +68,9 @@ class ScanRenderer(ScanListener):
 
     def stats(self, report: ScanReport) -> None:
         render_stats(report, self.out, self.form, self.level)
+
+    def findings(self, report: ScanReport) -> None:
+        render_findings(report, self.out, self.form)
 
     def keyshare(self, shares: Sequence[TopicShare]) -> None:
         render_keyshare(shares, self.out, self.form)
@@ -170,7 +176,6 @@ def _stats_cells(f: dict[str, Any]) -> list[Any]:
 
 
 def render_stats(report: ScanReport, out: Output, form: OutputFormat, level: str) -> None:
-    failures = failure_rows(report)
     if form == OutputFormat.json:
         for seg in report.segments:
             out.json({"type": "segment", **segment_row(seg), "formats": format_rows(seg.stats)})
@@ -179,15 +184,13 @@ def render_stats(report: ScanReport, out: Output, form: OutputFormat, level: str
         for t in report.topics:
             out.json({"type": "topic", "topic": t.topic, "partitions": t.partitions, "segments": t.segments,
                       **stats_fields(t.stats), "formats": format_rows(t.stats)})
-        for f in failures:
-            out.json({"type": "failure", **f})
         out.json({"type": "total", "topics": len(report.topics), "partitions": len(report.partitions),
                   "segments": len(report.segments), **stats_fields(report.total),
-                  "formats": format_rows(report.total), "findings": report.findings})
+                  "formats": format_rows(report.total), **finding_counts(report)})
     else:
         if level == "segment":
             rows = [[shown(s.topic), s.partition, s.base_offset, *_stats_cells(stats_fields(s.stats)),
-                     "ok" if not s.end.abnormal else s.end.kind] for s in report.segments]
+                     "ok" if s.stop is None else s.stop.kind] for s in report.segments]
             lines = table(["TOPIC", "PARTITION", "SEGMENT", *_STATS_HEADERS, "END"], rows)
         elif level == "partition":
             copies = len({(p.topic, p.partition) for p in report.partitions}) < len(report.partitions)
@@ -214,11 +217,37 @@ def render_stats(report: ScanReport, out: Output, form: OutputFormat, level: str
                  f"({tot.uncompressed_bytes} uncompressed, ratio {tot.compression_ratio:.2f}), "
                  f"{tot.oversized_batches} batches over max.message.bytes (largest {tot.largest_batch}), "
                  f"{tot.crc_failures} CRC failures, {tot.decode_failures} decode failures")
-    for f in failures[:MAX_FINDING_LINES]:
-        out.finding(f"kafkatool: finding: {f['path']} at byte {f['position']}: {f['kind']}: {f['message']}")
-    if len(failures) > MAX_FINDING_LINES:
-        out.finding(f"kafkatool: ... {len(failures) - MAX_FINDING_LINES} more findings (--format json, or "
-                    "failures.parquet with --output)")
+
+
+def finding_counts(report: ScanReport) -> dict[str, int]:
+    return {"errors": report.count(Severity.ERROR), "warnings": report.count(Severity.WARNING),
+            "infos": report.count(Severity.INFO), "io_errors": report.io_errors}
+
+
+def render_findings(report: ScanReport, out: Output, form: OutputFormat) -> None:
+    """Every finding on stderr as ``dump`` prints it (offset gaps: the first few per segment), then their count;
+    with JSON also a ``finding`` line each on stdout."""
+    if form == OutputFormat.json:
+        for seg in report.segments:
+            for f in seg.findings:
+                out.json({"type": "finding", "topic": seg.topic, "partition": seg.partition, "kind": f.kind,
+                          "severity": f.severity.value, "path": f.path, "position": f.position, "offset": f.offset,
+                          "message": f.message, **f.data})
+        out.json({"type": "findings", **finding_counts(report)})
+    for seg in report.segments:
+        gaps = 0
+        for f in seg.findings:
+            if f.kind == "offset-gap":
+                gaps += 1
+                if gaps > MAX_GAPS_SHOWN:
+                    continue
+            out.finding(f"kafkatool: {f}")
+        if gaps > MAX_GAPS_SHOWN:
+            out.finding(f"kafkatool: info: offset-gap: {seg.path}: {gaps - MAX_GAPS_SHOWN} more offset gaps not shown "
+                        "(the JSON lines list every one)")
+    c = finding_counts(report)
+    if report.findings:
+        out.note(f"findings: {c['errors']} errors, {c['warnings']} warnings, {c['infos']} info")
 
 
 def render_keyshare(shares: Sequence[TopicShare], out: Output, form: OutputFormat) -> None:
