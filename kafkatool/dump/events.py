@@ -25,6 +25,7 @@ from kafkatool.record.file_records import RecordBatch
 if TYPE_CHECKING:
     from kafkatool.decoders import MessageParser
     from kafkatool.dump.filter import RecordFilter
+    from kafkatool.log.layout import PartitionSelection
 
 DEFAULT_RESYNC_LIMIT = 64 * 1024 * 1024
 
@@ -80,6 +81,7 @@ class DumpOptions:
     kafka_compat: bool = False
     progress_every: int = 64 * 1024 * 1024  # bytes of .log between Progress events
     record_filter: RecordFilter | None = None  # producer id, key, control types ... (dump.filter)
+    selection: PartitionSelection | None = None  # only these topics/partitions of the dirs given
     parser: MessageParser | None = None  # a decoder option: emitted records carry their decoded texts
 
     @property
