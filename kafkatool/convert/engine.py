@@ -189,6 +189,9 @@ class ConvertObserver:
     def partition_done(self, stats: PartitionStats) -> None:
         pass
 
+    def warning(self, text: str) -> None:
+        """A line for the operator about the run as a whole (internal topics skipped)."""
+
 
 class DownConverter:
     """One partition's batches -> v0/v1 output units, ``RecordsUtil.downConvert`` rules plus KIP-126 splits.
@@ -443,7 +446,12 @@ def convert_log(src: str | os.PathLike[str], dst: str | os.PathLike[str], opts: 
     opts.validate()
     obs = observer or ConvertObserver()
     src_p, dst_p = Path(src), Path(dst)
-    sources = resolve_sources(src_p)
+    skipped: list[str] = []
+    # Internal topics are the brokers' own: never down-converted from a whole log dir (name one to convert it).
+    sources = resolve_sources(src_p, skip_internal=not opts.up, skipped=skipped)
+    if skipped:
+        obs.warning(f"skipped {len(skipped)} partitions of internal topics ({', '.join(skipped)}): a broker's own "
+                    "data; give a partition dir to convert one anyway")
     check_destination(src_p, dst_p)
     if not opts.up and opts.codec is None and opts.zstd_to is None:
         scan_for_zstd(sources)
@@ -574,6 +582,12 @@ def _convert_into(source: PartitionSource, tmp: Path | None, opts: ConvertOption
         stats.empty_batches_dropped = dc.batches_empty
         stats.headers_dropped = dc.headers_dropped
         stats.producer_fields_dropped = dc.producer_fields_dropped
+        if dc.control_batches_dropped:  # what old consumers now read of aborted transactions
+            from kafkatool.convert.visibility import transaction_outcomes
+
+            note = transaction_outcomes((seg.log for seg in source.segments), opts.decompress_limit).warning()
+            if note is not None:
+                stats.warn(note)
     _carry_files(source, tmp, opts, stats)
 
 
