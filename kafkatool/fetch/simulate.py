@@ -55,6 +55,7 @@ from kafkatool.log.layout import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
     PartitionDir,
+    PartitionSelection,
     TopicPartition,
     parse_partition_dir_name,
     resolve_inputs,
@@ -126,18 +127,21 @@ class PartitionLog:
         return cls(topic_partition, path, [SegmentFiles(base, path, index)])
 
 
-def partition_logs(paths: Sequence[str | os.PathLike[str]], *,
-                   topic_partition: TopicPartition | None = None) -> list[PartitionLog]:
-    """PATH arguments -> partitions, in the order given (log dirs expand to their partitions, sorted)."""
+def partition_logs(paths: Sequence[str | os.PathLike[str]], *, topic_partition: TopicPartition | None = None,
+                   selection: PartitionSelection | None = None) -> list[PartitionLog]:
+    """PATH arguments -> partitions, in the order given (log dirs expand to their partitions, sorted); with a
+    ``selection``, only the partition dirs it selects (a bare file is named by ``topic_partition``)."""
+    sel = selection or PartitionSelection()
     out: list[PartitionLog] = []
     for raw in paths:
         inputs = resolve_inputs([raw])
         for f in inputs.files:
             out.append(PartitionLog.from_file(f, topic_partition))
-        for pd in inputs.all_partitions():
+        for pd in sel.select(inputs.all_partitions()):
             out.append(PartitionLog.from_partition_dir(pd))
     if not out:
-        raise InputError("no partition found in the given paths")
+        raise InputError("no partition found in the given paths" + ("" if sel.everything else
+                                                                    " (none of the topics and partitions asked for)"))
     return out
 
 
