@@ -56,13 +56,13 @@ class Encoding(str, enum.Enum):
 
 class StdinKind(str, enum.Enum):
     # what ``dump -`` reads: dump.events.FileKind values an operator types
-    log = "log"
-    index = "index"
-    timeindex = "timeindex"
-    txnindex = "txnindex"
-    snapshot = "snapshot"
-    checkpoint = "checkpoint"  # a log dir's offset checkpoints
-    leader_epoch_checkpoint = "leader-epoch-checkpoint"
+    LOG = "log"
+    INDEX = "index"
+    TIMEINDEX = "timeindex"
+    TXNINDEX = "txnindex"
+    SNAPSHOT = "snapshot"
+    CHECKPOINT = "checkpoint"  # a log dir's offset checkpoints
+    LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 
 
 class ControlType(str, enum.Enum):

@@ -28,13 +28,11 @@ from collections.abc import Iterable, Iterator
 from itertools import count as _count
 from operator import itemgetter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import crc32c as _crc32c
-
+from kafkatool._accel import crc32c as _crc32c
 from kafkatool._accel import speedups as _C
 from kafkatool.constants import INT32_MAX
-from kafkatool.decoders import MessageParser, auto_decoder, resolve_parser
 from kafkatool.dump.events import (
     BatchEvent,
     DumpOptions,
@@ -67,6 +65,9 @@ from kafkatool.record.codecs import decompress
 from kafkatool.record.default_records import DefaultRecordBatch
 from kafkatool.record.file_records import FileRecords, LogInputStream
 from kafkatool.record.sniff import looks_like
+
+if TYPE_CHECKING:
+    from kafkatool.decoders import MessageParser
 
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 
@@ -249,6 +250,10 @@ class DumpEngine:
 
     def _auto_parser(self, path: Path) -> MessageParser | None:
         """The decoder of an internal topic's partition dir (``decoders.auto_decoder``), when no option set one."""
+        if not path.parent.name.startswith("__"):  # every internal topic's name does: no decoder to load
+            return None
+        from kafkatool.decoders import auto_decoder, resolve_parser
+
         name = auto_decoder(path.parent.name)
         if name is None:
             return None

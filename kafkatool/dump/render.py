@@ -25,7 +25,6 @@ from json.encoder import encode_basestring
 from typing import IO, Any
 
 from kafkatool import JSON_SCHEMA_VERSION
-from kafkatool.decoders import DecodedText
 from kafkatool.dump.control import describe_control
 from kafkatool.dump.dumplog import entry_line
 from kafkatool.dump.events import (
@@ -198,7 +197,7 @@ class JsonWriter:
                 kt, vt = decoded[i]
                 line += (f',"key_decoded":{"null" if kt is None else hkey(kt)}'
                          f',"value_decoded":{"null" if vt is None else hkey(vt)}')
-                if isinstance(vt, DecodedText) and vt.is_json:
+                if getattr(vt, "is_json", False):  # a DecodedText that is a JSON document
                     line += f',"value_json":{vt}'  # the decoder's JSON document itself (cluster-metadata)
             if control:
                 c = describe_control(key, value)

@@ -15,7 +15,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO
 
-from kafkatool.decoders import resolve_parser
 from kafkatool.dump.engine import DumpEngine
 from kafkatool.dump.events import DEFAULT_RESYNC_LIMIT, DumpOptions, Event, Summary
 from kafkatool.dump.filter import RecordFilter
@@ -123,6 +122,8 @@ def dump_options(request: DumpRequest) -> DumpOptions:
         raise UsageError(f"{req.from_offset} is after the last offset asked for ({req.to_offset})", field="from_offset")
     parser = None
     if any(d is not None for d in (req.decoder, req.key_decoder, req.value_decoder)):
+        from kafkatool.decoders import resolve_parser  # the decoders load only when asked for
+
         parser = resolve_parser(req.decoder, req.key_decoder, req.value_decoder)
     record_filter = RecordFilter.build(
         producer_id=req.producer_id, producer_epoch=req.producer_epoch, transactional=req.transactional,

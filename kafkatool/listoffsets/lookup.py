@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from kafkatool.errors import KafkaToolError
 from kafkatool.log.checkpoints import EpochEntry
-from kafkatool.log.index import load_offset_lookup, lookup_timestamp, read_time_index
+from kafkatool.log.index import TimestampOffset, load_offset_lookup, lookup_timestamp, read_time_index
 from kafkatool.log.layout import Segment
 from kafkatool.record.default_records import DefaultRecordBatch
 from kafkatool.record.file_records import FileRecords
@@ -110,13 +110,13 @@ def search_for_timestamp(seg: Segment, target: int, start_position: int, start_o
 def find_offset_by_timestamp(seg: Segment, target: int, start_offset: int,
                              limit: int | None) -> TimestampAndOffset | None:
     """``LogSegment.findOffsetByTimestamp``."""
-    entries = []
+    entries: list[TimestampOffset] = []
     if seg.time_index.exists():
         try:
-            entries = read_time_index(seg.time_index, seg.base_offset).entries
+            entries = read_time_index(seg.time_index, seg.base_offset).entries  # type: ignore[assignment]
         except KafkaToolError:
             entries = []
-    ts_offset = lookup_timestamp(entries, target, seg.base_offset)  # type: ignore[arg-type]
+    ts_offset = lookup_timestamp(entries, target, seg.base_offset)
     position = 0
     if seg.index.exists():
         position = load_offset_lookup(seg.index, seg.base_offset).position_for(max(ts_offset.offset, start_offset))
