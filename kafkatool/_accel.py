@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from types import ModuleType
+from typing import Any, Protocol, cast
 
 
 def pure_requested() -> bool:
@@ -74,4 +75,10 @@ def load_crc32c() -> ModuleType:
     return crc32c
 
 
-crc32c = load_crc32c()
+class Crc32c(Protocol):
+    """What the callers use of the crc32c module."""
+
+    def crc32c(self, data: Any, value: int = 0, /) -> int: ...
+
+
+crc32c: Crc32c = cast(Crc32c, load_crc32c())

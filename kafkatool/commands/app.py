@@ -16,6 +16,7 @@ from typing import Annotated, Any
 import typer
 
 import kafkatool
+from kafkatool.commands.examples import ROOT as ROOT_EXAMPLES
 from kafkatool.commands.help import Group
 from kafkatool.commands.options import memory_opt, set_root_memory
 from kafkatool.commands.registry import BY_NAME, COMMANDS
@@ -50,6 +51,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
     context_settings={"help_option_names": ["-h", "--help"]},
+    epilog=ROOT_EXAMPLES,
 )
 
 

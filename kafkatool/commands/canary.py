@@ -33,7 +33,7 @@ originals. apply: swap them in on a stopped broker, crash-safe. rollback: put th
 """
 
 canary_app = typer.Typer(cls=Group, help=HELP, short_help=short_help("canary"), no_args_is_help=True,
-                         context_settings={"help_option_names": ["-h", "--help"]})
+                         context_settings={"help_option_names": ["-h", "--help"]}, epilog=examples.CANARY)
 
 
 def register(app: typer.Typer) -> None:

@@ -4,6 +4,16 @@ elides lines). tests/commands/test_help.py runs each one and compares, as the do
 ``python -m tests.support.help_examples --fill`` writes the output of an example shown as ``@@``."""
 # ruff: noqa: E501  (what the commands print, verbatim)
 
+ROOT = """\
+$ kafkatool sample demo -q
+$ kafkatool info demo --topic payments
+log dir demo: KRaft (cluster sxRD8Wz9TA2EHR-ZhItZzA, node 1); clean shutdown; no .lock
+PARTITION               SEGS       SIZE  FORMATS   CODECS                OFFSETS        LOG-START       HW  EPOCH
+payments-0                 5   302.5KiB  v2        none,snappy           0..2064                0     2065      5
+payments-1                 5   302.5KiB  v2        none,snappy           0..2063                0     2064      5
+kafkatool info: 1 topics, 2 partitions, 10 segments, 605.0KiB of segments
+"""
+
 INFO = """\
 $ kafkatool info demo --topic orders
 log dir demo: KRaft (cluster sxRD8Wz9TA2EHR-ZhItZzA, node 1); clean shutdown; no .lock
@@ -88,6 +98,16 @@ orders-0: fetch v2 (magic 1) from offset 1000: overflow
   consumer: records, returns 260 record(s) (1000..1259), next fetch offset 1260; duplicates 0, below fetch offset 35
   padding 14511 bytes (1 overflow header(s)), cut 0 bytes, peak conversion memory 135.9KiB
 response: FetchResponse v2, 1 partition(s), size prefix 44624 (+4), records 44582 bytes
+"""
+
+CANARY = """\
+$ kafkatool canary plan demo | head -1
+canary plan: demo (KRaft), target message format v2
+$ kafkatool canary run demo --partitions 'sensors-*' --workdir c1 -q
+$ kafkatool canary verify c1 -q | tail -3
+────────────────────────────────────────
+sensors-2016-0   original
+sensors-2017-0   original
 """
 
 CANARY_PLAN = """\

@@ -18,13 +18,13 @@ from typing import Any
 
 from typer.core import TyperCommand, TyperGroup
 
-MAX_WIDTH = 80
+MAX_WIDTH = 100  # wider terminals still get lines a reader can follow
 COLUMN = 28  # where an option's help starts
 EXAMPLES_INTRO = "Examples (demo is the log dir `kafkatool sample demo` writes):"
 
 
 def width() -> int:
-    """The help's width: the terminal's (COLUMNS first), at most 80 and at least 50."""
+    """The help's width: the terminal's (COLUMNS first), at most 100 and at least 50."""
     try:
         cols = int(os.environ.get("COLUMNS", "")) if os.environ.get("COLUMNS") else shutil.get_terminal_size().columns
     except ValueError:

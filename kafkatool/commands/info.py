@@ -14,6 +14,7 @@ from kafkatool.commands.examples import INFO as EXAMPLES
 from kafkatool.commands.help import add_command
 from kafkatool.commands.options import (
     LiveOpt,
+    MemoryOpt,
     Output,
     OutputFormat,
     PartitionOpt,
@@ -21,6 +22,7 @@ from kafkatool.commands.options import (
     TextJsonFormatOpt,
     TopicOpt,
     TracebackOpt,
+    memory_option,
 )
 
 HELP = """A fast summary of log dirs from file headers: topics, partitions, segments, sizes, message formats and
@@ -40,6 +42,7 @@ def info_cmd(
     topic: TopicOpt = None,
     partition: PartitionOpt = None,
     live: LiveOpt = False,
+    memory: MemoryOpt = None,
     fmt: TextJsonFormatOpt = None,
     quiet: QuietOpt = False,
     traceback: TracebackOpt = False,
@@ -50,7 +53,8 @@ def info_cmd(
     out = Output(quiet=quiet)
     form = OutputFormat(fmt.value) if fmt is not None else OutputFormat.text
     renderer = InfoRenderer(out, form)
-    outcome = info(InfoRequest(paths, tuple(topic or ()), tuple(partition or ()), live), renderer)
+    outcome = info(InfoRequest(paths, tuple(topic or ()), tuple(partition or ()), live, memory_option(memory)),
+                   renderer)
     renderer.summary(outcome)
     return int(outcome.exit_code)
 

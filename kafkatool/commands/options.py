@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
+from typer._click.exceptions import BadParameter
 
 from kafkatool.errors import UsageError
 from kafkatool.util.jsonl import json_line
@@ -41,11 +42,11 @@ TOPIC_SIZES = "[TOPIC=]SIZE,..."  # a size for every topic and/or TOPIC=SIZE for
 
 
 def _value_error(parse: Callable[[Any], T], text: Any) -> T:
-    # A ValueError is what typer turns into "Invalid value for '--opt': ..." (exit 2, one line).
+    # click's BadParameter is "Invalid value for '--opt': <why>" (exit 2, one line); a ValueError would lose the why.
     try:
         return parse(text)
     except UsageError as e:
-        raise ValueError(e.message) from None
+        raise BadParameter(e.message) from None
 
 
 def parse_size_value(text: str | int) -> int:
@@ -72,7 +73,7 @@ def parse_size_range(text: str | int) -> IntRange:
     lo = parse_size_value(low)
     hi = parse_size_value(high) if sep else lo
     if hi < lo:
-        raise ValueError(f"{text!r}: the range ends below its start")
+        raise BadParameter(f"{text!r}: the range ends below its start")
     return IntRange(lo, hi)
 
 
@@ -90,7 +91,7 @@ class TopicSizes:
 def parse_size_list(text: str) -> Sizes:
     sizes = Sizes(parse_size_value(s.strip()) for s in str(text).split(",") if s.strip())
     if not sizes:
-        raise ValueError(f"no size in {text!r}")
+        raise BadParameter(f"no size in {text!r}")
     return sizes
 
 
@@ -103,10 +104,10 @@ def parse_topic_sizes(text: str) -> TopicSizes:
             continue
         topic, sep, size = item.rpartition("=")
         if sep and not topic.strip():
-            raise ValueError(f"{item!r}: no topic before '='")
+            raise BadParameter(f"{item!r}: no topic before '='")
         out.append((topic.strip() if sep else None, parse_size_value(size)))
     if not out:
-        raise ValueError(f"no size in {text!r}")
+        raise BadParameter(f"no size in {text!r}")
     return TopicSizes(tuple(out))
 
 

@@ -20,12 +20,11 @@ class Entry:
 
 # In the order ``kafkatool --help`` lists them.
 COMMANDS: tuple[Entry, ...] = (
-    Entry("info", "info", "A fast summary of a log dir from file headers: topics, partitions, offsets, formats."),
+    Entry("info", "info", "A fast summary of log dirs from file headers: topics, offsets, formats."),
     Entry("dump", "dump", "Dump segments, indexes, snapshots and checkpoints; report corruption."),
     Entry("offsets-for-times", "offsets_for_times",
-          "The offset ListOffsets returns for a time (or earliest, latest), from the files."),
-    Entry("metadata", "metadata",
-          "Rebuild the KRaft metadata image offline (brokers, topics, partitions, configs, ACLs...)."),
+          "The offset ListOffsets returns for a time, earliest or latest, from the files."),
+    Entry("metadata", "metadata", "Rebuild the KRaft metadata image offline: brokers, topics, configs, ACLs..."),
     Entry("reindex-time", "reindex_time", "Check or rebuild .timeindex and .index files offline, as recovery would."),
     Entry("downconvert", "downconvert", "Rewrite a segment, partition or log dir as message format v1 or v0."),
     Entry("upconvert", "upconvert", "Rewrite the v0/v1 data of a segment, partition or log dir as v2."),

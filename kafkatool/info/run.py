@@ -35,6 +35,7 @@ from kafkatool.log.lock import check_read, live_lock, live_notice
 from kafkatool.record.codecs import Codec
 from kafkatool.record.default_records import DefaultRecordBatch
 from kafkatool.record.file_records import FileRecords
+from kafkatool.util import budget
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +44,7 @@ class InfoRequest:
     topic: Sequence[str] = ()  # shell patterns over topic names
     partition: Sequence[int] = ()
     live: bool = False  # read a log dir a live broker holds (its active segments may be mid-write)
+    memory: str | None = None  # the run's budget as given (None: KAFKATOOL_MEMORY or the default)
 
 
 @dataclass(slots=True)
@@ -122,6 +124,7 @@ def info(request: InfoRequest, listener: InfoListener | None = None) -> InfoOutc
             raise InputError("not a directory: info reads log dirs and partition dirs", path=p)
     for lock in check_read(paths, live=request.live):
         lis.warning(live_notice(lock))
+    budget.activate(budget.resolve(request.memory))
     sel = PartitionSelection(tuple(request.topic), tuple(request.partition))
     out = InfoOutcome()
     for p in paths:

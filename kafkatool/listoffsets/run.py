@@ -63,10 +63,11 @@ class OffsetsListener:
 @dataclass(slots=True)
 class OffsetsOutcome:
     answers: list[OffsetAnswer] = field(default_factory=list)
+    problems: int = 0  # files that could not be read (a warning each): an answer may lack its leader epoch
 
     @property
     def exit_code(self) -> ExitCode:
-        return ExitCode.OK
+        return ExitCode.FINDINGS if self.problems else ExitCode.OK
 
 
 def parse_time(value: int | str) -> int:
@@ -111,14 +112,22 @@ def offsets_for_times(request: OffsetsRequest, listener: OffsetsListener | None 
         raise InputError("no partition found in the given paths" + ("" if sel.everything else
                                                                     " (none of the topics and partitions asked for)"))
     for part in parts:
+        epochs: list[EpochEntry] = []
+        if part.leader_epoch_checkpoint.is_file():
+            try:
+                epochs = read_leader_epoch_checkpoint(part.leader_epoch_checkpoint)
+            except KafkaToolError as e:
+                lis.warning(f"{e.at(part.leader_epoch_checkpoint)}: answered without leader epochs")
+                out.problems += 1
         for query, target in targets:
-            a = _answer(part, query, target, mem.worker.decompress_limit)
+            a = _answer(part, query, target, epochs, mem.worker.decompress_limit)
             out.answers.append(a)
             lis.answer(a)
     return out
 
 
-def _answer(part: PartitionDir, query: str, target: int, limit: int | None) -> OffsetAnswer:
+def _answer(part: PartitionDir, query: str, target: int, epochs: list[EpochEntry],
+            limit: int | None) -> OffsetAnswer:
     tp = part.topic_partition
     assert tp is not None
     log_dir = part.path.parent
@@ -127,9 +136,6 @@ def _answer(part: PartitionDir, query: str, target: int, limit: int | None) -> O
     leo = _log_end_offset(part)
     hw_checkpoint = _checkpoint(log_dir, "replication-offset-checkpoint", tp)
     hw = leo if hw_checkpoint is None else min(hw_checkpoint, leo)
-    epochs: list[EpochEntry] = []
-    if part.leader_epoch_checkpoint.is_file():
-        epochs = read_leader_epoch_checkpoint(part.leader_epoch_checkpoint)
     found: TimestampAndOffset = fetch_offset_by_timestamp(part.segments, target, log_start_offset=start,
                                                           last_fetchable_offset=hw, epochs=epochs, limit=limit)
     return OffsetAnswer(tp.topic, tp.partition, query, found.timestamp, found.offset, found.leader_epoch, start, hw,

@@ -45,7 +45,8 @@ def imported(args: list[str], cwd: Path = ROOT) -> tuple[set[str], set[str], str
         "atexit.register(report)\n"
         "from kafkatool.commands.app import main\n"
         "main(sys.argv[2:])\n")
-    out = cwd / "imports.json" if cwd != ROOT else Path(os.environ.get("TMPDIR", "/tmp")) / f"imports-{os.getpid()}.json"
+    out = cwd / "imports.json" if cwd != ROOT else \
+        Path(os.environ.get("TMPDIR", "/tmp")) / f"imports-{os.getpid()}.json"
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     env.pop("KAFKATOOL_PURE", None)
     p = subprocess.run([sys.executable, "-c", probe, str(out), *args], cwd=cwd, env=env, capture_output=True,

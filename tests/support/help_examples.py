@@ -23,7 +23,7 @@ EXAMPLES_MODULE = ROOT / "kafkatool" / "commands" / "examples.py"
 
 
 def command_examples() -> dict[str, str]:
-    """Every leaf command's path (``dump``, ``canary run``) and its examples (the command's epilog)."""
+    """Every command's path (``dump``, ``canary run``; ``""``: kafkatool itself) and its examples (its epilog)."""
     import typer
 
     from kafkatool.commands.app import get_app
@@ -32,11 +32,10 @@ def command_examples() -> dict[str, str]:
 
     def walk(cmd: Any, path: list[str]) -> None:
         subs = getattr(cmd, "commands", None)
-        if subs:
-            for name, sub in subs.items():
-                walk(sub, [*path, name])
-        else:
+        if subs or cmd.epilog:
             out[" ".join(path)] = cmd.epilog or ""
+        for name, sub in (subs or {}).items():
+            walk(sub, [*path, name])
 
     walk(typer.main.get_command(get_app()), [])
     return out
@@ -44,7 +43,7 @@ def command_examples() -> dict[str, str]:
 
 def examples(path: str, text: str) -> list[dx.Example]:
     lines = list(enumerate(text.rstrip("\n").split("\n"), 1))
-    return dx._parse_block(f"kafkatool {path} --help", lines)
+    return dx._parse_block(" ".join(["kafkatool", path, "--help"]).replace("  ", " "), lines)
 
 
 def skip_reason(e: dx.Example) -> str | None:
@@ -67,14 +66,15 @@ def run_command(path: str, text: str, demo: Path, base: Path) -> tuple[list[str]
     cwd, tmp = base / "cwd", base / "tmp"
     cwd.mkdir(parents=True)
     tmp.mkdir()
-    shutil.copytree(demo, cwd / "demo", copy_function=shutil.copy2)
+    if path:  # kafkatool's own examples make their demo
+        shutil.copytree(demo, cwd / "demo", copy_function=shutil.copy2)
     problems: list[str] = []
     fills: list[tuple[dx.Example, list[str]]] = []
     for e in examples(path, text):
         if skip_reason(e) is not None:
             continue
         rc, printed = dx.run(e, cwd, tmp)
-        printed = [line.replace(str(cwd) + "/", ".../") for line in printed]  # the run's own directory, elided
+        printed = [line.replace(str(cwd) + "/", ".../").rstrip() for line in printed]  # the run's dir, elided
         if e.output == [dx.FILL]:
             fills.append((e, printed
                           + ([] if not e.is_kafkatool or rc == (e.exit_code or 0) else ["$ echo $?", str(rc)])))
