@@ -35,6 +35,7 @@ EXIT_CODES = [
     (ExitCode.FINDINGS, "findings: corruption, index mismatch, failed verification or canary difference"),
     (ExitCode.USAGE, "usage error, unreadable input, I/O error, or --memory too small (the message says the minimum)"),
     (ExitCode.REFUSED, "refused: a live broker holds the log dir's .lock (nothing was changed)"),
+    (ExitCode.SOFTWARE, "internal error: a bug in kafkatool (rerun with --traceback and report it)"),
     (ExitCode.INTERRUPTED, "interrupted (SIGINT)"),
 ]
 

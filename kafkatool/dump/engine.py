@@ -156,12 +156,13 @@ class DumpEngine:
             yield from self.dump_file(path, KINDS[sniffed][0])
             return
         display = str(path)
+        size = os.path.getsize(path)
         self.totals.files += 1
         self.totals.io_errors += 1
-        yield FileStart(display, FileKind.UNKNOWN, 0)
+        yield FileStart(display, FileKind.UNKNOWN, size)
         yield self.finding("not-a-kafka-file", ERROR, display, "not a Kafka file: neither its name nor its bytes are "
                            "a segment, an index, a snapshot or a checkpoint")
-        yield FileEnd(display, FileKind.UNKNOWN, 0)
+        yield FileEnd(display, FileKind.UNKNOWN, size)
 
     def finding(self, kind: str, severity: Severity, path: str, message: str, position: int | None = None,
                 offset: int | None = None, **data: Any) -> Finding:

@@ -19,8 +19,9 @@ from tests.support.cli import run_cli
 from tests.support.dump_fixtures import TS, G, golden_commit_marker, patch_index_entry, v2_batches, write_segment
 from tests.support.paths import ROOT
 
-BATCH_KEYS = {"type", "schema", "path", "topic", "partition", "position", "base_offset", "last_offset", "magic", "codec", "size", "crc",
-              "crc_valid", "timestamp_type", "max_timestamp", "base_timestamp", "producer_id", "producer_epoch",
+BATCH_KEYS = {"type", "schema", "path", "topic", "partition", "position", "base_offset", "last_offset", "magic",
+              "codec", "size", "crc", "crc_valid", "timestamp_type", "max_timestamp", "base_timestamp", "producer_id",
+              "producer_epoch",
               "base_sequence", "last_sequence", "is_transactional", "is_control", "partition_leader_epoch", "count",
               "delete_horizon_ms"}
 
@@ -72,8 +73,9 @@ def test_json_schema(tmp_path):
     assert (b["position"], b["base_offset"], b["last_offset"], b["codec"], b["crc"], b["crc_valid"], b["count"]) == \
         (0, 100, 102, "gzip", 0xB1F3B825, True, 3)
     # a file outside a partition dir: no topic or partition (tests/dump/test_operator.py has them in one)
-    assert objs[2] == {"type": "record", "schema": 1, "path": str(p), "topic": None, "partition": None, "offset": 100, "timestamp": TS, "size": 11, "key_size": 2,
-                       "value_size": 2, "key": "azE=", "value": "djE=", "headers": [], "sequence": -1}
+    assert objs[2] == {"type": "record", "schema": 1, "path": str(p), "topic": None, "partition": None, "offset": 100,
+                       "timestamp": TS, "size": 11, "key_size": 2, "value_size": 2, "key": "azE=", "value": "djE=",
+                       "headers": [], "sequence": -1}
     assert objs[4]["key"] is None
     assert objs[7]["control"] == {"type": "COMMIT", "type_id": 1, "coordinator_epoch": 9, "data": None,
                                   "error": None}
