@@ -94,7 +94,7 @@ complete -c kafkatool -n '__fish_seen_subcommand_from dump' -l encoding -s e -x 
 complete -c kafkatool -n '__fish_seen_subcommand_from dump' -l format -s f -x -a 'text dump-log json table' -d 'text (default when piped), dump-log (kafka-dump-log.sh 3.9\'s exact lines)...'
 complete -c kafkatool -n '__fish_seen_subcommand_from dump' -l topic -s t -x -d 'Only topics whose name matches this shell pattern...'
 complete -c kafkatool -n '__fish_seen_subcommand_from dump' -l partition -x -d 'Only these partition numbers (repeatable).'
-complete -c kafkatool -n '__fish_seen_subcommand_from dump' -l kind -x -a 'log index timeindex txnindex snapshot checkpoint leader-epoch-checkpoint' -d 'What the file read from stdin (PATH -) is; default: sniffed from its bytes.'
+complete -c kafkatool -n '__fish_seen_subcommand_from dump' -l kind -x -a 'log index timeindex txnindex snapshot checkpoint leader-epoch-checkpoint' -d 'What the file read from stdin (PATH -) is: log, index, timeindex, txnindex...'
 complete -c kafkatool -n '__fish_seen_subcommand_from dump' -l from-offset -x -d 'Only records at or after this offset (starts from the .index when it can).'
 complete -c kafkatool -n '__fish_seen_subcommand_from dump' -l to-offset -x -d 'Only records up to this offset, inclusive; the walk stops past it.'
 complete -c kafkatool -n '__fish_seen_subcommand_from dump' -l from-time -x -d 'Only records with a timestamp at or after this (epoch ms or ISO-8601).'

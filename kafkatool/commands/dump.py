@@ -99,7 +99,8 @@ def dump_cmd(
     topic: TopicOpt = None,
     partition: PartitionOpt = None,
     kind: Annotated[StdinKind | None, typer.Option(
-        "--kind", help="What the file read from stdin (PATH -) is; default: sniffed from its bytes.",
+        "--kind", metavar="KIND", help="What the file read from stdin (PATH -) is: log, index, timeindex, "
+        "txnindex, snapshot, checkpoint or leader-epoch-checkpoint; default: sniffed from its bytes.",
         case_sensitive=False, show_default=False)] = None,
     from_offset: Annotated[int | None, typer.Option("--from-offset", metavar="OFFSET", help="Only records at or "
                                                     "after this offset (starts from the .index when it can).")] = None,

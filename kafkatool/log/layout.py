@@ -105,7 +105,7 @@ def has_glob(text: str) -> bool:
 def expand_paths(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
     """The PATH arguments with each quoted glob (``'demo/orders-*'``, ``'*.log'``) expanded here, sorted, as a
     shell would; a name that exists as written is taken as it is, ``-`` (stdin) too. A pattern that matches
-    nothing is an error naming it."""
+    nothing is an error naming it (it may have been meant as a name: ``[`` is a legal character of one)."""
     out: list[Path] = []
     for raw in paths:
         text = os.fspath(raw)
@@ -114,7 +114,7 @@ def expand_paths(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
             continue
         found = sorted(glob.glob(text))
         if not found:
-            raise InputError("no file or directory matches this pattern", path=text)
+            raise InputError("no such file or directory, nor a match of it as a pattern", path=text)
         out += [Path(f) for f in found]
     return out
 

@@ -362,7 +362,7 @@ def test_paths_and_names_with_brackets_print_as_they_are(command, bracketed, tmp
         assert r.returncode == 1 and f"torn-tail: {damaged}/logs/old-0/" in r.stderr, r.stderr
         r = run_cli("dump", d.small / "nothing[/x]here")
         assert (r.returncode, r.stderr) == (2, f"kafkatool dump: error: {d.small}/nothing[/x]here: no such file or "
-                                                "directory\n")
+                                                "directory, nor a match of it as a pattern\n")
     if command == "canary plan":
         r = run_cli("canary", "plan", d.small, "--format", "text")
         assert f"canary plan: {d.small} (" in r.stdout and "\nl[bold]at-0 " in r.stdout, r.stdout
