@@ -893,3 +893,25 @@ def test_units_and_iso_times_take_effect_end_to_end(dirs, tmp_path):
     logs = {n: b"".join(p.read_bytes() for p in sorted((tmp_path / n / "t-0").glob("*.log"))) for n in "abcd"}
     assert logs["a"] == logs["b"] != logs["c"]
     assert len(logs["d"]) < len(logs["b"])  # values of 512..1024 bytes
+
+
+def test_an_internal_error_exits_70_with_one_line(tmp_path):
+    """A bug (an exception kafkatool does not expect) is EX_SOFTWARE (70), not a usage error: one line naming the
+    exception, no traceback unless --traceback asks for it."""
+    import subprocess
+    import sys
+
+    probe = ("import sys, kafkatool.info.run as r\n"
+             "def boom(*a, **k): raise RuntimeError('the engine broke')\n"
+             "r.info = boom\n"
+             "from kafkatool.commands.app import main\n"
+             "main(sys.argv[1:])\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    for extra, traceback in (((), False), (("--traceback",), True)):
+        p = subprocess.run([sys.executable, "-c", probe, "info", str(tmp_path), *extra], capture_output=True,
+                           text=True, env=env, timeout=60)
+        assert p.returncode == 70, p.stderr
+        last = p.stderr.splitlines()[-1]
+        assert last == ("kafkatool info: error: internal error: RuntimeError: the engine broke (rerun with "
+                        "--traceback and report it)"), p.stderr
+        assert ("Traceback" in p.stderr) is traceback, p.stderr

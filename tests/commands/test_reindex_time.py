@@ -17,7 +17,8 @@ import pytest
 from kafkatool.log.checkpoints import encode_offset_checkpoint
 from kafkatool.log.layout import TopicPartition
 from kafkatool.log.recovery import recover_segment
-from tests.support.cli import run_cli, run_on_pty
+from tests.support.cli import pty_session, run_cli, run_on_pty
+from tests.support.screen import data_lines_missing
 from tests.support.segments import T0, v2_sized, write_segment
 
 STALE_TAIL = b"\x00\x00\x7f\x00\x00\x7f\x00\x00"  # an entry far past the end of the log
@@ -262,6 +263,16 @@ def test_progress_bar_on_a_terminal_shows_segments_bytes_and_eta(tmp_path):
     r = run_cli("reindex-time", root)
     assert "segments" not in r.stderr.replace("checked 12 segments", "")
 
+
+
+def test_verbose_lines_never_share_a_line_with_the_bar(sample_dir):
+    """-v prints a line per file while the bar runs: on one terminal each shows whole, on a line of its own (not
+    'reindex-time ━━━ 1/77 segments ... -:--:--orders-0/...index: ok'), the bar redrawn below it."""
+    piped = run_cli("reindex-time", sample_dir, "-v")
+    assert piped.returncode == 0 and piped.stdout.count(": ok") > 100, piped.stdout  # .index and .timeindex
+    rc, tty, _ = pty_session(["reindex-time", sample_dir, "-v"], columns=200)
+    assert rc == 0 and "━" in tty.decode(errors="replace"), tty[-600:]
+    assert data_lines_missing(piped.stdout, tty) == []
 
 def test_verify_turns_a_bad_crc_into_exit_1(tmp_path):
     root = make_log_dir(tmp_path, damage=False)
