@@ -22,6 +22,7 @@ class ExitCode(enum.IntEnum):
     FINDINGS = 1  # corruption, mismatch, failed check or canary
     USAGE = 2  # bad option or argument, unreadable input, I/O error
     REFUSED = 3  # a live broker holds the log dir's .lock
+    SOFTWARE = 70  # an internal error: a bug in kafkatool (sysexits.h's EX_SOFTWARE)
     INTERRUPTED = 130  # SIGINT
 
 

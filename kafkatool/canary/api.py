@@ -168,7 +168,7 @@ def canary_verify(request: VerifyRequest, listener: CanaryListener | None = None
         if req.live:
             lis.warning(live_notice(Path(r.live_lock)))
         else:
-            lis.note(f"canary verify: a live broker holds {shown(r.live_lock)}: the log dir's state is not reported "
+            lis.note(f"a live broker holds {shown(r.live_lock)}: the log dir's state is not reported "
                      "(a live read reports it anyway)")
     return VerifyOutcome(r)
 

@@ -406,9 +406,9 @@ def _swap_partition(w: Workdir, p: PartitionEntry, op: str, log_dir: Path, befor
     if after.state not in want:
         raise CanaryStateError(f"{shown(p.name)}: after {op} the partition is {after.state} "
                                f"({'; '.join(after.detail)}): internal error", path=live)
-    note(f"canary {op}: {shown(p.name)}: {before} -> {after.state} ({acts} change(s))")
+    note(f"{shown(p.name)}: {before} -> {after.state} ({acts} change(s))")
     for n in notes:
-        note(f"canary {op}: {shown(p.name)}: {n}")
+        note(f"{shown(p.name)}: {n}")
     return Outcome(p.name, before, after.state, acts, notes)
 
 

@@ -148,9 +148,9 @@ def _run(ld: Path, chosen: list[PartitionDir], w: Workdir, created: bool, opts: 
         (w.path / CANARY).mkdir()
         entries = []
         for pd in chosen:
-            note(f"canary run: {shown(pd.path.name)}: copying the originals")
+            note(f"{shown(pd.path.name)}: copying the originals")
             entry = _copy_originals(pd, w.originals(pd.path.name))
-            note(f"canary run: {shown(pd.path.name)}: converting to v{opts.target_format}")
+            note(f"{shown(pd.path.name)}: converting to v{opts.target_format}")
             entry.convert = convert_partition_to_v2(w.originals(pd.path.name), w.path / CANARY, opts)
             _check_outputs(entry, w.canary(pd.path.name))
             entries.append(entry)

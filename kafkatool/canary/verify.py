@@ -126,7 +126,7 @@ def verify_workdir(workdir: str | Path, *, max_details: int = 20, check_log_dir:
     interval = int(m.options.get("index_interval_bytes", DEFAULT_INDEX_INTERVAL_BYTES))
     verdicts = []
     for p in m.partitions:
-        note(f"canary verify: {shown(p.name)}")
+        note(f"{shown(p.name)}")
         verdicts.append(verify_partition(w, p, max_bytes=max_bytes, interval=interval, max_details=max_details))
     states: list[PartitionState] = []
     loader: dict[str, list[str]] = {}

@@ -8,13 +8,15 @@ from typing import Annotated
 import typer
 
 from kafkatool.commands.conversion import ChunkSizeOpt, DryRunOpt, MaxMessageBytesOpt, ResumeOpt, SegmentBytesOpt
+from kafkatool.commands.examples import DOWNCONVERT as EXAMPLES
+from kafkatool.commands.help import add_command
 from kafkatool.commands.options import (
-    FormatOpt,
     LiveOpt,
     MemoryOpt,
     Output,
     OutputFormat,
     QuietOpt,
+    TextJsonFormatOpt,
     TracebackOpt,
     memory_option,
     size_opt,
@@ -49,12 +51,7 @@ HELP = "\n\n".join([
 
 
 def register(app: typer.Typer) -> None:
-    app.command(
-        "downconvert",
-        help=HELP,
-        short_help="Rewrite a segment, partition or log dir as message format v1 or v0.",
-        no_args_is_help=True,
-    )(downconvert)
+    add_command(app, "downconvert", downconvert, help=HELP, epilog=EXAMPLES)
 
 
 def downconvert(
@@ -80,12 +77,12 @@ def downconvert(
     resume: ResumeOpt = False,
     live: LiveOpt = False,
     memory: MemoryOpt = None,
-    fmt: FormatOpt = None,
+    fmt: TextJsonFormatOpt = None,
     quiet: QuietOpt = False,
     traceback: TracebackOpt = False,
 ) -> int:
     output = Output(quiet=quiet)
-    form = output.resolve_format(fmt, tty_default=OutputFormat.text)
+    form = OutputFormat(fmt.value) if fmt is not None else OutputFormat.text
     request = ConvertRequest(src, dst, to_magic, codec=codec, zstd_to=zstd_to, batch_bytes=batch_bytes,
                              chunk_size=chunk_size, segment_bytes=segment_bytes, max_message_bytes=max_message_bytes,
                              dry_run=dry_run, resume=resume, live=live, memory=memory_option(memory))

@@ -7,11 +7,17 @@ from typing import Annotated
 
 import typer
 
+from kafkatool.commands.examples import SPARK_SCAN as EXAMPLES
+from kafkatool.commands.help import add_command
 from kafkatool.commands.options import (
-    FormatOpt,
+    FROM_TIME_HELP,
+    TO_TIME_HELP,
     LiveOpt,
     Output,
+    OutputFormat,
     QuietOpt,
+    TextJsonFormatOpt,
+    TopicOpt,
     TracebackOpt,
     memory_opt,
     memory_option,
@@ -49,6 +55,28 @@ SPARK_MEMORY_HELP = (
     f"{format_size(DEFAULT_TOTAL)} with local-processes]")
 
 
+HELP = """Scan log dirs in parallel with Spark: stats (default), record export, index check, key sharing.
+
+Every range is walked by dump's own engine on the executors, so the findings, counts and exit code are
+those of dump --deep --verify (exit 2 when a file could not be read). Segments are cut into byte ranges at
+batch boundaries and tasks balanced by bytes, so one big segment spreads over many tasks; stats, index check
+and export asked together read the data once.
+
+Exit 3: a live broker holds the .lock of a log dir a local PATH is in (--live reads it anyway, with a
+warning that active segments may be mid-write), or of one --output or --export-records would write
+into (never written). Outputs are written crash-safely: each --output file atomically, and the
+--export-records dir staged beside it, fsynced and renamed into place whole.
+
+Memory: --memory is the whole run with local[N] (JVM heap, JVM overhead, then N Python workers) and one
+executor's container on a cluster (heap, then its memoryOverhead: JVM overhead and one Python worker per
+--executor-cores). The default is 2GiB, raised to the minimum when local[*] has many cores; a budget
+below the minimum is refused with it (see --memory).
+
+Without the [spark] extra (pyspark, pyarrow), --engine local-processes scans, checks indexes and
+prints; --output and --export-records need pyarrow and say so before any work.
+"""
+
+
 class Level(str, enum.Enum):
     TOPIC = "topic"
     PARTITION = "partition"
@@ -77,7 +105,8 @@ def _count(v: str, topic: str) -> int:
 
 
 def spark_scan(
-    paths: Annotated[list[str], typer.Argument(help="Log dirs, partition dirs or .log files; local paths (the "
+    paths: Annotated[list[str], typer.Argument(metavar="PATH", help="Log dirs, partition dirs or .log files; local "
+                                               "paths (the "
                                                "same on every node) or URLs read with pyarrow.fs on the driver "
                                                "and executors, not Spark's Hadoop FileSystem: file://, s3:// "
                                                "(s3a:// read as s3://; --s3-endpoint for S3-compatible stores), "
@@ -85,25 +114,26 @@ def spark_scan(
                                                "brokers, merged into the cluster-wide figures.")],
     master: Annotated[str, typer.Option("--master", help="Spark master: local[*] (embedded, default), local[N], "
                                         "spark://HOST:7077, yarn, k8s://...")] = "local[*]",
-    conf: Annotated[list[str] | None, typer.Option("--conf", help="Spark setting K=V (repeatable; wins over "
+    conf: Annotated[list[str] | None, typer.Option("--conf", metavar="KEY=VALUE", help="Spark setting K=V "
+                                                   "(repeatable; wins over "
                                                    "kafkatool's own).")] = None,
-    output: Annotated[str | None, typer.Option("--output", "-o", help="Write the figures as Parquet files into "
-                                               "this directory.")] = None,
-    fmt: FormatOpt = None,
-    level: Annotated[Level, typer.Option("--level", help="Rows of the printed table.")] = Level.PARTITION,
+    output: Annotated[str | None, typer.Option("--output", "-o", metavar="DIR", help="Write the figures as Parquet "
+                                               "files into this directory (needs pyarrow: the [spark] extra).")]
+    = None,
+    fmt: TextJsonFormatOpt = None,
+    level: Annotated[Level, typer.Option("--level", help="Rows of the printed table: one per topic, partition or "
+                                         "segment.")] = Level.PARTITION,
     stats: Annotated[bool, typer.Option("--stats", help="Also print the stats when another analysis is "
                                         "chosen (they are the default otherwise).")] = False,
-    export_records: Annotated[str | None, typer.Option("--export-records", help="Write every record as Parquet "
-                                                       "into this new directory (or URL), partitioned by topic "
-                                                       "and partition, in the same pass as the stats: "
+    export_records: Annotated[str | None, typer.Option("--export-records", metavar="DIR", help="Write every record "
+                                                       "as Parquet into this new directory (or URL), partitioned by "
+                                                       "topic and partition, in the same pass as the stats: "
                                                        "record_offset, timestamp (UTC) and timestamp_ms, key, "
                                                        "value, headers, crc_valid, aborted, leader_epoch, "
-                                                       "segment, position ...")] = None,
-    from_time: Annotated[int | None, time_opt("--from-time", help="Export records with timestamp >= this "
-                                              "(epoch ms or ISO-8601).")] = None,
-    to_time: Annotated[int | None, time_opt("--to-time", help="Export records with timestamp < this.")] = None,
-    topic: Annotated[list[str] | None, typer.Option("--topic", "-t", help="Only topics matching this glob "
-                                                    "(repeatable).")] = None,
+                                                       "segment, position ... (needs pyarrow).")] = None,
+    from_time: Annotated[int | None, time_opt("--from-time", help=FROM_TIME_HELP + " (--export-records)")] = None,
+    to_time: Annotated[int | None, time_opt("--to-time", help=TO_TIME_HELP + " (--export-records)")] = None,
+    topic: TopicOpt = None,
     verify_index: Annotated[bool, typer.Option("--verify-index", help="Check every segment's .index and "
                                                ".timeindex against a rebuild from its .log with CRCs checked, as "
                                                "the broker's recovery does (reindex-time --check --verify).")] = False,
@@ -112,7 +142,7 @@ def spark_scan(
     key_sharing: Annotated[int | None, typer.Option("--key-sharing", min=1, help="How records would spread "
                                                     "over N consumers sharing partitions by key-hash "
                                                     "ranges.")] = None,
-    partitions: Annotated[list[str] | None, typer.Option("--partitions", help="TOPIC=N partition count for "
+    partitions: Annotated[list[str] | None, typer.Option("--partitions", metavar="TOPIC=N", help="Partition count for "
                                                          "--key-sharing (default: highest found + 1).")] = None,
     hot_keys: Annotated[int, typer.Option("--hot-keys", min=0, help="Hot keys shown per partition.")] = 5,
     memory: Annotated[str | None, memory_opt("--memory", help=SPARK_MEMORY_HELP)] = None,
@@ -131,7 +161,8 @@ def spark_scan(
                                                 "cluster (the --memory split).")] = 1,
     driver_host: Annotated[str | None, typer.Option("--driver-host", help="Address executors reach this "
                                                     "driver at (cluster masters).")] = None,
-    python_archive: Annotated[str | None, typer.Option("--python-archive", help="Packed virtualenv/conda env "
+    python_archive: Annotated[str | None, typer.Option("--python-archive", metavar="FILE", help="Packed "
+                                                       "virtualenv/conda env "
                                                        "(tar.gz) for the executors' Python.")] = None,
     spark_ui: Annotated[bool, typer.Option("--spark-ui", help="Keep Spark's web UI on.")] = False,
     executor_timeout: Annotated[float, typer.Option("--executor-timeout", min=1, help="Seconds a cluster run "
@@ -149,28 +180,12 @@ def spark_scan(
     quiet: QuietOpt = False,
     traceback: TracebackOpt = False,
 ) -> int:
-    """Scan log dirs in parallel with Spark: stats (default), record export, index check, key sharing.
-
-    Every range is walked by dump's own engine on the executors, so the findings, counts and exit code are
-    those of dump --deep --verify (exit 2 when a file could not be read). Segments are cut into byte ranges at
-    batch boundaries and tasks balanced by bytes, so one big segment spreads over many tasks; stats, index check
-    and export asked together read the data once.
-
-    Exit 3: a live broker holds the .lock of a log dir a local PATH is in (--live reads it anyway, with a
-    warning that active segments may be mid-write), or of one --output or --export-records would write
-    into (never written). Outputs are written crash-safely: each --output file atomically, and the
-    --export-records dir staged beside it, fsynced and renamed into place whole.
-    Memory: --memory is the whole run with local[N] (JVM heap, JVM overhead, then N Python workers) and one
-    executor's container on a cluster (heap, then its memoryOverhead: JVM overhead and one Python worker per
-    --executor-cores). The default is 2GiB, raised to the minimum when local[*] has many cores; a budget
-    below the minimum is refused with it (see --memory).
-    """
     from kafkatool.commands.render.scan import ScanRenderer
     from kafkatool.spark.run import ScanRequest
     from kafkatool.spark.run import spark_scan as spark_scan_run
 
     out = Output(quiet=quiet)
-    form = out.resolve_format(fmt)
+    form = OutputFormat(fmt.value) if fmt is not None else OutputFormat.text
     require(export_records is not None or (from_time is None and to_time is None),
             "--from-time/--to-time filter --export-records")
     request = ScanRequest(
@@ -186,8 +201,4 @@ def spark_scan(
 
 
 def register(app: typer.Typer) -> None:
-    app.command(
-        "spark-scan",
-        short_help="Scan log dirs with Spark: stats, record export, index check, key sharing.",
-        no_args_is_help=True,
-    )(spark_scan)
+    add_command(app, "spark-scan", spark_scan, help=HELP, epilog=EXAMPLES)

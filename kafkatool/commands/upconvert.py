@@ -8,13 +8,15 @@ from typing import Annotated
 import typer
 
 from kafkatool.commands.conversion import ChunkSizeOpt, DryRunOpt, MaxMessageBytesOpt, ResumeOpt, SegmentBytesOpt
+from kafkatool.commands.examples import UPCONVERT as EXAMPLES
+from kafkatool.commands.help import add_command
 from kafkatool.commands.options import (
-    FormatOpt,
     LiveOpt,
     MemoryOpt,
     Output,
     OutputFormat,
     QuietOpt,
+    TextJsonFormatOpt,
     TracebackOpt,
     memory_option,
     size_opt,
@@ -47,12 +49,7 @@ HELP = "\n\n".join([
 
 
 def register(app: typer.Typer) -> None:
-    app.command(
-        "upconvert",
-        help=HELP,
-        short_help="Rewrite the v0/v1 data of a segment, partition or log dir as v2.",
-        no_args_is_help=True,
-    )(upconvert)
+    add_command(app, "upconvert", upconvert, help=HELP, epilog=EXAMPLES)
 
 
 def upconvert(
@@ -73,12 +70,12 @@ def upconvert(
     resume: ResumeOpt = False,
     live: LiveOpt = False,
     memory: MemoryOpt = None,
-    fmt: FormatOpt = None,
+    fmt: TextJsonFormatOpt = None,
     quiet: QuietOpt = False,
     traceback: TracebackOpt = False,
 ) -> int:
     output = Output(quiet=quiet)
-    form = output.resolve_format(fmt, tty_default=OutputFormat.text)
+    form = OutputFormat(fmt.value) if fmt is not None else OutputFormat.text
     request = ConvertRequest(src, dst, 2, codec=codec, batch_bytes=batch_bytes, chunk_size=chunk_size,
                              segment_bytes=segment_bytes, max_message_bytes=max_message_bytes, dry_run=dry_run,
                              resume=resume, live=live, memory=memory_option(memory))

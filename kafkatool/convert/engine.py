@@ -37,8 +37,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-import crc32c as _crc32c
-
+from kafkatool._accel import crc32c as _crc32c
 from kafkatool._accel import speedups as _C
 from kafkatool.constants import (
     DEFAULT_INDEX_INTERVAL_BYTES,
@@ -209,6 +208,9 @@ class ConvertObserver:
 
     def note(self, text: str) -> None:
         """Progress information (a resumed run: what an earlier one completed)."""
+
+    def warning(self, text: str) -> None:
+        """A line for the operator about the run as a whole (internal topics skipped)."""
 
 
 class DownConverter:
@@ -557,7 +559,12 @@ def convert_log(src: str | os.PathLike[str], dst: str | os.PathLike[str], opts: 
     opts.validate()
     obs = observer or ConvertObserver()
     src_p, dst_p = Path(src), Path(dst)
-    sources = resolve_sources(src_p)
+    skipped: list[str] = []
+    # Internal topics are the brokers' own: never down-converted from a whole log dir (name one to convert it).
+    sources = resolve_sources(src_p, skip_internal=not opts.up, skipped=skipped)
+    if skipped:
+        obs.warning(f"skipped {len(skipped)} partitions of internal topics ({', '.join(skipped)}): a broker's own "
+                    "data; give a partition dir to convert one anyway")
     dest = check_destination(src_p, dst_p, [s.name for s in sources], opts.shaping(), resume=resume)
     if dest.done:
         obs.note(f"resuming: {len(dest.done)} of {len(sources)} partition(s) already complete in {dst_p}"
@@ -699,6 +706,12 @@ def _convert_into(source: PartitionSource, tmp: Path | None, opts: ConvertOption
         stats.empty_batches_dropped = dc.batches_empty
         stats.headers_dropped = dc.headers_dropped
         stats.producer_fields_dropped = dc.producer_fields_dropped
+        if dc.control_batches_dropped:  # what old consumers now read of aborted transactions
+            from kafkatool.convert.visibility import transaction_outcomes
+
+            note = transaction_outcomes((seg.log for seg in source.segments), opts.decompress_limit).warning()
+            if note is not None:
+                stats.warn(note)
     _carry_files(source, tmp, opts, stats)
 
 

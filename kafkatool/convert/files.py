@@ -67,9 +67,18 @@ def _from_partition_dir(part: PartitionDir) -> PartitionSource:
                            [p for p in part.other if p.name not in known and not p.is_dir()], list(part.not_regular))
 
 
-def resolve_sources(src: Path) -> list[PartitionSource]:
+def is_internal(topic: str) -> bool:
+    """A topic of the brokers' own (``__consumer_offsets``, ``__transaction_state``, ``__cluster_metadata``,
+    ``__share_group_state``, ``__remote_log_metadata``...): Kafka names every one of them with ``__``."""
+    return topic.startswith("__")
+
+
+def resolve_sources(src: Path, *, skip_internal: bool = False,
+                    skipped: list[str] | None = None) -> list[PartitionSource]:
     """SRC is a ``.log`` segment, a partition dir or a log dir (its normal partitions, not KRaft's
-    ``__cluster_metadata`` nor ``-delete``/``-future``/``-stray`` dirs)."""
+    ``__cluster_metadata`` nor ``-delete``/``-future``/``-stray`` dirs). ``skip_internal``: a log dir's
+    partitions of internal topics are left out (their names appended to ``skipped``); a segment or partition dir
+    named as SRC is converted whatever its topic."""
     inputs = resolve_inputs([src])
     out: list[PartitionSource] = []
     for f in inputs.files:
@@ -92,9 +101,14 @@ def resolve_sources(src: Path) -> list[PartitionSource]:
             tp = part.topic_partition
             if part.kind or (tp is not None and tp.topic == METADATA_TOPIC):
                 continue
+            if skip_internal and tp is not None and is_internal(tp.topic):
+                if skipped is not None:
+                    skipped.append(part.path.name)
+                continue
             out.append(_from_partition_dir(part))
     if not out:
-        raise InputError("no partitions to convert", path=src)
+        raise InputError("no partitions to convert" + (" (internal topics are skipped in a log dir: give a "
+                                                       "partition dir to convert one)" if skipped else ""), path=src)
     for log_dir in inputs.log_dirs:
         if log_dir.not_regular:  # its checkpoints or meta.properties
             raise log_dir.not_regular[0].error()

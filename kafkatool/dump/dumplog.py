@@ -44,7 +44,6 @@ import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from typing import IO
 
-from kafkatool.decoders import java_utf8
 from kafkatool.dump.control import describe_control
 from kafkatool.dump.events import (
     BatchEvent,
@@ -94,6 +93,8 @@ def make_decoder(encoding: str) -> Decoder:
         return bytes.hex
     if encoding == "base64":
         return lambda b: base64.b64encode(b).decode("ascii")
+    from kafkatool.decoders import java_utf8  # the decoders load when a run decodes, not at every start
+
     return java_utf8
 
 

@@ -28,13 +28,11 @@ from itertools import chain
 from itertools import count as _count
 from operator import itemgetter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import crc32c as _crc32c
-
+from kafkatool._accel import crc32c as _crc32c
 from kafkatool._accel import speedups as _C
 from kafkatool.constants import INT32_MAX
-from kafkatool.decoders import MessageParser, auto_decoder, resolve_parser
 from kafkatool.dump.events import (
     BatchEvent,
     DumpOptions,
@@ -68,6 +66,9 @@ from kafkatool.record.default_records import DefaultRecordBatch
 from kafkatool.record.file_records import FileRecords, LogInputStream, RecordBatch
 from kafkatool.record.sniff import looks_like
 from kafkatool.util.regular import irregular as _irregular
+
+if TYPE_CHECKING:
+    from kafkatool.decoders import MessageParser
 
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 
@@ -126,10 +127,44 @@ class DumpEngine:
         self._index_files = IndexFiles(options, self.finding)
         self._auto_parsers: dict[str, MessageParser] = {}
 
-    def run(self, paths: Iterable[str | os.PathLike[str]]) -> Iterator[Event]:
-        for path, walked in plan_files(paths, kafka_files_only=self.opts.kafka_compat):
-            yield from self.dump_file(path, walked=walked)
+    def run(self, paths: Iterable[str | os.PathLike[str]],
+            named: dict[str, tuple[Path, FileKind]] | None = None) -> Iterator[Event]:
+        """Dump ``paths`` in order; ``named`` maps a path as given (``-``) to the file that holds it and its
+        kind (``dump -``: stdin), shown as given."""
+        for raw in paths:
+            key = os.fspath(raw)
+            if named is not None and key in named:
+                path, kind = named[key]
+                yield from self.dump_file(path, kind, display=key)
+                continue
+            if not self.opts.kafka_compat and classify(Path(raw)) == FileKind.UNKNOWN and os.path.isfile(raw):
+                yield from self._named_unknown(Path(raw))
+                continue
+            for path, walked in plan_files([raw], kafka_files_only=self.opts.kafka_compat,
+                                           selection=self.opts.selection):
+                yield from self.dump_file(path, walked=walked)
         yield self.totals.summary()
+
+    def _named_unknown(self, path: Path) -> Iterator[Event]:
+        """A file named on the command line whose name is none of Kafka's: dumped as what its bytes are (a segment
+        or an index under another name), else an error (exit 2): the operator asked for a file dump cannot read."""
+        from kafkatool.dump.stdin import KINDS, sniff_kind
+
+        try:
+            sniffed = sniff_kind(path) if os.path.getsize(path) else None
+        except (OSError, KafkaToolError):
+            sniffed = None
+        if sniffed is not None:
+            yield from self.dump_file(path, KINDS[sniffed][0])
+            return
+        display = str(path)
+        size = os.path.getsize(path)
+        self.totals.files += 1
+        self.totals.io_errors += 1
+        yield FileStart(display, FileKind.UNKNOWN, size)
+        yield self.finding("not-a-kafka-file", ERROR, display, "not a Kafka file: neither its name nor its bytes are "
+                           "a segment, an index, a snapshot or a checkpoint")
+        yield FileEnd(display, FileKind.UNKNOWN, size)
 
     def finding(self, kind: str, severity: Severity, path: str, message: str, position: int | None = None,
                 offset: int | None = None, **data: Any) -> Finding:
@@ -242,6 +277,10 @@ class DumpEngine:
 
     def _auto_parser(self, path: Path) -> MessageParser | None:
         """The decoder of an internal topic's partition dir (``decoders.auto_decoder``), when no option set one."""
+        if not path.parent.name.startswith("__"):  # every internal topic's name does: no decoder to load
+            return None
+        from kafkatool.decoders import auto_decoder, resolve_parser
+
         name = auto_decoder(path.parent.name)
         if name is None:
             return None
@@ -389,7 +428,7 @@ class DumpEngine:
                     if from_ts is not None and max_ts < from_ts:
                         last = last_off
                         continue
-                    if to_ts is not None and not need_records and first_ts is not None and first_ts > to_ts:
+                    if to_ts is not None and not need_records and first_ts is not None and first_ts >= to_ts:
                         last = last_off
                         continue
                     crc_ok = batch.is_valid()
@@ -416,7 +455,12 @@ class DumpEngine:
 
                     recs: list[Record] | None = None
                     more: Iterator[list[Record]] | None = None
-                    if need_records or (exact_counts and not is_v2 and codec_id):
+                    # A count is of records (with an offset or time window: those inside it, which a batch that
+                    # straddles an end of the window only tells once decoded).
+                    if need_records or (exact_counts and ((not is_v2 and codec_id) or (filter_records and not (
+                            from_ts is None and to_ts is None and (from_off is None or (first is not None
+                                                                                        and first >= from_off))
+                            and (to_off is None or last_off <= to_off))))):
                         try:
                             chunks = batch.record_chunks(limit=limit)
                             recs = next(chunks)
@@ -495,7 +539,7 @@ class DumpEngine:
                         if filter_records:
                             recs = [r for r in recs if (from_off is None or r[0] >= from_off)
                                     and (to_off is None or r[0] <= to_off)
-                                    and (from_ts is None or r[1] >= from_ts) and (to_ts is None or r[1] <= to_ts)]
+                                    and (from_ts is None or r[1] >= from_ts) and (to_ts is None or r[1] < to_ts)]
                         if selector is not None and recs:
                             recs, decoded, failures = selector.select(
                                 recs, bool(h.attributes & 0x20) if is_v2 else False, emit_records)

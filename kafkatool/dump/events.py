@@ -29,6 +29,7 @@ from kafkatool.util.printable import shown
 if TYPE_CHECKING:
     from kafkatool.decoders import MessageParser
     from kafkatool.dump.filter import RecordFilter
+    from kafkatool.log.layout import PartitionSelection
 
 DEFAULT_RESYNC_LIMIT = 64 * 1024 * 1024
 
@@ -92,6 +93,7 @@ class DumpOptions:
     kafka_compat: bool = False
     progress_every: int = 64 * 1024 * 1024  # bytes of .log between Progress events
     record_filter: RecordFilter | None = None  # producer id, key, control types ... (dump.filter)
+    selection: PartitionSelection | None = None  # only these topics/partitions of the dirs given
     parser: MessageParser | None = None  # a decoder option: emitted records carry their decoded texts
     observer: BatchObserver | None = None  # sees every batch counted (BatchObserver)
 

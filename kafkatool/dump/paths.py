@@ -24,6 +24,8 @@ from kafkatool.log.layout import (
     TXN_INDEX_SUFFIX,
     LogDir,
     PartitionDir,
+    PartitionSelection,
+    parse_partition_dir_name,
     resolve_inputs,
 )
 
@@ -116,23 +118,31 @@ class PlannedFile(NamedTuple):
     walked: bool  # met in a walk of a partition or log dir (not named on the command line)
 
 
-def plan_files(paths: Iterable[str | os.PathLike[str]], *,
-               kafka_files_only: bool = False) -> Iterator[PlannedFile]:
+def plan_files(paths: Iterable[str | os.PathLike[str]], *, kafka_files_only: bool = False,
+               selection: PartitionSelection | None = None) -> Iterator[PlannedFile]:
     """Every file to dump, in argument order; a dir expands to its files (``logdir.resolve_inputs``).
 
     ``kafka_files_only``: a dir expands only to the files Kafka's tool dumps (the dump-log format: the run is
-    then ``kafka-dump-log.sh --files`` over them); files named on the command line are always dumped."""
+    then ``kafka-dump-log.sh --files`` over them); files named on the command line are always dumped.
+    ``selection``: only the partitions it selects (a file by the name of the dir it is in; a log dir's own files,
+    which are about every partition, only when it selects everything)."""
+    sel = selection or PartitionSelection()
+
     def expanded(files: Iterable[Path]) -> Iterator[PlannedFile]:
         return (PlannedFile(f, True) for f in files if not kafka_files_only or classify(f) in KAFKA_DUMPED_KINDS)
 
     for raw in paths:
         inputs = resolve_inputs([raw])
-        yield from (PlannedFile(f, False) for f in inputs.files)
-        for part in inputs.partitions:
+        for f in inputs.files:
+            parsed = parse_partition_dir_name(f.resolve().parent.name)
+            if sel.matches(parsed[0] if parsed else None):
+                yield PlannedFile(f, False)
+        for part in sel.select(inputs.partitions):
             yield from expanded(partition_files(part))
         for ld in inputs.log_dirs:
-            yield from expanded(log_dir_root_files(ld))
-            for part in ld.partitions:
+            if sel.everything:
+                yield from expanded(log_dir_root_files(ld))
+            for part in sel.select(ld.partitions):
                 yield from expanded(partition_files(part))
 
 

@@ -10,8 +10,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-import crc32c as _crc32c
-
+from kafkatool._accel import crc32c as _crc32c
 from kafkatool.constants import INT32_MAX
 from kafkatool.dump.events import BatchEvent
 from kafkatool.errors import KafkaToolError

@@ -56,6 +56,7 @@ from kafkatool.log.layout import (
     LOG_SUFFIX,
     IrregularFile,
     PartitionDir,
+    PartitionSelection,
     TopicPartition,
     irregular_siblings,
     parse_partition_dir_name,
@@ -130,10 +131,13 @@ class PartitionLog:
 
 
 def partition_logs(paths: Sequence[str | os.PathLike[str]], *, topic_partition: TopicPartition | None = None,
+                   selection: PartitionSelection | None = None,
                    not_regular: list[IrregularFile] | None = None) -> list[PartitionLog]:
-    """PATH arguments -> partitions, in the order given (log dirs expand to their partitions, sorted). The files
+    """PATH arguments -> partitions, in the order given (log dirs expand to their partitions, sorted); with a
+    ``selection``, only the partition dirs it selects (a bare file is named by ``topic_partition``). The files
     of the dirs walked (and a named segment's ``.index``) that are not regular files are never read: they go
     into ``not_regular``, each a finding."""
+    sel = selection or PartitionSelection()
     out: list[PartitionLog] = []
     for raw in paths:
         inputs = resolve_inputs([raw])
@@ -141,12 +145,13 @@ def partition_logs(paths: Sequence[str | os.PathLike[str]], *, topic_partition: 
             out.append(PartitionLog.from_file(f, topic_partition))
             if not_regular is not None:
                 not_regular.extend(irregular_siblings(f))
-        for pd in inputs.all_partitions():
+        for pd in sel.select(inputs.all_partitions()):
             out.append(PartitionLog.from_partition_dir(pd))
         if not_regular is not None:
             not_regular.extend(inputs.not_regular())
     if not out:
-        raise InputError("no partition found in the given paths")
+        raise InputError("no partition found in the given paths" + ("" if sel.everything else
+                                                                    " (none of the topics and partitions asked for)"))
     return out
 
 

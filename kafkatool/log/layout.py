@@ -8,13 +8,15 @@ and ``.lock``.
 
 from __future__ import annotations
 
+import fnmatch
+import glob
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafkatool.errors import InputError, NotRegularFileError
+from kafkatool.errors import InputError, NotRegularFileError, UsageError
 from kafkatool.util.regular import irregular
 
 LOG_SUFFIX = ".log"
@@ -67,6 +69,58 @@ class TopicPartition:
 
     def __str__(self) -> str:
         return f"{self.topic}-{self.partition}"
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionSelection:
+    """Which partitions a run acts on: topic patterns (shell globs over whole topic names, case-sensitive as
+    topic names are; a plain name matches only itself) and partition numbers. Empty: every partition."""
+
+    topics: tuple[str, ...] = ()
+    partitions: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        for n in self.partitions:
+            if n < 0:
+                raise UsageError(f"{n}: a partition number is 0 or more", field="partition")
+
+    @property
+    def everything(self) -> bool:
+        return not self.topics and not self.partitions
+
+    def matches(self, tp: TopicPartition | None) -> bool:
+        """``tp`` is selected (a file outside a partition dir, ``tp`` None, only when nothing is asked for)."""
+        if self.everything:
+            return True
+        if tp is None:
+            return False
+        if self.topics and not any(fnmatch.fnmatchcase(tp.topic, t) for t in self.topics):
+            return False
+        return not self.partitions or tp.partition in self.partitions
+
+    def select(self, parts: Iterable[PartitionDir]) -> list[PartitionDir]:
+        return [p for p in parts if self.matches(p.topic_partition)]
+
+
+def has_glob(text: str) -> bool:
+    return glob.has_magic(text)
+
+
+def expand_paths(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
+    """The PATH arguments with each quoted glob (``'demo/orders-*'``, ``'*.log'``) expanded here, sorted, as a
+    shell would; a name that exists as written is taken as it is, ``-`` (stdin) too. A pattern that matches
+    nothing is an error naming it (it may have been meant as a name: ``[`` is a legal character of one)."""
+    out: list[Path] = []
+    for raw in paths:
+        text = os.fspath(raw)
+        if text == "-" or os.path.lexists(text) or not has_glob(text):
+            out.append(Path(text))
+            continue
+        found = sorted(glob.glob(text))
+        if not found:
+            raise InputError("no such file or directory, nor a match of it as a pattern", path=text)
+        out += [Path(f) for f in found]
+    return out
 
 
 def parse_partition_dir_name(name: str) -> tuple[TopicPartition, str] | None:

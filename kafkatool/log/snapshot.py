@@ -14,8 +14,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-import crc32c as _crc32c
-
+from kafkatool._accel import crc32c as _crc32c
 from kafkatool.constants import INT32_MAX
 from kafkatool.errors import CorruptDataError, InputError
 from kafkatool.util.regular import open_regular

@@ -16,8 +16,7 @@ import struct
 from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
-import crc32c as _crc32c
-
+from kafkatool._accel import crc32c as _crc32c
 from kafkatool._accel import speedups as _C
 from kafkatool.constants import INT32_MAX
 from kafkatool.errors import (

@@ -27,8 +27,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import BinaryIO, Literal
 
-import crc32c as _crc32c
-
+from kafkatool._accel import crc32c as _crc32c
 from kafkatool._accel import speedups as _C
 from kafkatool.errors import CorruptRecordError, InputError, KafkaToolError
 from kafkatool.record.batch import HEADER_SIZE_UP_TO_MAGIC, LOG_HEADER, LOG_OVERHEAD, MAGIC_OFFSET, MAGIC_V2

@@ -364,6 +364,32 @@ def _validate(req: ScanRequest) -> None:
         raise UsageError("must be positive", field="executor_timeout")
     if req.s3_endpoint and "://" not in req.s3_endpoint:
         raise UsageError(f"{req.s3_endpoint!r}: give a URL (http://host:port or https://host)", field="s3_endpoint")
+    if req.export_records and is_url(req.export_records) and not spark:
+        raise UsageError("the local-processes engine exports to a local directory; use Spark to write to a URL",
+                         field="export_records")
+    # Up front, before any work: a plain install (no [spark] extra) has neither pyspark nor pyarrow.
+    if spark:
+        _require("pyspark", "engine", "the Spark engine")
+    for name, value, what in (("output", req.output, "the Parquet figures"),
+                              ("export_records", req.export_records, "the Parquet record export")):
+        if value:
+            _require("pyarrow", name, what)
+    if any(is_url(p) for p in req.paths):
+        _require("pyarrow", "paths", "reading URLs (pyarrow.fs)")
+
+
+def _require(module: str, field: str, what: str) -> None:
+    """Refuse a run that needs ``module`` where it is not installed, naming the extra that brings it."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # ValueError: a stub in sys.modules (tests hide the module so)
+        found = False
+    if not found:
+        raise UsageError(f"{what} needs {module}, which is not installed: pip install 'kafkatool[spark]' (the "
+                         "[spark] extra)" + ("; or use the local-processes engine" if module == "pyspark" else ""),
+                         field=field)
 
 
 def _total(memory: str | None) -> int | None:

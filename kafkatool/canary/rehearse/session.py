@@ -192,7 +192,7 @@ def _rehearse(run: _Run) -> None:
         raise RehearseError(e.message, field="kafka") from None
     with sandbox as sb:
         _create(run, sb)
-        run.note(f"canary rehearse: copying {len(run.m.partitions)} canary partition(s) into the sandbox")
+        run.note(f"copying {len(run.m.partitions)} canary partition(s) into the sandbox")
         run.staged = stage(run.w, run.m, data)
         for s in run.staged:
             for name in s.missing:
@@ -221,13 +221,13 @@ def _rehearse(run: _Run) -> None:
 # ---------------------------------------------------------------------------------------------- create
 
 def _create(run: _Run, sb: BrokerSandbox) -> None:
-    run.note(f"canary rehearse: starting Kafka {run.install.version} ({run.mode.value}) on 127.0.0.1:{sb.port} to "
+    run.note(f"starting Kafka {run.install.version} ({run.mode.value}) on 127.0.0.1:{sb.port} to "
              "create the canary's topics")
     try:
         sb.start()
     except SandboxError as e:
         raise RehearseError(_one_line(e, sb), field=_field(e)) from None
-    run.note(f"canary rehearse: broker pid {sb.broker.pid if sb.broker else '?'} is up")
+    run.note(f"broker pid {sb.broker.pid if sb.broker else '?'} is up")
     t = run.opts.timeout
     try:
         with SandboxClient("127.0.0.1", sb.port, timeout=min(t, 120.0)) as c:
@@ -302,10 +302,10 @@ def _load(run: _Run, sb: BrokerSandbox, phase: str) -> bool:
         if n != shown[0]:
             shown[0] = n
             pid = sb.broker.pid if sb.broker is not None else "?"
-            run.note(f"canary rehearse: {phase}: broker pid {pid}: {n}/{len(names)} canary partition(s) loaded")
+            run.note(f"{phase}: broker pid {pid}: {n}/{len(names)} canary partition(s) loaded")
 
     what = "loading the canary" if phase == "load" else "loading the canary with recovery forced"
-    run.note(f"canary rehearse: {phase}: starting the broker, {what}")
+    run.note(f"{phase}: starting the broker, {what}")
     try:
         sb.start(progress)
         with SandboxClient("127.0.0.1", sb.port, timeout=min(run.opts.timeout, 120.0)) as c:
@@ -399,7 +399,7 @@ def _reads(run: _Run, sb: BrokerSandbox, client: SandboxClient) -> None:
         part = run.parts[p.name]
         orig, segs, limit = run.w.originals(p.name), sorted(p.segments), run.limits[p.topic]
         target = Target(p.topic, p.partition, s.start)
-        run.note(f"canary rehearse: read: {p.name}: modern consumer, read_uncommitted and read_committed"
+        run.note(f"read: {p.name}: modern consumer, read_uncommitted and read_committed"
                  + (f", old consumers Fetch v{olds[0]}-v{olds[-1]}" if olds else ""))
         try:
             txns = ex.scan_transactions(orig, segs, limit)
@@ -431,7 +431,7 @@ def _reads(run: _Run, sb: BrokerSandbox, client: SandboxClient) -> None:
                 c = costs[version]
                 c.fetches += check.fetches
                 c.records += check.records
-        run.note(f"canary rehearse: read: {p.name}: "
+        run.note(f"read: {p.name}: "
                  + ", ".join(f"{r.reader} {'ok' if r.ok else 'FAILED'}" for r in part.reads))
     if not olds and run.api is not None:
         _probe_refusal(run, sb, client)
@@ -525,7 +525,7 @@ def _produce(run: _Run, sb: BrokerSandbox, client: SandboxClient) -> None:
         if p.topic in INTERNAL:
             run.parts[p.name].notes.append("nothing produced: an internal topic (its coordinator writes it)")
             continue
-        run.note(f"canary rehearse: produce: {p.name}: old and new producers, and the largest batch again")
+        run.note(f"produce: {p.name}: old and new producers, and the largest batch again")
         largest = largest_batch(run.w.canary(p.name), sorted(p.segments))
         before = len(sb.log_text())
         checks = produce_back(client, p.name, p.topic, p.partition, stored, largest, kafka_major=run.install.major,

@@ -19,6 +19,7 @@ from kafkatool.canary.plan import Plan, Step
 from kafkatool.canary.rehearse.reads import ReadCheck
 from kafkatool.canary.rehearse.result import ProduceCheck, RehearseResult
 from kafkatool.canary.verify import VerifyResult
+from kafkatool.commands import terminal
 from kafkatool.commands.options import Output
 from kafkatool.util.printable import shown
 from kafkatool.util.units import format_size
@@ -29,7 +30,7 @@ def console(out: IO[str] | None = None) -> Console:
     tty = hasattr(f, "isatty") and f.isatty()
     # Piped: wide enough that no table squeezes a number; long text lines are soft-wrapped (not cut).
     width = None if tty else max(240, int(os.environ.get("COLUMNS", "0") or 0))
-    return Console(file=f, width=width, highlight=False, soft_wrap=True, no_color=not tty or None,
+    return terminal.console(file=f, width=width, highlight=False, soft_wrap=True, no_color=not tty or None,
                    markup=False)  # paths and names print as they are, brackets included
 
 
@@ -234,12 +235,25 @@ class CanaryRenderer(CanaryListener):
 
     def __init__(self, output: Output, label: str) -> None:
         self.output, self.label = output, label
+        # On a terminal the steps show as one transient line with a spinner and the time taken; in a pipe each
+        # step is a note.
+        self.bar = terminal.ProgressBar(label, None, enabled=not output.quiet)
+
+    def __enter__(self) -> CanaryRenderer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.stop()
 
     def warning(self, text: str) -> None:
-        self.output.finding(f"kafkatool {self.label}: {text}")
+        self.output.warning(text)
 
     def note(self, text: str) -> None:
-        self.output.note(text)
+        if self.bar.enabled:
+            self.bar.start()
+            self.bar.update(description=f"{self.label}: {text}")
+        else:
+            self.output.note(text)
 
 
 def command_line(step: Step) -> str:

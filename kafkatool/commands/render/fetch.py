@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkatool.commands.options import Output, OutputFormat
+from kafkatool.commands.terminal import ProgressBar
 from kafkatool.errors import NotRegularFileError
 from kafkatool.fetch.report import SweepRow
 from kafkatool.fetch.run import FetchListener
@@ -17,16 +18,30 @@ from kafkatool.record.batch import Record
 from kafkatool.util.printable import shown
 from kafkatool.util.units import format_size
 
+MiB = 1 << 20
+
 
 class FetchRenderer(FetchListener):
     def __init__(self, output: Output, form: OutputFormat) -> None:
         self.output, self.form = output, form
+        # the sweep's steps (a chunk size each, over the whole log): one transient line on a terminal
+        self.bar = ProgressBar("fetch-sim", None, enabled=not output.quiet)
+
+    def __enter__(self) -> FetchRenderer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.stop()
 
     def warning(self, text: str) -> None:
-        self.output.finding(f"kafkatool fetch-sim: {text}")
+        self.output.warning(text)
 
     def note(self, text: str) -> None:
-        self.output.note(text)
+        if self.bar.enabled and text.startswith("sweep:"):
+            self.bar.start()
+            self.bar.update(description=f"fetch-sim {text}")
+        else:
+            self.output.note(text)
 
     def record(self, plan: PartitionFetch, rec: Record) -> None:
         tp = plan.request.log.topic_partition
@@ -50,7 +65,7 @@ class FetchRenderer(FetchListener):
             for line in _text_report(report):
                 self.output.line(line)
         if problem is not None:
-            self.output.finding(f"fetch-sim: {problem}")
+            self.output.error(problem)
 
     def response(self, resp: dict[str, Any]) -> None:
         if self.form == OutputFormat.json:
@@ -62,17 +77,19 @@ class FetchRenderer(FetchListener):
                          + (f" -> {shown(out)}{' (raw records)' if raw else ''}" if out is not None else ""))
 
     def sweep(self, rows: Sequence[SweepRow]) -> None:
+        self.bar.stop()
         output = self.output
         if self.form == OutputFormat.json:
             for row in rows:
                 output.json(row.as_dict())
             return
-        output.line(f"{'chunk':>8} {'fetches':>7} {'source MB':>10} {'sent MB':>9} {'seconds':>8} {'MB/s':>8} "
+        output.line(f"{'chunk':>8} {'fetches':>7} {'source MiB':>10} {'sent MiB':>9} {'seconds':>8} {'MiB/s':>8} "
                     f"{'peak (model)':>13} {'peak (traced)':>14}")
         for row in rows:
             label = format_size(row.chunk_size) if row.chunk_size else "whole"
-            output.line(f"{label:>8} {row.fetches:>7} {row.source_bytes / 1e6:>10.2f} {row.sent_bytes / 1e6:>9.2f} "
-                        f"{row.seconds:>8.3f} {row.mb_per_s:>8.1f} {format_size(row.peak_model_bytes):>13} "
+            rate = row.source_bytes / row.seconds / MiB if row.seconds > 0 else 0.0
+            output.line(f"{label:>8} {row.fetches:>7} {row.source_bytes / MiB:>10.2f} {row.sent_bytes / MiB:>9.2f} "
+                        f"{row.seconds:>8.3f} {rate:>8.1f} {format_size(row.peak_model_bytes):>13} "
                         f"{format_size(row.peak_traced_bytes):>14}")
 
 

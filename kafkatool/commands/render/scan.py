@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from kafkatool.commands.options import Output, OutputFormat
+from kafkatool.commands.terminal import ProgressBar
 from kafkatool.dump import Severity
 from kafkatool.errors import NotRegularFileError
 from kafkatool.log.layout import IrregularFile
@@ -35,7 +36,7 @@ class ScanRenderer(ScanListener):
         self._line: ProgressLine | None = None
 
     def warning(self, text: str) -> None:
-        self.out.finding(f"kafkatool spark-scan: {text}")
+        self.out.warning(text)
 
     def note(self, text: str) -> None:
         self.out.note(text)
@@ -50,9 +51,9 @@ class ScanRenderer(ScanListener):
         self.out.note(f"executor {host}: Python {python}, kafkatool {version} from {where}, compiled path "
                       f"{'active' if compiled else 'INACTIVE'}")
         if not compiled:
-            self.out.finding(f"kafkatool spark-scan: warning: executor {host} runs kafkatool without its compiled "
-                             "extension (not built for its Python, or KAFKATOOL_PURE set): about 1.3-1.5x the CPU. "
-                             "Install kafkatool on the nodes or give the Python the driver runs")
+            self.out.warning(f"executor {host} runs kafkatool without its compiled extension (not built for its "
+                             "Python, or KAFKATOOL_PURE set): about 1.3-1.5x the CPU. Install kafkatool on the nodes "
+                             "or give the Python the driver runs")
 
     def stage(self, name: str) -> None:
         self._line = ProgressLine(self.out, name)
@@ -89,14 +90,15 @@ class ScanRenderer(ScanListener):
 
 
 class ProgressLine:
-    """Progress on stderr: a rewritten line on a terminal, a line every 10 s otherwise."""
+    """Progress on stderr: a bar on a terminal (``commands.terminal``), a line every 10 s otherwise."""
 
     def __init__(self, out: Output, label: str) -> None:
         self.out = out
         self.label = label
         self.start = time.monotonic()
-        self.tty = out.err.is_terminal
+        self.tty = out.err_is_terminal
         self.last = 0.0 if self.tty else self.start  # piped: the first line after 10 s
+        self.bar = ProgressBar(label, None, enabled=self.tty and not out.quiet, units="")
 
     def __call__(self, done_bytes: int, total_bytes: int, done_tasks: int = -1, total_tasks: int = -1) -> None:
         if self.out.quiet:
@@ -104,23 +106,24 @@ class ProgressLine:
         now = time.monotonic()
         if not self.tty and done_bytes >= total_bytes:
             return  # finish() says it
-        if done_bytes < total_bytes and now - self.last < (0.5 if self.tty else 10.0):
+        if self.tty:
+            if self.bar.total is None:
+                self.bar = ProgressBar(self.label, total_bytes, enabled=True, units="")
+                self.bar.start()
+            self.bar.update(completed=done_bytes, total=total_bytes,
+                            units=f"{done_tasks}/{total_tasks} tasks" if total_tasks >= 0 else "")
+            return
+        if done_bytes < total_bytes and now - self.last < 10.0:
             return
         self.last = now
         elapsed = now - self.start
         share = done_bytes / total_bytes if total_bytes else 1.0
         eta = f", ETA {int(elapsed / share - elapsed)}s" if 0 < share < 1 else ""
         tasks = f"{done_tasks}/{total_tasks} tasks, " if total_tasks >= 0 else ""
-        text = f"{self.label}: {tasks}{format_size(done_bytes)}/{format_size(total_bytes)} ({share:.0%}){eta}"
-        if self.tty:
-            self.out.err.file.write("\r" + text + "\x1b[K")
-            self.out.err.file.flush()
-        else:
-            self.out.note(text)
+        self.out.note(f"{self.label}: {tasks}{format_size(done_bytes)}/{format_size(total_bytes)} ({share:.0%}){eta}")
 
     def finish(self, total_bytes: int) -> None:
-        if self.tty and not self.out.quiet:
-            self.out.err.file.write("\r\x1b[K")
+        self.bar.stop()
         elapsed = time.monotonic() - self.start
         rate = total_bytes / elapsed if elapsed > 0 else 0.0
         self.out.note(f"{self.label}: {format_size(total_bytes)} in {elapsed:.1f}s ({format_size(int(rate))}/s)")
@@ -323,7 +326,7 @@ def render_index_checks(rows: Sequence[dict[str, Any]], out: Output, form: Outpu
         out.line("index check: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
     for r in rows:
         if r["severity"] in ("error", "warning"):
-            out.finding(f"kafkatool: {r['severity']}: {shown(r['path'])}: index {r['classification']}: {r['detail']}")
+            out.message(r["severity"], f"index-{r['classification']}: {shown(r['path'])}: {r['detail']}")
 
 
 def render_export(n: int, directory: str, out: Output, form: OutputFormat) -> None:

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.style import Style
 
+from kafkatool.commands.terminal import err_is_terminal, err_line
 from kafkatool.dump.control import describe_control
 from kafkatool.dump.events import (
     BatchEvent,
@@ -41,7 +42,6 @@ class TableWriter:
     def __init__(self, console: Console, *, print_data: bool, encoding: str) -> None:
         self.console = console
         self.out = console.file
-        self.err = Console(stderr=True, highlight=False)
         self.print_data = print_data
         self.encoding = encoding
         colour = console.is_terminal and not console.no_color
@@ -94,10 +94,10 @@ class TableWriter:
                             "red" if ev.invalid_bytes else "dim")
         elif isinstance(ev, Finding):
             style = {Severity.ERROR: "bold red", Severity.WARNING: "yellow"}.get(ev.severity, "dim")
-            self.err.print(f"kafkatool: {ev}", style=style, markup=False, soft_wrap=True)
+            err_line(f"kafkatool dump: {ev}", style if err_is_terminal() else None)
         elif isinstance(ev, Notice):
             if ev.kind == NoticeKind.UNKNOWN_FILE:
-                self.err.print(f"Ignoring unknown file {shown(ev.path)}", markup=False)
+                err_line(f"Ignoring unknown file {shown(ev.path)}")
             else:
                 self._plain("(no entries)" if ev.kind == NoticeKind.INDEX_EMPTY else "passed sanity check", "dim")
 

@@ -27,10 +27,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-import crc32c as _crc32c
 import numpy as np
 import numpy.typing as npt
 
+from kafkatool._accel import crc32c as _crc32c
 from kafkatool._accel import speedups as _C
 from kafkatool.constants import INT32_MAX
 from kafkatool.errors import CorruptRecordError, InputError
