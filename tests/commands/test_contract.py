@@ -188,10 +188,21 @@ def format_choices(command: str) -> set[str]:
 
 # Commands that print kafkatool's own documentation and read no log dir: no formats, no budget (test_docs.py).
 HELP_COMMANDS = ("completion", "man")
+# Runs a real broker (a JVM, tens of seconds): its runs are tests/broker/test_rehearse.py's and
+# tests/canary/rehearse's; here only the options every command shares.
+BROKER_COMMANDS = ("canary rehearse",)
 
 
 def test_the_contract_covers_every_subcommand():
-    assert set(leaf_commands()) == set(COMMANDS) | set(HELP_COMMANDS)
+    assert set(leaf_commands()) == set(COMMANDS) | set(HELP_COMMANDS) | set(BROKER_COMMANDS)
+
+
+@pytest.mark.parametrize("command", BROKER_COMMANDS)
+def test_broker_commands_have_the_shared_options(command):
+    opts = _options(leaf_commands()[command])
+    for name in ("--format", "--quiet", "--traceback", "--memory"):
+        assert name in opts, f"{command} has no {name}"
+    assert {"text", "json"} <= format_choices(command)
 
 
 @pytest.mark.parametrize("command", COMMANDS)
