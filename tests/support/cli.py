@@ -182,7 +182,11 @@ def _run_forked(argv: list[str], input: str | None, env: dict[str, str], cwd: st
     ``os._exit``: it never returns into the test."""
     from kafkatool.commands import app
 
-    app._register(app._command_module(argv))  # imported here once, not in every child (a fresh process's import)
+    from kafkatool.commands.registry import BY_NAME
+
+    words = app.command_words(argv)
+    if words:  # the command's module imported here once, not in every child (a fresh process's import)
+        app._register(BY_NAME[words[0]].module)
     main = app.main
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
