@@ -181,7 +181,6 @@ def _run_forked(argv: list[str], input: str | None, env: dict[str, str], cwd: st
     from ``env`` as their import reads them, no atexit handler but the ones it registers) and ends in
     ``os._exit``: it never returns into the test."""
     from kafkatool.commands import app
-
     from kafkatool.commands.registry import BY_NAME
 
     words = app.command_words(argv)
