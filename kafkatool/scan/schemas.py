@@ -117,7 +117,7 @@ def stats_row(r: RangeResult) -> dict[str, Any]:
 
 def finding_row(f: Finding) -> dict[str, Any]:
     return {"kind": f.kind, "severity": f.severity.value, "position": f.position, "offset": f.offset,
-            "message": f.message, "data": json.dumps(f.data, sort_keys=True) if f.data else None}
+            "message": f.message, "data": json.dumps(f.data) if f.data else None}
 
 
 def finding_of(row: dict[str, Any], path: str) -> Finding:

@@ -12,7 +12,6 @@ import socket
 import subprocess
 import sys
 import time
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -123,7 +122,7 @@ def cluster(tmp_path_factory):
                  "127.0.0.1", "--webui-port", "0", "--cores", "1", "--memory", "1g", "--work-dir", str(d / "work")],
                 stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True))
         _wait_for(d / "worker.log", "Successfully registered with master", procs[1], deadline)
-        yield f"spark://127.0.0.1:{port}", d / "work"
+        yield f"spark://127.0.0.1:{port}", d / "work", procs[1]
     finally:
         for p in reversed(procs):
             _stop(p)
@@ -131,7 +130,7 @@ def cluster(tmp_path_factory):
 
 def test_spark_scan_on_a_standalone_cluster_equals_the_single_process_scan(cluster, mixed_dir, sample_dir, dumped,
                                                                           tmp_path):
-    master, work = cluster
+    master, work, _worker = cluster
     out = tmp_path / "out"
     # The mixed dir (damage, kafka-ref batches, known key routing) and a `kafkatool sample` dir in one run;
     # many ranges (16 KiB) in few tasks: one 1-core worker.
@@ -159,21 +158,54 @@ def test_spark_scan_on_a_standalone_cluster_equals_the_single_process_scan(clust
     ks = keyshare_tables(topic_shares(want, setup))
     assert pq.read_table(out / "keyshare_consumers.parquet").to_pylist() == ks["keyshare_consumers"]
 
-    # Shipping: the executors' Python has kafkatool installed (editable, pointing at the main checkout), so
-    # the scan would pass without the zip. The probe on the executor reports kafkatool.__file__: it must lie
-    # inside the kafkatool.zip the driver shipped into this worker's work dir, and that zip must hold this
-    # checkout's package byte for byte.
+    # Shipping: the executors' Python has this very kafkatool installed (the venv's editable install of this
+    # checkout) with its compiled extension, so nothing is shipped: the probe says so per executor, and the
+    # installed package, not a zip, ran the scan.
     notes = [line for line in r.stderr.splitlines() if line.startswith("executor ")]
     assert len(notes) == 1, r.stderr
-    origin = notes[0].rsplit(" from ", 1)[1]
-    shipped = Path(origin.split("/kafkatool.zip/", 1)[0]) / "kafkatool.zip"
-    assert origin == f"{shipped}/kafkatool/__init__.py", notes
-    assert shipped.resolve().is_relative_to(work.resolve()), (shipped, work)
-    assert "imports kafkatool from" not in r.stderr
     root = Path(kafkatool.__file__).parent
-    assert root.resolve() == (ROOT / "kafkatool").resolve()
-    with zipfile.ZipFile(shipped) as z:
-        names = set(z.namelist())
-        assert names == {f"kafkatool/{p.relative_to(root)}" for p in root.rglob("*.py")} | {"kafkatool/py.typed"}
-        for name in ("kafkatool/scan/engine.py", "kafkatool/spark/executor.py", "kafkatool/spark/ship.py"):
-            assert z.read(name) == (root.parent / name).read_bytes(), name
+    assert notes[0].endswith(f"from {root / '__init__.py'} (installed: the same sources as this driver), "
+                             "compiled path active"), notes
+    assert not list(work.rglob("kafkatool.zip")), "shipped although every executor had it installed"
+
+
+def test_an_unreachable_master_is_one_line_naming_it_and_the_cause(sample_dir):
+    url = f"spark://127.0.0.1:{_free_port()}"  # nothing listens there
+    r = _run_cli_in_group("spark-scan", sample_dir, "--master", url, "--driver-host", "127.0.0.1",
+                          env={"SPARK_LOCAL_IP": "127.0.0.1"}, timeout=120)
+    assert r.returncode == 2, r.stderr
+    errors = [line for line in r.stderr.splitlines() if "error" in line.lower()]
+    assert len(errors) == 1 and f"cannot reach the Spark master {url}" in errors[0], r.stderr
+    assert "Connection refused" in errors[0]
+    assert "Traceback" not in r.stderr and "Py4J" not in r.stderr and "at org.apache" not in r.stderr
+
+
+def test_a_worker_killed_mid_scan_ends_the_run_with_what_spark_reported(cluster, mixed_dir, sample_dir):
+    """Last in the module: it kills the cluster's only worker once the scan has started (its executor probed)."""
+    master, _work, worker = cluster
+    env = dict(os.environ, NO_COLOR="1", SPARK_LOCAL_IP="127.0.0.1", KAFKATOOL_SPARK_FAST_JVM="1")
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")
+    proc = subprocess.Popen([sys.executable, "-m", "kafkatool", "spark-scan", str(mixed_dir.path), str(sample_dir),
+                             "--master", master, "--driver-host", "127.0.0.1", "--memory", "1536MiB",
+                             "--split-size", "4KiB", "--task-size", "64KiB", "--executor-timeout", "10",
+                             "--format", "json"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
+                            start_new_session=True)
+    lines: list[str] = []
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            lines.append(line)
+            if line.startswith("executor "):  # probed: the scan job is next
+                _stop(worker)
+                break
+        else:
+            pytest.fail("the run ended before its executor was probed:\n" + "".join(lines))
+        out, err = proc.communicate(timeout=180)  # bounded: --executor-timeout 10 and Spark's own cancel
+        lines.append(err)
+    finally:
+        _stop(proc)
+    text = "".join(lines)
+    assert proc.returncode == 2, text
+    assert "no Spark executor alive for 10s (executor timeout); Spark reported: executor" in text, text
+    assert "Traceback" not in text

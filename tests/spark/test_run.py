@@ -158,9 +158,11 @@ def test_spark_gives_the_figures_of_the_process_pool(spark: Any, sample_dir: Pat
         def session(self, master: str, memory: Any, cores: int) -> None:
             self.sessions.append(f"{master} {cores}")
 
-    rec = Sessions()
+    rec, pool = Sessions(), Recorder()
     got = spark_scan(ScanRequest([str(sample_dir)], master="local[2]", memory="1536MiB", split_size=16384), rec)
-    want = spark_scan(ScanRequest([str(sample_dir)], engine="local-processes", jobs=2, split_size=16384))
+    want = spark_scan(ScanRequest([str(sample_dir)], engine="local-processes", jobs=2, split_size=16384), pool)
     assert rec.sessions == ["local[2] 2"] and rec.stages == ["scan"]
     assert got.report is not None and want.report is not None
     assert comparable(got.report) == comparable(want.report)
+    # The JSON lines byte for byte (findings' data keep dump's key order through the executors' Arrow).
+    assert rec.buf.getvalue() == pool.buf.getvalue() and '"type":"finding"' in pool.buf.getvalue()
