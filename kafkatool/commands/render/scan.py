@@ -244,9 +244,9 @@ def render_findings(report: ScanReport, out: Output, form: OutputFormat) -> None
                 gaps += 1
                 if gaps > MAX_GAPS_SHOWN:
                     continue
-            out.finding(f"kafkatool: {f}")
+            out.finding(f"{out.prog}: {f}")  # as dump prints it: "kafkatool <command>: <severity>: <kind>: ..."
         if gaps > MAX_GAPS_SHOWN:
-            out.finding(f"kafkatool: info: offset-gap: {seg.path}: {gaps - MAX_GAPS_SHOWN} more offset gaps not shown "
+            out.message("info", f"offset-gap: {shown(seg.path)}: {gaps - MAX_GAPS_SHOWN} more offset gaps not shown "
                         "(the JSON lines list every one)")
     c = finding_counts(report)
     if report.findings:
