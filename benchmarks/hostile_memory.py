@@ -7,7 +7,8 @@ into ``--data`` (default ``bench-data/hostile-memory``; sparse files, never in g
 
     python -m benchmarks.hostile_memory                      # every case x every command, a Markdown table
     python -m benchmarks.hostile_memory --cases zstd-record-count-bomb --commands dump-deep,downconvert-0
-    python -m benchmarks.hostile_memory --json out.json      # also every row as JSON
+    python -m benchmarks.hostile_memory --json out.json      # also every row as JSON (with the command line,
+                                                             # the commit, the machine and its load)
 """
 
 from __future__ import annotations
@@ -15,10 +16,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import sys
+import time
 from pathlib import Path
 
+from benchmarks.run import git_info, machine_info
 from tests.support.hostile_corpus import CASES, Case
 from tests.support.paths import ROOT
 from tests.support.rss import MiB, run
@@ -59,7 +63,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--memory", default=MEMORY)
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--json", type=Path)
-    args = ap.parse_args(argv)
+    raw = sys.argv[1:] if argv is None else argv
+    args = ap.parse_args(raw)
+    command = "python -m benchmarks.hostile_memory" + (" " + shlex.join(raw) if raw else "")
+    started, git, info = time.strftime("%Y-%m-%dT%H:%M:%S%z"), git_info(), machine_info()
+    print(f"<!-- {command}; {started}, commit {git['describe']}, load {info['loadavg']} -->")
     rows = []
     print("| case | command | exit | peak anon MiB | peak file MiB | wall s |")
     print("|---|---|---|---|---|---|")
@@ -91,7 +99,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"| {name} | {cmd} | {r.rc} | {r.peak_anon / MiB:.0f} | {r.peak_file / MiB:.0f} | "
                   f"{r.seconds:.1f} |", flush=True)
     if args.json:
-        args.json.write_text(json.dumps(rows, indent=1))
+        info["loadavg_end"] = os.getloadavg()
+        args.json.write_text(json.dumps({"command": command, "started": started, "git": git, "machine": info,
+                                         "memory": args.memory, "rows": rows}, indent=1))
     return 0
 
 

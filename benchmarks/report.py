@@ -27,7 +27,7 @@ from typing import Any
 RESULTS = Path(__file__).resolve().parent / "results"
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "performance.md"
 # Notes in benchmarks/results/ that belong to no single run, in the order the page shows them.
-DOCUMENTS = ("startup.md", "where-the-time-goes.md", "history.md")
+DOCUMENTS = ("startup.md", "where-the-time-goes.md", "hostile-memory.md", "history.md")
 
 SHORT = {
     "dump": "dump (shallow)",
