@@ -82,6 +82,7 @@ from kafkatool.record.up_convert import ConversionCounters, Unit, UpConverter, o
 from kafkatool.util import budget as _budget
 from kafkatool.util import crash
 from kafkatool.util.atomic import DirMaker, fsync_dir, temp_name
+from kafkatool.util.sparse import copy_sparse
 
 __all__ = ["ConvertObserver", "ConvertOptions", "PartitionSource", "PartitionStats", "convert_log"]
 
@@ -619,7 +620,7 @@ def _carry_files(source: PartitionSource, tmp: Path | None, opts: ConvertOptions
 
 def _copy_fsync(src: Path, dst: Path) -> None:
     with open(src, "rb") as fi, open(dst, "xb") as fo:
-        shutil.copyfileobj(fi, fo, 1 << 20)
+        copy_sparse(fi, fo, os.fstat(fi.fileno()).st_size)  # holes kept; bounded by the size at open
         fo.flush()
         os.fsync(fo.fileno())
     crash.point()
