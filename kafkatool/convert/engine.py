@@ -92,6 +92,7 @@ from kafkatool.util import crash
 from kafkatool.util.atomic import DirMaker, fsync_dir, temp_name
 from kafkatool.util.printable import shown
 from kafkatool.util.regular import open_regular
+from kafkatool.util.sparse import copy_sparse
 
 __all__ = ["ConvertObserver", "ConvertOptions", "PartitionSource", "PartitionStats", "convert_log"]
 
@@ -734,9 +735,8 @@ def _carry_files(source: PartitionSource, tmp: Path | None, opts: ConvertOptions
 
 
 def _copy_fsync(src: Path, dst: Path) -> None:
-    with open_regular(src) as fi, open(dst, "xb") as fo:
-        for chunk in fi.chunks():
-            fo.write(chunk)
+    with open_regular(src) as r, open(r.fd, "rb", closefd=False) as fi, open(dst, "xb") as fo:
+        copy_sparse(fi, fo, r.size)  # holes kept; bounded by the size at open
         fo.flush()
         os.fsync(fo.fileno())
     crash.point()

@@ -7,7 +7,8 @@ behind, and a sparse file is copied sparse.
   included, so not even a ``.lock`` or an empty dir may appear).
 * A full disk (``RLIMIT_FSIZE`` in the child: every write past a byte fails with EFBIG, as ENOSPC would) stops
   every writer with exit 2 and leaves none of the output dirs it made, parents included.
-* ``canary run`` copies an 8 GiB sparse ``.index`` in its size of data, not 8 GiB.
+* ``canary run`` copies an 8 GiB sparse ``.index`` in its size of data, not 8 GiB; ``upconvert`` carries a sparse
+  ``.snapshot`` sparse.
 """
 
 from __future__ import annotations
@@ -228,3 +229,19 @@ def test_canary_run_copies_a_sparse_index_sparse(tmp_path: Path) -> None:
     assert st.st_blocks * 512 < 1 << 20, f"{st.st_blocks * 512} bytes allocated for the copy"
     r = run_cli("canary", "verify", w, "-q")
     assert r.returncode == 0, r.stderr
+
+
+def test_upconvert_carries_a_sparse_snapshot_sparse(tmp_path: Path) -> None:
+    """The files a converter carries over as they are (producer snapshots, checkpoints) keep their holes too."""
+    logs = small_dir(tmp_path / "logs")
+    snap = sorted((logs / "v0-0").glob("*.snapshot"))[-1]
+    with open(snap, "r+b") as f:
+        f.truncate(1 << 30)
+    assert snap.stat().st_blocks * 512 < 1 << 20, "the filesystem keeps no holes: nothing to test"
+    r = run_cli("upconvert", logs / "v0-0", tmp_path / "dst", "-q")
+    assert r.returncode == 0, r.stderr
+    copy = tmp_path / "dst" / "v0-0" / snap.name
+    st = copy.stat()
+    with open(copy, "rb") as a, open(snap, "rb") as b:
+        assert st.st_size == 1 << 30 and a.read(1 << 16) == b.read(1 << 16)
+    assert st.st_blocks * 512 < 1 << 20, f"{st.st_blocks * 512} bytes allocated for the copy"
