@@ -23,6 +23,7 @@ from tests.support.segments import v2, write_segment
 STARTUP_MODULES = {
     "kafkatool", "kafkatool.commands", "kafkatool.commands.app", "kafkatool.commands.help",
     "kafkatool.commands.options", "kafkatool.commands.registry", "kafkatool.errors", "kafkatool.util",
+    "kafkatool.commands.examples",  # the root's Examples (its --help epilog): text only
     "kafkatool.util.jsonl", "kafkatool.util.units",
 }
 STARTUP_LIBRARIES = {"typer", "shellingham", "annotated_doc"}  # typer's own dependencies (no pydantic: < 0.29)
