@@ -104,7 +104,7 @@ def test_response_limit_and_min_one_message_across_partitions(tmp_path: Path) ->
 def test_cli_text_json_and_response(tmp_path: Path) -> None:
     log = _partition(tmp_path, "orders-0", {0: [_batch(0, 5), _batch(5, 5)]})
     out = tmp_path / "resp.bin"
-    r = run_cli("fetch-sim", log.path, "--fetch-version", "1", "-o", "3", "--out", out, "--consumer-view",
+    r = run_cli("fetch-sim", log.path, "--fetch-version", "1", "--fetch-offset", "3", "--output", out, "--consumer-view",
                 "--format", "json")
     assert r.returncode == 0, r.stderr
     lines = [json.loads(x) for x in r.stdout.splitlines()]
@@ -116,21 +116,21 @@ def test_cli_text_json_and_response(tmp_path: Path) -> None:
     resp = parse_response(out.read_bytes(), 1)
     assert resp.partitions[0].topic == "orders" and resp.partitions[0].records is not None
     assert len(resp.partitions[0].records) == part["committed_size"]
-    r = run_cli("fetch-sim", log.path, "--to-magic", "1", "-o", "3")
+    r = run_cli("fetch-sim", log.path, "--to-magic", "1", "--fetch-offset", "3")
     assert r.returncode == 0 and "orders-0: fetch v3 (magic 1) from offset 3" in r.stdout
 
 
 def test_cli_raw_matches_library_and_errors(tmp_path: Path) -> None:
     log = _partition(tmp_path, "orders-0", {0: [_batch(0, 5)]})
     raw = tmp_path / "raw.bin"
-    r = run_cli("fetch-sim", log.path, "--to-magic", "0", "--out", raw, "--raw")
+    r = run_cli("fetch-sim", log.path, "--to-magic", "0", "--output", raw, "--raw")
     assert r.returncode == 0, r.stderr
     buf = io.BytesIO()
     simulate(FetchOptions(fetch_version=1), [PartitionRequest(log, 0)], buf, raw=True)
     assert raw.read_bytes() == buf.getvalue()
     r = run_cli("fetch-sim", log.path, "--fetch-version", "3", "--to-magic", "0")
     assert r.returncode == 2 and "contradicts" in r.stderr
-    r = run_cli("fetch-sim", log.path, "-o", "99")
+    r = run_cli("fetch-sim", log.path, "--fetch-offset", "99")
     assert r.returncode == 1 and "OFFSET_OUT_OF_RANGE" in r.stderr
     r = run_cli("fetch-sim", tmp_path / "missing")
     assert r.returncode == 2 and "no such file" in r.stderr
@@ -155,7 +155,7 @@ def test_cli_reports_padding_and_peak_conversion_memory(tmp_path: Path) -> None:
     # the committed slice, so an overflow batch pads it.
     log = _partition(tmp_path, "orders-0", {0: [_batch(0, 10)]})
     raw = tmp_path / "raw.bin"
-    r = run_cli("fetch-sim", log.path, "--fetch-version", "1", "-o", "3", "--out", raw, "--raw", "--format", "json")
+    r = run_cli("fetch-sim", log.path, "--fetch-version", "1", "--fetch-offset", "3", "--output", raw, "--raw", "--format", "json")
     assert r.returncode == 0, r.stderr
     part = next(json.loads(x) for x in r.stdout.splitlines() if '"partition"' in x)
     data = raw.read_bytes()
@@ -168,12 +168,12 @@ def test_cli_reports_padding_and_peak_conversion_memory(tmp_path: Path) -> None:
     assert part["peak_conversion_memory"] == part["temporary_memory_bytes"] + part["converted_size"]
     assert part["temporary_memory_bytes"] == len(_batch(0, 10)) + part["converted_size"]  # v0 builder: no header
     assert part["peak_conversion_memory_traced"] is None
-    r = run_cli("fetch-sim", log.path, "--fetch-version", "1", "-o", "3", "--trace-memory", "--format", "json")
+    r = run_cli("fetch-sim", log.path, "--fetch-version", "1", "--fetch-offset", "3", "--trace-memory", "--format", "json")
     assert r.returncode == 0, r.stderr
     traced = next(json.loads(x) for x in r.stdout.splitlines() if '"partition"' in x)
     # Measured: the converted chunk is alive when its conversion ends, so the traced peak holds at least it.
     assert traced["peak_conversion_memory_traced"] >= traced["converted_size"] > 0
-    r = run_cli("fetch-sim", log.path, "--fetch-version", "1", "-o", "3", "--trace-memory")
+    r = run_cli("fetch-sim", log.path, "--fetch-version", "1", "--fetch-offset", "3", "--trace-memory")
     assert "peak conversion memory" in r.stdout and "(traced in kafkatool " in r.stdout
 
 
@@ -187,12 +187,12 @@ def test_cli_fetch_offset_per_partition(tmp_path: Path) -> None:
         parts = [json.loads(x) for x in r.stdout.splitlines() if '"partition"' in x]
         return [(f"{p['topic']}-{p['partition']}", p["fetch_offset"], p["first_returned_offset"]) for p in parts]
 
-    assert offsets("-o", "3,17") == [("a-0", 3, 3), ("a-1", 17, 17)]  # one per partition, in PATH order
-    assert offsets("-o", "3", "-o", "17") == [("a-0", 3, 3), ("a-1", 17, 17)]
-    assert offsets("-o", "5") == [("a-0", 5, 5), ("a-1", 5, 5)]  # one for all
-    assert offsets("-o", "a-1=12", "-o", "4") == [("a-0", 4, 4), ("a-1", 12, 12)]  # by name, the rest plain
+    assert offsets("--fetch-offset", "3,17") == [("a-0", 3, 3), ("a-1", 17, 17)]  # one per partition, in PATH order
+    assert offsets("--fetch-offset", "3", "--fetch-offset", "17") == [("a-0", 3, 3), ("a-1", 17, 17)]
+    assert offsets("--fetch-offset", "5") == [("a-0", 5, 5), ("a-1", 5, 5)]  # one for all
+    assert offsets("--fetch-offset", "a-1=12", "--fetch-offset", "4") == [("a-0", 4, 4), ("a-1", 12, 12)]  # by name, the rest plain
     assert offsets() == [("a-0", 0, 0), ("a-1", 0, 0)]  # default: the log start offset
-    r = run_cli("fetch-sim", a.path, b.path, "-o", "1,2,3")
+    r = run_cli("fetch-sim", a.path, b.path, "--fetch-offset", "1,2,3")
     assert r.returncode == 2 and "3 fetch offsets for 2 partitions" in r.stderr
-    r = run_cli("fetch-sim", a.path, b.path, "-o", "b-0=1")
+    r = run_cli("fetch-sim", a.path, b.path, "--fetch-offset", "b-0=1")
     assert r.returncode == 2 and "unknown partitions: b-0" in r.stderr
