@@ -1991,7 +1991,7 @@ static int consumer_inner(const uint8_t *d, int64_t n, int wrapper_magic, int64_
     return 0;
 }
 
-/* consumer_walk(buf, limit, max_seen, next_fetch_offset, decompress)
+/* consumer_walk(buf, limit, max_seen, next_fetch_offset, codecs, decompress_limit)
  * -> ConsumerWalk(position, batches, records_sent, records_returned, records_below_fetch_offset, duplicate_offsets,
  *                 first_returned_offset, last_returned_offset, max_seen, next_fetch_offset) | None
  *
@@ -2000,28 +2000,36 @@ static int consumer_inner(const uint8_t *d, int64_t n, int wrapper_magic, int64_
  * magic, CRC-32, key, value and (for a wrapper) inner messages pass the checks of ``LegacyRecordBatch``
  * ``.ensure_valid`` and ``.records`` and applies the consumer's position rules to its records. Stops before the
  * first entry it cannot take (short, a v2 batch, anything those checks reject): the Python loop takes that one,
- * and raises or stops as it does. ``decompress(codec, view, magic)`` inflates a wrapper's value (``codecs
- * .decompress`` within the memory budget). */
+ * and raises or stops as it does. A wrapper's value is inflated by decompress_area (a single snappy chunk or lz4
+ * block through the block functions, anything else through ``codecs.decompress``): ``codecs`` is the tuple
+ * (decompress for magic 0, for magic 1, snappy_block_len, snappy_unblock, lz4_unblock), ``decompress_limit`` the
+ * memory budget's. */
 static PyObject *sp_consumer_walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     Py_buffer view;
-    int64_t limit, p = 0, batches = 0;
+    int64_t limit, p = 0, batches = 0, inflate_limit;
     ConsumerState s = {0};
-    PyObject *decompress_fn, *first, *last, *max_seen;
+    PyObject *first, *last, *max_seen, *fns[2][N_FNS] = {{NULL}};
     const uint8_t *buf;
     (void)self;
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError, "consumer_walk takes 5 arguments");
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "consumer_walk takes 6 arguments");
         return NULL;
     }
-    if (arg_i64(args[1], &limit) || arg_i64(args[3], &s.next_fetch))
+    if (arg_i64(args[1], &limit) || arg_i64(args[3], &s.next_fetch) || arg_i64(args[5], &inflate_limit)
+        || !PyTuple_Check(args[4]) || PyTuple_GET_SIZE(args[4]) != 5)
         Py_RETURN_NONE;
     if (args[2] != Py_None) {
         if (arg_i64(args[2], &s.max_seen))
             Py_RETURN_NONE;
         s.have_max = 1;
     }
-    decompress_fn = args[4];
+    for (int mg = 0; mg < 2; mg++) { /* decompress_area's callables, with the decompress of the wrapper's magic */
+        fns[mg][F_DECOMPRESS] = PyTuple_GET_ITEM(args[4], mg);
+        fns[mg][F_SNAPPY_LEN] = PyTuple_GET_ITEM(args[4], 2);
+        fns[mg][F_SNAPPY_UNBLOCK] = PyTuple_GET_ITEM(args[4], 3);
+        fns[mg][F_LZ4_UNBLOCK] = PyTuple_GET_ITEM(args[4], 4);
+    }
     buf = walk_buffer(args[0], 0, limit, &view);
     if (buf == NULL)
         Py_RETURN_NONE;
@@ -2043,20 +2051,12 @@ static PyObject *sp_consumer_walk(PyObject *self, PyObject *const *args, Py_ssiz
             if (consumer_record(&t, offset) < 0)
                 break;
         } else {
-            PyObject *data, *mv, *r;
+            PyObject *data;
             Py_buffer dv;
             int fat = 0, rc;
             if (codec > 3 || vlen < 0)
                 break; /* zstd and unknown codecs, a null value: the Python path raises */
-            mv = PyMemoryView_FromMemory((char *)(m + vpos), vlen, PyBUF_READ);
-            if (mv == NULL) {
-                if (keep_fatal_error())
-                    goto fatal;
-                break;
-            }
-            r = PyObject_CallFunction(decompress_fn, "iOi", codec, mv, (int)magic);
-            Py_DECREF(mv);
-            data = take_buffer(r, &dv, &fat);
+            data = decompress_area(codec, m + vpos, vlen, inflate_limit, fns[magic], &dv, &fat);
             if (data == NULL) {
                 if (fat)
                     goto fatal;
@@ -2136,7 +2136,8 @@ static PyMethodDef methods[] = {
      "downconvert_run(buf, p, stop, end, checked, to_magic, first_offset, max_bytes, wsize, wbase, segment_bytes, "
      "wrapper_header, limit, codecs, estimates): convert.DownConverter's common batches."},
     {"consumer_walk", (PyCFunction)(void (*)(void))sp_consumer_walk, METH_FASTCALL,
-     "consumer_walk(buf, limit, max_seen, next_fetch_offset, decompress): fetch.consumer_view's legacy entries."},
+     "consumer_walk(buf, limit, max_seen, next_fetch_offset, codecs, decompress_limit): fetch.consumer_view's "
+     "legacy entries."},
     {"crc32", sp_crc32, METH_VARARGS, "crc32(data, value=0): zlib's CRC-32."},
     {NULL, NULL, 0, NULL},
 };

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from kafkatool._accel import speedups as _C
 from kafkatool.errors import KafkaToolError
@@ -31,13 +32,16 @@ from kafkatool.record.batch import (
     LOG_HEADER,
     LOG_OVERHEAD,
     MAGIC_OFFSET,
+    MAGIC_V0,
+    MAGIC_V1,
     MAGIC_V2,
     SIZE_OFFSET,
     Record,
 )
-from kafkatool.record.codecs import decompress
+from kafkatool.record.codecs import decompress, lz4_unblock, snappy_block_len, snappy_unblock
 from kafkatool.record.default_records import DefaultRecordBatch
 from kafkatool.record.legacy_records import RECORD_OVERHEAD_V0, LegacyRecordBatch
+from kafkatool.util.budget import decompress_limit
 
 
 @dataclass(slots=True)
@@ -212,7 +216,7 @@ class ConsumerView:
         assert _C is not None
         buf = self._buf
         w = _C.consumer_walk(buf, min(len(buf), self.total - self._consumed), self._max_seen,
-                             self.result.next_fetch_offset, _inflate)
+                             self.result.next_fetch_offset, WALK_CODECS, decompress_limit())
         if w is None or w.position == 0:
             return
         del buf[:w.position]
@@ -232,6 +236,7 @@ class ConsumerView:
         r.next_fetch_offset = w.next_fetch_offset
 
 
-def _inflate(codec: int, value: memoryview, magic: int) -> bytes:
-    """A wrapper's value decompressed as ``LegacyRecordBatch.records`` does it (within the memory budget)."""
-    return decompress(codec, value, magic=magic)
+# consumer_walk's codecs: a wrapper's value decompressed as ``LegacyRecordBatch.records`` does it, for magic 0 and
+# 1 (within the memory budget), then the block functions of its single-chunk snappy and single-block lz4 path.
+WALK_CODECS = (partial(decompress, magic=MAGIC_V0), partial(decompress, magic=MAGIC_V1), snappy_block_len,
+               snappy_unblock, lz4_unblock)

@@ -236,21 +236,28 @@ def test_the_walk_defers_and_never_raises_on_odd_arguments() -> None:
     if SP is None:
         pytest.fail("kafkatool._speedups is not built")
     data = bytearray(message_set(1, Codec.NONE, random.Random(1)))
-    inflate = consumer_view._inflate
-    assert SP.consumer_walk(data, len(data) + 1, None, 0, inflate) is None  # a limit past the buffer
-    assert SP.consumer_walk(data, -1, None, 0, inflate) is None
-    assert SP.consumer_walk(data, len(data), "x", 0, inflate) is None
-    assert SP.consumer_walk(data, len(data), None, 2**70, inflate) is None
-    assert SP.consumer_walk(object(), 0, None, 0, inflate) is None
-    w = SP.consumer_walk(data, len(data), None, 0, inflate)
+    fns, lim = consumer_view.WALK_CODECS, 2**20
+    assert SP.consumer_walk(data, len(data) + 1, None, 0, fns, lim) is None  # a limit past the buffer
+    assert SP.consumer_walk(data, -1, None, 0, fns, lim) is None
+    assert SP.consumer_walk(data, len(data), "x", 0, fns, lim) is None
+    assert SP.consumer_walk(data, len(data), None, 2**70, fns, lim) is None
+    assert SP.consumer_walk(data, len(data), None, 0, fns[:4], lim) is None
+    assert SP.consumer_walk(object(), 0, None, 0, fns, lim) is None
+    w = SP.consumer_walk(data, len(data), None, 0, fns, lim)
     assert w is not None and w.position == len(data) and w.batches == 6 and w.records_returned == 6
     assert (w.first_returned_offset, w.last_returned_offset, w.max_seen, w.next_fetch_offset) == (100, 105, 105, 106)
-    w = SP.consumer_walk(data, len(data) - 1, 200, 0, inflate)  # the last entry short; everything a duplicate
+    w = SP.consumer_walk(data, len(data) - 1, 200, 0, fns, lim)  # the last entry short; everything a duplicate
     assert w is not None and w.batches == 5 and w.duplicate_offsets == 5 and w.first_returned_offset is None
 
-    def fails(codec: int, value: memoryview, magic: int) -> bytes:
+    def fails(codec: int, value: memoryview) -> bytes:
         raise KeyboardInterrupt
 
     wrapped = bytearray(message_set(1, Codec.GZIP, random.Random(2)))
     with pytest.raises(KeyboardInterrupt):  # never swallowed
-        SP.consumer_walk(wrapped, len(wrapped), None, 0, fails)
+        SP.consumer_walk(wrapped, len(wrapped), None, 0, (fails, fails, *fns[2:]), lim)
+    # past the memory budget's limit the single-block paths defer (and the Python path raises its error)
+    for codec in (Codec.SNAPPY, Codec.LZ4):
+        big = bytearray(message_set(1, codec, random.Random(3)))
+        w = SP.consumer_walk(big, len(big), None, 0, fns, 10)
+        assert w is not None and w.batches == 0
+        assert SP.consumer_walk(big, len(big), None, 0, fns, lim).batches == 6
