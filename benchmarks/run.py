@@ -396,6 +396,8 @@ ROWS: list[Row] = [
         "kafka-python MemoryRecords", lambda s: 1.0),
     Row("reindex", "reindex-time (check, no --verify)", _cmd("reindex", REINDEX), _K_SHALLOW, "kafka bench",
         lambda s: 10.0),
+    Row("reindex-floor", "the floor under reindex-time's check: a bare header walk, one pread per batch",
+        _pass("hop-floor"), _K_SHALLOW, "kafka bench", lambda s: None),
     Row("downconvert-v1", "downconvert --to-magic 1", _cmd("downconvert-v1", DOWN_V1), _K_DOWN1,
         "kafka bench-downconvert --to-magic 1", _down_target, _v2_convertible),
     Row("downconvert-v0", "downconvert --to-magic 0", _cmd("downconvert-v0", DOWN_V0), _K_DOWN0,
