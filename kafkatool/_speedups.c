@@ -2135,10 +2135,10 @@ static PyMethodDef methods[] = {
     {"downconvert_run", (PyCFunction)(void (*)(void))sp_downconvert_run, METH_FASTCALL,
      "downconvert_run(buf, p, stop, end, checked, to_magic, first_offset, max_bytes, wsize, wbase, segment_bytes, "
      "wrapper_header, limit, codecs, estimates): convert.DownConverter's common batches."},
+    {"crc32", sp_crc32, METH_VARARGS, "crc32(data, value=0): zlib's CRC-32."},
     {"consumer_walk", (PyCFunction)(void (*)(void))sp_consumer_walk, METH_FASTCALL,
      "consumer_walk(buf, limit, max_seen, next_fetch_offset, codecs, decompress_limit): fetch.consumer_view's "
      "legacy entries."},
-    {"crc32", sp_crc32, METH_VARARGS, "crc32(data, value=0): zlib's CRC-32."},
     {NULL, NULL, 0, NULL},
 };
 

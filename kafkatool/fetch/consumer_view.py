@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 
 from kafkatool._accel import speedups as _C
 from kafkatool.errors import KafkaToolError
@@ -236,7 +235,15 @@ class ConsumerView:
         r.next_fetch_offset = w.next_fetch_offset
 
 
-# consumer_walk's codecs: a wrapper's value decompressed as ``LegacyRecordBatch.records`` does it, for magic 0 and
-# 1 (within the memory budget), then the block functions of its single-chunk snappy and single-block lz4 path.
-WALK_CODECS = (partial(decompress, magic=MAGIC_V0), partial(decompress, magic=MAGIC_V1), snappy_block_len,
-               snappy_unblock, lz4_unblock)
+def _inflate_v0(codec: int, value: memoryview) -> bytes:
+    """A magic 0 wrapper's value decompressed as ``LegacyRecordBatch.records`` does it (within the memory budget)."""
+    return decompress(codec, value, magic=MAGIC_V0)
+
+
+def _inflate_v1(codec: int, value: memoryview) -> bytes:
+    return decompress(codec, value, magic=MAGIC_V1)
+
+
+# consumer_walk's codecs: the two above, then the block functions of its single-chunk snappy and single-block lz4
+# path (the ones codecs.decompress calls there).
+WALK_CODECS = (_inflate_v0, _inflate_v1, snappy_block_len, snappy_unblock, lz4_unblock)
