@@ -11,7 +11,8 @@ as the reference, field for field (the tests hold them equal).
 How the bytes are read (measured, see benchmarks/results/history.md): small batches through a 1 MiB page-aligned
 window filled with ``preadv`` (a page-aligned copy runs at ~10 GB/s, and the walk then hits the cache;
 mmap page faults cost more than the copy); batches averaging over 16 KiB by one ``HDR``-byte ``pread`` per
-batch, never touching the bytes in between. Verifying reads everything (the CRC needs it).
+batch, never touching the bytes in between (the compiled walk starts by hopping over a few headers, so a
+segment of large batches is never copied at all). Verifying reads everything (the CRC needs it).
 
 Consumers that need every batch (``index_verify`` checks on-disk entries against the log) get each
 chunk of *valid* batches through ``observers``; memory is a function of the window and chunk sizes.
