@@ -10,6 +10,8 @@ Each pass mirrors one ``kafka-ref`` bench pass:
 * ``deep``: ``kafka-ref bench --deep``: CRC of every batch, then every record, touching key, value,
   headers and timestamp.
 * ``recover``: the header-only index rebuild (``recover_segment``, no CRC), for ``reindex-time``.
+* ``hop-floor``: the floor under ``reindex-time``'s check: the bare header walk, one ``pread`` of the header per
+  batch (the compiled ``hop_walk`` alone: no index, no comparison, no process).
 * ``downconvert``: ``LazyDownConversionRecords.iterator(128 KiB)``: batches grouped up to 128 KiB
   and each group converted with ``down_convert`` (``--to-magic 1`` or ``0``).
 * ``kp-deep`` / ``kp-verify``: kafka-python 3.0's ``MemoryRecords`` reader over the same file.
@@ -86,6 +88,31 @@ def deep(path: str, args: argparse.Namespace) -> dict[str, Any]:
                 if r.crc_valid is False:  # legacy messages carry their own CRC: Record.ensureValid
                     raise SystemExit(f"record {r.offset} is corrupt")
     return {"batches": batches, "bytes": nbytes, "records": records, "payload_bytes": payload}
+
+
+@register("hop-floor")
+def hop_floor(path: str, args: argparse.Namespace) -> dict[str, Any]:
+    import os
+
+    from kafkatool._accel import speedups
+    from kafkatool.log.recovery.fast import HOPS_C
+
+    if speedups is None:
+        raise SystemExit("hop-floor walks with the compiled hop_walk: build the extension (pip install -e .)")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        p = batches = 0
+        headers = bytearray()
+        while p < size:
+            r = speedups.hop_walk(fd, p, size, HOPS_C, headers)
+            if r is None or r.headers == 0:
+                raise SystemExit(f"hop-floor: the walk stopped at byte {p} of {path}")
+            p, batches = r.position, batches + r.headers
+            del headers[:]  # the floor keeps nothing
+    finally:
+        os.close(fd)
+    return {"batches": batches, "bytes": p}
 
 
 @register("recover")

@@ -34,6 +34,7 @@ SHORT = {
     "dump-deep": "dump --deep",
     "dump-deep-kp": "dump --deep vs kafka-python",
     "reindex": "reindex-time",
+    "reindex-floor": "reindex-time's floor (header walk)",
     "downconvert-v1": "downconvert v1",
     "downconvert-v0": "downconvert v0",
     "fetch-sim": "fetch-sim",

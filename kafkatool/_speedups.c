@@ -465,6 +465,20 @@ static PyStructSequence_Field downconvert_run_fields[] = {
     {NULL, NULL},
 };
 
+static PyStructSequence_Field consumer_walk_fields[] = {
+    {"position", "where the walk stopped: the first entry it left to Python"},
+    {"batches", "log entries taken (each a complete batch of the consumer's view)"},
+    {"records_sent", "records in the entries taken"},
+    {"records_returned", "records the consumer returns"},
+    {"records_below_fetch_offset", "records below the position, dropped"},
+    {"duplicate_offsets", "records at or below the largest offset seen, dropped"},
+    {"first_returned_offset", "the first record returned (None: none)"},
+    {"last_returned_offset", "the last record returned (None: none)"},
+    {"max_seen", "the largest offset seen (None: none yet)"},
+    {"next_fetch_offset", "the consumer's position after the walk"},
+    {NULL, NULL},
+};
+
 #define DESC(name, doc, fields) {"kafkatool._speedups." name, doc, fields, \
                                  (int)(sizeof(fields) / sizeof(fields[0]) - 1)}
 static PyStructSequence_Desc result_descs[] = {
@@ -473,8 +487,9 @@ static PyStructSequence_Desc result_descs[] = {
     DESC("HeadersWalk", "headers_walk and hop_walk: where recovery.fast._Walk's loops got to", headers_walk_fields),
     DESC("DumpWalk", "dump_walk: what dump.DumpEngine._walk adds up for the batches walked", dump_walk_fields),
     DESC("DownconvertRun", "downconvert_run: what convert.DownConverter.run adds up", downconvert_run_fields),
+    DESC("ConsumerWalk", "consumer_walk: what fetch.consumer_view.ConsumerView adds up", consumer_walk_fields),
 };
-enum { R_REFRAMED, R_VERIFY_WALK, R_HEADERS_WALK, R_DUMP_WALK, R_DOWNCONVERT_RUN, N_RESULTS };
+enum { R_REFRAMED, R_VERIFY_WALK, R_HEADERS_WALK, R_DUMP_WALK, R_DOWNCONVERT_RUN, R_CONSUMER_WALK, N_RESULTS };
 static PyTypeObject *result_types[N_RESULTS];
 
 /* The items of the tuple ``t`` (a new reference, consumed) as a result of type ``which``: NULL with the error set
@@ -1893,6 +1908,214 @@ fatal:
     return NULL;
 }
 
+/* ------------------------------------------------------------------------------------------ consumer view */
+
+/* The position state of ``fetch.consumer_view.ConsumerView`` (its ``_max_seen`` and result fields) and what a
+ * walk adds to it. */
+typedef struct {
+    int64_t sent, returned, below, dups;
+    int have_first, have_last, have_max;
+    int64_t first, last, max_seen, next_fetch;
+} ConsumerState;
+
+/* One record at ``off`` through the loop of ``ConsumerView._batch``; -1 where Python's ints would go past int64. */
+static inline int consumer_record(ConsumerState *s, int64_t off)
+{
+    s->sent++;
+    if (s->have_max && off <= s->max_seen) {
+        s->dups++;
+        return 0;
+    }
+    s->have_max = 1;
+    s->max_seen = off;
+    if (off < s->next_fetch) {
+        s->below++;
+        return 0;
+    }
+    if (off == INT64_MAX)
+        return -1;
+    s->next_fetch = off + 1;
+    s->returned++;
+    if (!s->have_first) {
+        s->have_first = 1;
+        s->first = off;
+    }
+    s->have_last = 1;
+    s->last = off;
+    return 0;
+}
+
+/* ``legacy_records._key_value``'s checks on the message m[0:size] of ``magic``, without building the key and
+ * value: 0 where it returns, -1 where it raises. The value's bounds in *vpos and *vlen (-1: null). */
+static inline int legacy_key_value(const uint8_t *m, int64_t size, int magic, int64_t *vpos, int32_t *vlen)
+{
+    int64_t q = magic == 0 ? MSG_KEY_SIZE_OFFSET_V0 : MSG_KEY_SIZE_OFFSET_V1;
+    int32_t n;
+    if (q + VALUE_SIZE_LENGTH > size)
+        return -1;
+    n = be_i32(m + q);
+    q += VALUE_SIZE_LENGTH;
+    if (n >= 0) {
+        if (q + n + VALUE_SIZE_LENGTH > size)
+            return -1;
+        q += n;
+    }
+    if (q + VALUE_SIZE_LENGTH > size)
+        return -1;
+    n = be_i32(m + q);
+    q += VALUE_SIZE_LENGTH;
+    if (n >= 0 && q + n > size)
+        return -1;
+    *vpos = q;
+    *vlen = n < 0 ? -1 : n;
+    return 0;
+}
+
+/* The records of a compressed v0/v1 wrapper whose inner message set is d[0:n], through consumer_record:
+ * ``LegacyRecordBatch._deep_records``' checks (inner framing, at least one inner message, the v1 wrapper offset,
+ * no compressed inner message, each inner key and value); -1 where it raises or int64 cannot follow it. Inner
+ * CRCs are not checked, as there (they only set Record.crc_valid). */
+static int consumer_inner(const uint8_t *d, int64_t n, int wrapper_magic, int64_t wrapper_offset, ConsumerState *s)
+{
+    int64_t p = 0, count = 0, last_inner = 0, base = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        p = 0;
+        while (n - p >= LOG_OVERHEAD) {
+            int64_t off = be_i64(d + p), vpos;
+            int32_t size = be_i32(d + p + SIZE_OFFSET), vlen;
+            const uint8_t *m = d + p + LOG_OVERHEAD;
+            if (size < RECORD_OVERHEAD_V0)
+                return -1;
+            if (n - p - LOG_OVERHEAD < size)
+                break; /* a truncated tail inside the decompressed data is dropped */
+            if (pass == 0) {
+                if (m[MSG_ATTRIBUTES_OFFSET] & CODEC_MASK)
+                    return -1;
+                if (legacy_key_value(m, size, (int8_t)m[MSG_MAGIC_OFFSET], &vpos, &vlen) < 0)
+                    return -1;
+                count++;
+                last_inner = off;
+            } else {
+                int64_t o = off;
+                if (wrapper_magic == 1 && __builtin_add_overflow(base, off, &o))
+                    return -1;
+                if (consumer_record(s, o) < 0)
+                    return -1;
+            }
+            p += LOG_OVERHEAD + (int64_t)size;
+        }
+        if (pass == 0) {
+            if (count == 0)
+                return -1;
+            if (wrapper_magic == 1 && wrapper_offset != 0) {
+                if (wrapper_offset < last_inner || __builtin_sub_overflow(wrapper_offset, last_inner, &base))
+                    return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* consumer_walk(buf, limit, max_seen, next_fetch_offset, codecs, decompress_limit)
+ * -> ConsumerWalk(position, batches, records_sent, records_returned, records_below_fetch_offset, duplicate_offsets,
+ *                 first_returned_offset, last_returned_offset, max_seen, next_fetch_offset) | None
+ *
+ * The loops of ``ConsumerView._drain`` and ``_batch`` (no record callback) over the v0/v1 log entries of
+ * buf[0:limit] (``limit``: what the buffer holds of the partition's bytes): takes each whole entry whose size,
+ * magic, CRC-32, key, value and (for a wrapper) inner messages pass the checks of ``LegacyRecordBatch``
+ * ``.ensure_valid`` and ``.records`` and applies the consumer's position rules to its records. Stops before the
+ * first entry it cannot take (short, a v2 batch, anything those checks reject): the Python loop takes that one,
+ * and raises or stops as it does. A wrapper's value is inflated by decompress_area (a single snappy chunk or lz4
+ * block through the block functions, anything else through ``codecs.decompress``): ``codecs`` is the tuple
+ * (decompress for magic 0, for magic 1, snappy_block_len, snappy_unblock, lz4_unblock), ``decompress_limit`` the
+ * memory budget's. */
+static PyObject *sp_consumer_walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer view;
+    int64_t limit, p = 0, batches = 0, inflate_limit;
+    ConsumerState s = {0};
+    PyObject *first, *last, *max_seen, *fns[2][N_FNS] = {{NULL}};
+    const uint8_t *buf;
+    (void)self;
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "consumer_walk takes 6 arguments");
+        return NULL;
+    }
+    if (arg_i64(args[1], &limit) || arg_i64(args[3], &s.next_fetch) || arg_i64(args[5], &inflate_limit)
+        || !PyTuple_Check(args[4]) || PyTuple_GET_SIZE(args[4]) != 5)
+        Py_RETURN_NONE;
+    if (args[2] != Py_None) {
+        if (arg_i64(args[2], &s.max_seen))
+            Py_RETURN_NONE;
+        s.have_max = 1;
+    }
+    for (int mg = 0; mg < 2; mg++) { /* decompress_area's callables, with the decompress of the wrapper's magic */
+        fns[mg][F_DECOMPRESS] = PyTuple_GET_ITEM(args[4], mg);
+        fns[mg][F_SNAPPY_LEN] = PyTuple_GET_ITEM(args[4], 2);
+        fns[mg][F_SNAPPY_UNBLOCK] = PyTuple_GET_ITEM(args[4], 3);
+        fns[mg][F_LZ4_UNBLOCK] = PyTuple_GET_ITEM(args[4], 4);
+    }
+    buf = walk_buffer(args[0], 0, limit, &view);
+    if (buf == NULL)
+        Py_RETURN_NONE;
+    while (limit - p >= HEADER_SIZE_UP_TO_MAGIC) {
+        const uint8_t *m = buf + p + LOG_OVERHEAD;
+        int32_t size = be_i32(buf + p + SIZE_OFFSET), vlen;
+        int8_t magic = (int8_t)buf[p + MAGIC_OFFSET];
+        int64_t offset = be_i64(buf + p), vpos;
+        int codec;
+        ConsumerState t = s;
+        if (size < RECORD_OVERHEAD_V0 || (magic != 0 && magic != 1) || limit - p - LOG_OVERHEAD < size)
+            break;
+        if (crc32_any(0, m + MSG_MAGIC_OFFSET, (size_t)size - MSG_MAGIC_OFFSET) != be_u32(m + MSG_CRC_OFFSET))
+            break;
+        if (legacy_key_value(m, size, magic, &vpos, &vlen) < 0)
+            break;
+        codec = m[MSG_ATTRIBUTES_OFFSET] & CODEC_MASK;
+        if (codec == 0) {
+            if (consumer_record(&t, offset) < 0)
+                break;
+        } else {
+            PyObject *data;
+            Py_buffer dv;
+            int fat = 0, rc;
+            if (codec > 3 || vlen < 0)
+                break; /* zstd and unknown codecs, a null value: the Python path raises */
+            data = decompress_area(codec, m + vpos, vlen, inflate_limit, fns[magic], &dv, &fat);
+            if (data == NULL) {
+                if (fat)
+                    goto fatal;
+                break;
+            }
+            rc = consumer_inner((const uint8_t *)dv.buf, dv.len, magic, offset, &t);
+            PyBuffer_Release(&dv);
+            Py_DECREF(data);
+            if (rc < 0)
+                break;
+        }
+        s = t;
+        batches++;
+        p += LOG_OVERHEAD + (int64_t)size;
+    }
+    PyBuffer_Release(&view);
+    first = s.have_first ? PyLong_FromLongLong(s.first) : Py_NewRef(Py_None);
+    last = s.have_last ? PyLong_FromLongLong(s.last) : Py_NewRef(Py_None);
+    max_seen = s.have_max ? PyLong_FromLongLong(s.max_seen) : Py_NewRef(Py_None);
+    if (first == NULL || last == NULL || max_seen == NULL) {
+        Py_XDECREF(first);
+        Py_XDECREF(last);
+        Py_XDECREF(max_seen);
+        return NULL;
+    }
+    return result(R_CONSUMER_WALK, Py_BuildValue("(LLLLLLNNNL)", (long long)p, (long long)batches,
+                                                 (long long)s.sent, (long long)s.returned, (long long)s.below,
+                                                 (long long)s.dups, first, last, max_seen,
+                                                 (long long)s.next_fetch));
+fatal:
+    PyBuffer_Release(&view);
+    return NULL;
+}
+
 /* ------------------------------------------------------------------------------------------ module */
 
 /* configure(Record, Header): the NamedTuple classes parse_records builds. */
@@ -1941,6 +2164,9 @@ static PyMethodDef methods[] = {
      "downconvert_run(buf, p, stop, end, checked, to_magic, first_offset, max_bytes, wsize, wbase, segment_bytes, "
      "wrapper_header, limit, codecs, estimates[, max_records]): convert.DownConverter's common batches."},
     {"crc32", sp_crc32, METH_VARARGS, "crc32(data, value=0): zlib's CRC-32."},
+    {"consumer_walk", (PyCFunction)(void (*)(void))sp_consumer_walk, METH_FASTCALL,
+     "consumer_walk(buf, limit, max_seen, next_fetch_offset, codecs, decompress_limit): fetch.consumer_view's "
+     "legacy entries."},
     {NULL, NULL, 0, NULL},
 };
 

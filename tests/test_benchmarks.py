@@ -63,7 +63,8 @@ def test_counts_are_compared_on_the_keys_both_sides_report() -> None:
 def test_fast_commands_read_their_segment_several_times() -> None:
     assert DUMP.copies(200_000_000) == 10 and REINDEX.copies(200_000_000) == 40
     assert DOWN_V1.copies(200_000_000) == 1 and DOWN_V1.copies(40_000_000) == 5
-    assert FETCH_SIM.copies(1000) == 1  # one fetch: copies would share the response limit
+    # partitions of one response (every limit at 2^31-1): 400 MB a run, far below the response's limit
+    assert FETCH_SIM.copies(200_000_000) == 2 and FETCH_SIM.copies(40_000_000) == 10
     assert REINDEX.copies(1000) == 200  # capped
     assert DUMP.copies(50_000_000, scale=0.25) == 10 and DOWN_V1.copies(200_000_000, scale=0.25) == 1  # --quick
 
@@ -141,7 +142,8 @@ def test_a_tiny_run_end_to_end_counts_the_same_data_as_kafka(kafka_ref: KafkaRef
     p = subprocess.run([sys.executable, "-m", "benchmarks", "--scenarios", "v2-lz4-1kx16-h2", "--size-mb", "0.3",
                         "--iterations", "1", "--warmup", "0", "--java-iterations", "1", "--java-warmup", "0",
                         # not the kafka-python rows: kafka-python is the [bench] extra, not a test dependency
-                        "--rows", "dump,dump-deep,reindex,downconvert,fetch-sim,lib-deep", "--sets", "ratios,rss",
+                        "--rows", "dump,dump-deep,reindex,reindex-floor,downconvert,fetch-sim,lib-deep",
+                        "--sets", "ratios,rss",
                         "--rss-size", "1MiB", "--rss-codecs", "lz4",
                         "--rss-commands", "sample,dump-deep,downconvert-v0,upconvert,canary-verify",
                         "--data-dir", str(tmp_path / "data"), "--out", str(out)],
@@ -151,11 +153,12 @@ def test_a_tiny_run_end_to_end_counts_the_same_data_as_kafka(kafka_ref: KafkaRef
     assert d["schema"] == 2 and d["command"].startswith("python -m benchmarks --scenarios v2-lz4-1kx16-h2")
     assert len(d["git"]["commit"]) == 40
     rows = {r["row"]: r for r in d["rows"]}
-    assert set(rows) == {"dump", "dump-deep", "reindex", "downconvert-v1", "downconvert-v0", "fetch-sim", "lib-deep"}
+    assert set(rows) == {"dump", "dump-deep", "reindex", "reindex-floor", "downconvert-v1", "downconvert-v0",
+                         "fetch-sim", "lib-deep"}
     for r in rows.values():
         assert r["error"] is None and r["mismatch"] is None, r
     ms = d["measurements"]
-    for name in ("dump-deep", "reindex", "downconvert-v0"):
+    for name in ("dump-deep", "reindex", "reindex-floor", "downconvert-v0"):
         ours, peer = ms[rows[name]["ours"]], ms[rows[name]["peer_key"]]
         # the command read the segment ``copies`` times (hard-linked partitions): so many times Kafka's counts
         assert ours["copies"] == rows[name]["copies"] >= 1
@@ -163,6 +166,8 @@ def test_a_tiny_run_end_to_end_counts_the_same_data_as_kafka(kafka_ref: KafkaRef
         assert shared and all(ours["counts"][k] == ours["copies"] * peer["counts"][k] > 0 for k in shared), name
     assert "records" in ms[rows["dump-deep"]["ours"]]["counts"]  # the same records, headers and all
     assert ms[rows["reindex"]["ours"]]["copies"] > 1  # a fast command reads its segment many times
+    fetch = ms[rows["fetch-sim"]["ours"]]  # ... fetch-sim as partitions of one response, each converted whole
+    assert fetch["copies"] > 1 and fetch["counts"]["fetch_bytes_written"] > 0
     down = ms[rows["downconvert-v0"]["ours"]]
     assert len(down["runs"]) == 1 and len(down["fixed_runs"]) == 1  # the fixed cost: the same command, 4 batches
     assert down["fixed_cpu_ms"] > 0

@@ -25,18 +25,23 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import chain
 
+from kafkatool._accel import speedups as _C
 from kafkatool.errors import KafkaToolError
 from kafkatool.record.batch import (
     HEADER_SIZE_UP_TO_MAGIC,
     LOG_HEADER,
     LOG_OVERHEAD,
     MAGIC_OFFSET,
+    MAGIC_V0,
+    MAGIC_V1,
     MAGIC_V2,
     SIZE_OFFSET,
     Record,
 )
+from kafkatool.record.codecs import decompress, lz4_unblock, snappy_block_len, snappy_unblock
 from kafkatool.record.default_records import DefaultRecordBatch
 from kafkatool.record.legacy_records import RECORD_OVERHEAD_V0, LegacyRecordBatch
+from kafkatool.util.budget import decompress_limit
 
 
 @dataclass(slots=True)
@@ -85,6 +90,8 @@ class ConsumerView:
     def _drain(self) -> None:
         buf = self._buf
         while True:
+            if _C is not None and self.on_record is None:
+                self._walk_legacy()
             left = self.total - self._consumed  # the consumer knows the partition's records size up front
             if left < LOG_OVERHEAD:
                 self._stop()
@@ -202,3 +209,43 @@ class ConsumerView:
         else:
             r.outcome = "records"
         return r
+
+    def _walk_legacy(self) -> None:
+        """The compiled twin of ``_drain`` and ``_batch`` (``_speedups.consumer_walk``): takes the whole v0/v1
+        entries at the front of the buffer that pass every check of ``_batch``, and leaves the first it cannot
+        take (a v2 batch, a short or damaged entry) to the loop, which handles it as it always does."""
+        assert _C is not None
+        buf = self._buf
+        w = _C.consumer_walk(buf, min(len(buf), self.total - self._consumed), self._max_seen,
+                             self.result.next_fetch_offset, WALK_CODECS, decompress_limit())
+        if w is None or w.position == 0:
+            return
+        del buf[:w.position]
+        self._consumed += w.position
+        r = self.result
+        r.complete_batches += w.batches
+        r.complete_bytes = self._consumed
+        r.records_sent += w.records_sent
+        r.records_returned += w.records_returned
+        r.records_below_fetch_offset += w.records_below_fetch_offset
+        r.duplicate_offsets += w.duplicate_offsets
+        if r.first_returned_offset is None:
+            r.first_returned_offset = w.first_returned_offset
+        if w.last_returned_offset is not None:
+            r.last_returned_offset = w.last_returned_offset
+        self._max_seen = w.max_seen
+        r.next_fetch_offset = w.next_fetch_offset
+
+
+def _inflate_v0(codec: int, value: memoryview) -> bytes:
+    """A magic 0 wrapper's value decompressed as ``LegacyRecordBatch.records`` does it (within the memory budget)."""
+    return decompress(codec, value, magic=MAGIC_V0)
+
+
+def _inflate_v1(codec: int, value: memoryview) -> bytes:
+    return decompress(codec, value, magic=MAGIC_V1)
+
+
+# consumer_walk's codecs: the two above, then the block functions of its single-chunk snappy and single-block lz4
+# path (the ones codecs.decompress calls there).
+WALK_CODECS = (_inflate_v0, _inflate_v1, snappy_block_len, snappy_unblock, lz4_unblock)

@@ -81,6 +81,7 @@ def test_fast_equals_reference(tmp_path_factory, monkeypatch, seed, interval, ve
     monkeypatch.setattr(recover_fast, "HOP_ABOVE_C", hop)  # the thresholds of the compiled loops
     monkeypatch.setattr(recover_fast, "WINDOW_BELOW_C", hop // 2)
     monkeypatch.setattr(recover_fast, "HOPS_C", 3)  # several compiled hopping steps per segment
+    monkeypatch.setattr(recover_fast, "PROBE_HOPS_C", 2)  # the first hop, then the window or more hops
     a = recover_segment(path, base, index_interval_bytes=interval, verify=verify, method="reference")
     b = recover_segment(path, base, index_interval_bytes=interval, verify=verify, method="fast")
     assert summary(b) == summary(a)

@@ -11,7 +11,8 @@ as the reference, field for field (the tests hold them equal).
 How the bytes are read (measured, see benchmarks/results/history.md): small batches through a 1 MiB page-aligned
 window filled with ``preadv`` (a page-aligned copy runs at ~10 GB/s, and the walk then hits the cache;
 mmap page faults cost more than the copy); batches averaging over 16 KiB by one ``HDR``-byte ``pread`` per
-batch, never touching the bytes in between. Verifying reads everything (the CRC needs it).
+batch, never touching the bytes in between (the compiled walk starts by hopping over a few headers, so a
+segment of large batches is never copied at all). Verifying reads everything (the CRC needs it).
 
 Consumers that need every batch (``index_verify`` checks on-disk entries against the log) get each
 chunk of *valid* batches through ``observers``; memory is a function of the window and chunk sizes.
@@ -83,6 +84,9 @@ WINDOW_BELOW = 8 << 10  # ... and below which the window wins again
 HOP_ABOVE_C = 6 << 10
 WINDOW_BELOW_C = 3 << 10
 HOPS_C = 1024  # headers per compiled hopping step
+# The compiled walk starts by hopping over this many headers: with large batches (the common case) it never copies
+# a window at all; with small ones it falls back to the window after them.
+PROBE_HOPS_C = 64
 _SIZE = struct.Struct(">i")
 _U32 = struct.Struct(">I")
 _ZEROS = bytes(HDR + 64)
@@ -137,7 +141,10 @@ class _Walk:
         self.stop: WalkEnd | None = None
         self.bad_size: int | None = None
         self.crc_failure: tuple[int, int, int] | None = None  # (batch index, stored, computed)
-        self.hop = False
+        self.hop = _C is not None and not verify
+        self.probe = self.hop
+        if self.hop:
+            _advise(fd, "POSIX_FADV_RANDOM")  # no readahead of the bytes we hop over
         # Page aligned: preadv copies at full speed. Reused from walk to walk: the first touch of a fresh
         # 1 MiB mapping is 256 page faults, about as long as walking a whole segment of large batches.
         size = WINDOW + len(_ZEROS)
@@ -272,7 +279,9 @@ class _Walk:
         p, limit = self.p, self.limit
         hdr = self.headers
         start, n = p, 0
-        r = _C.hop_walk(fd, p, limit, HOPS_C, hdr) if _C is not None else None
+        hops = PROBE_HOPS_C if self.probe else HOPS_C
+        self.probe = False
+        r = _C.hop_walk(fd, p, limit, hops, hdr) if _C is not None else None
         if r is not None and (r.headers or r.size < RECORD_OVERHEAD_V0):
             p, n, s = r.position, r.headers, r.size
             if s < RECORD_OVERHEAD_V0:
@@ -281,7 +290,7 @@ class _Walk:
                 self.stop = WalkEnd("corrupt", p, self.size - p, "", s)
                 return
             self.p = p
-            if n == HOPS_C and p - start < n * WINDOW_BELOW_C:
+            if n == hops and p - start < n * WINDOW_BELOW_C:
                 self.hop = False
                 _advise(self.fd, "POSIX_FADV_SEQUENTIAL")
             return
