@@ -104,8 +104,8 @@ def test_response_limit_and_min_one_message_across_partitions(tmp_path: Path) ->
 def test_cli_text_json_and_response(tmp_path: Path) -> None:
     log = _partition(tmp_path, "orders-0", {0: [_batch(0, 5), _batch(5, 5)]})
     out = tmp_path / "resp.bin"
-    r = run_cli("fetch-sim", log.path, "--fetch-version", "1", "--fetch-offset", "3", "--output", out, "--consumer-view",
-                "--format", "json")
+    r = run_cli("fetch-sim", log.path, "--fetch-version", "1", "--fetch-offset", "3", "--output", out,
+                "--consumer-view", "--format", "json")
     assert r.returncode == 0, r.stderr
     lines = [json.loads(x) for x in r.stdout.splitlines()]
     records = [x for x in lines if x["type"] == "record"]
@@ -155,7 +155,8 @@ def test_cli_reports_padding_and_peak_conversion_memory(tmp_path: Path) -> None:
     # the committed slice, so an overflow batch pads it.
     log = _partition(tmp_path, "orders-0", {0: [_batch(0, 10)]})
     raw = tmp_path / "raw.bin"
-    r = run_cli("fetch-sim", log.path, "--fetch-version", "1", "--fetch-offset", "3", "--output", raw, "--raw", "--format", "json")
+    r = run_cli("fetch-sim", log.path, "--fetch-version", "1", "--fetch-offset", "3", "--output", raw, "--raw",
+                "--format", "json")
     assert r.returncode == 0, r.stderr
     part = next(json.loads(x) for x in r.stdout.splitlines() if '"partition"' in x)
     data = raw.read_bytes()
@@ -168,7 +169,8 @@ def test_cli_reports_padding_and_peak_conversion_memory(tmp_path: Path) -> None:
     assert part["peak_conversion_memory"] == part["temporary_memory_bytes"] + part["converted_size"]
     assert part["temporary_memory_bytes"] == len(_batch(0, 10)) + part["converted_size"]  # v0 builder: no header
     assert part["peak_conversion_memory_traced"] is None
-    r = run_cli("fetch-sim", log.path, "--fetch-version", "1", "--fetch-offset", "3", "--trace-memory", "--format", "json")
+    r = run_cli("fetch-sim", log.path, "--fetch-version", "1", "--fetch-offset", "3", "--trace-memory",
+                "--format", "json")
     assert r.returncode == 0, r.stderr
     traced = next(json.loads(x) for x in r.stdout.splitlines() if '"partition"' in x)
     # Measured: the converted chunk is alive when its conversion ends, so the traced peak holds at least it.
@@ -190,7 +192,8 @@ def test_cli_fetch_offset_per_partition(tmp_path: Path) -> None:
     assert offsets("--fetch-offset", "3,17") == [("a-0", 3, 3), ("a-1", 17, 17)]  # one per partition, in PATH order
     assert offsets("--fetch-offset", "3", "--fetch-offset", "17") == [("a-0", 3, 3), ("a-1", 17, 17)]
     assert offsets("--fetch-offset", "5") == [("a-0", 5, 5), ("a-1", 5, 5)]  # one for all
-    assert offsets("--fetch-offset", "a-1=12", "--fetch-offset", "4") == [("a-0", 4, 4), ("a-1", 12, 12)]  # by name, the rest plain
+    # by name, the rest plain
+    assert offsets("--fetch-offset", "a-1=12", "--fetch-offset", "4") == [("a-0", 4, 4), ("a-1", 12, 12)]
     assert offsets() == [("a-0", 0, 0), ("a-1", 0, 0)]  # default: the log start offset
     r = run_cli("fetch-sim", a.path, b.path, "--fetch-offset", "1,2,3")
     assert r.returncode == 2 and "3 fetch offsets for 2 partitions" in r.stderr

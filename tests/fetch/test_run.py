@@ -48,8 +48,8 @@ class Recorder(FetchListener):
 
 def test_a_fetch_over_a_log_dir_reports_and_writes_what_the_command_does(sample_dir: Path, tmp_path: Path) -> None:
     cli_out, lib_out = tmp_path / "cli.bin", tmp_path / "lib.bin"
-    r = run_cli("fetch-sim", sample_dir, "--to-magic", "0", "--fetch-offset", "40", "--consumer-view", "--output", cli_out,
-                "--format", "json")
+    r = run_cli("fetch-sim", sample_dir, "--to-magic", "0", "--fetch-offset", "40", "--consumer-view",
+                "--output", cli_out, "--format", "json")
     lines = [json.loads(x) for x in r.stdout.splitlines()]
     rec = Recorder()
     outcome = fetch_sim(FetchSimRequest([sample_dir], to_magic=0, fetch_offset=["40"], consumer_view=True,
@@ -70,7 +70,8 @@ def test_a_fetch_over_a_log_dir_reports_and_writes_what_the_command_does(sample_
 def test_raw_records_and_a_sweep(sample_dir: Path, tmp_path: Path) -> None:
     part = sample_dir / "orders-1"
     cli_raw, lib_raw = tmp_path / "cli.raw", tmp_path / "lib.raw"
-    r = run_cli("fetch-sim", part, "--fetch-version", "3", "--output", cli_raw, "--raw", "--partition-max-bytes", "64KiB")
+    r = run_cli("fetch-sim", part, "--fetch-version", "3", "--output", cli_raw, "--raw",
+                "--partition-max-bytes", "64KiB")
     assert r.returncode == 0, r.stderr
     outcome = fetch_sim(FetchSimRequest([part], fetch_version=3, out=lib_raw, raw=True,
                                         partition_max_bytes=64 * 1024))
