@@ -27,7 +27,8 @@ def pure_requested() -> bool:
 # AttributeError mid-command.
 REQUIRED = ("configure", "parse_records", "parse_records_chunk", "validate_records", "reframe_v2_records",
             "legacy_wrapper", "verify_walk", "headers_walk", "hop_walk", "dump_walk", "downconvert_run",
-            "consumer_walk", "crc32", "Reframed", "VerifyWalk", "HeadersWalk", "DumpWalk", "DownconvertRun", "ConsumerWalk")
+            "consumer_walk", "crc32", "Reframed", "VerifyWalk", "HeadersWalk", "DumpWalk", "DownconvertRun",
+            "ConsumerWalk")
 
 
 def load() -> ModuleType | None:
