@@ -44,6 +44,7 @@ from kafkatool.scan.source import S3_ENDPOINT_ENV, is_url
 from kafkatool.scan.task import PassWork
 from kafkatool.spark.memory import MemoryPlan, default_budget, is_local_master, local_cores, plan_memory, plan_processes
 from kafkatool.util import budget as run_budget
+from kafkatool.util import crash
 from kafkatool.util.atomic import staged_directory
 from kafkatool.util.printable import shown
 from kafkatool.util.units import format_size, parse_size
@@ -265,9 +266,13 @@ def _one_pass(req: ScanRequest, lis: ScanListener, plan: Plan, opts: ScanOptions
         done = walk(PassWork(ExportTarget(target, flt), work.verify_index, work.index_interval_bytes))
         write_success(target)
         return done
-    with hold_for_write(target), staged_directory(target, last="_SUCCESS") as staging:
+    # Crash points (kill tests): after the records are in the staging dir, after its _SUCCESS, and the staged
+    # directory's own durable steps (fsynced, renamed into place).
+    with hold_for_write(target), staged_directory(target, last="_SUCCESS", on_durable=crash.point) as staging:
         done = walk(PassWork(ExportTarget(str(staging), flt), work.verify_index, work.index_interval_bytes))
+        crash.point()
         write_success(str(staging))
+        crash.point()
     return done
 
 

@@ -357,10 +357,10 @@ def test_transaction_decoder_failures_are_findings(tmp_path: Path) -> None:
     assert records[3].endswith(f"{meta} key: unknown::version=1")  # Kafka's text, no payload
     assert records[4].endswith(f"{meta} key: transaction_metadata::transactionalId=tx-1 payload: <DELETE>")
     assert r.stderr.splitlines() == [
-        f"kafkatool: warning: decode-error: {log} at byte 0: record at offset 1: Unknown transaction state id 9 "
+        f"kafkatool dump: warning: decode-error: {log} at byte 0: record at offset 1: Unknown transaction state id 9 "
         "from the transaction status message",
-        f"kafkatool: warning: decode-error: {log} at byte 0: record at offset 2 has no key: Kafka's transaction log "
-        "decoder throws NullPointerException"]
+        f"kafkatool dump: warning: decode-error: {log} at byte 0: record at offset 2 has no key: Kafka's transaction "
+        "log decoder throws NullPointerException"]
     objs = [json.loads(line) for line in run_cli("dump", log, "-f", "json", "--decoder", "transactions").stdout
             .splitlines()]
     findings = [(o["kind"], o["severity"], o["offset"]) for o in objs if o["type"] == "finding"]
@@ -379,7 +379,7 @@ def test_offsets_decoder_on_other_records(tmp_path: Path, sample: Path) -> None:
     log = write_log(tmp_path / "__consumer_offsets-0", v2.build_batch([(0, 1, k, v, ()), (1, 1, None, v, ())]))
     r = run_cli("dump", log, "-f", "dump-log", "--decoder", "offsets")
     assert r.returncode == 1
-    assert r.stderr == (f"kafkatool: warning: decode-error: {log} at byte 0: Failed to decode message at offset 1 "
+    assert r.stderr == (f"kafkatool dump: warning: decode-error: {log} at byte 0: Failed to decode message at offset 1 "
                         "using offset topic decoder (message had a missing key)\n")
     # Records of another topic: Kafka's own fallback texts, not findings.
     r = run_cli("dump", sample / "payments-0", "-f", "dump-log", "--decoder", "offsets")
@@ -392,14 +392,15 @@ def test_offsets_decoder_on_other_records(tmp_path: Path, sample: Path) -> None:
 def test_unknown_decoder_and_bad_options_are_usage_errors(sample: Path) -> None:
     part = sample / "payments-0"
     for args, message in [
-        (["--decoder", "avro"], "kafkatool: error: unknown decoder 'avro'; available: utf8, hex, base64, json, "
+        (["--decoder", "avro"], "kafkatool dump: error: unknown decoder 'avro'; available: utf8, hex, base64, json, "
                                 "offsets, transactions, cluster-metadata, remote-log-metadata, share-group-state"),
-        (["--key-decoder", "offsets"], "kafkatool: error: --key-decoder: 'offsets' decodes whole records: use it as "
-                                       "the record decoder, not for one side"),
+        (["--key-decoder", "offsets"], "kafkatool dump: error: --key-decoder: 'offsets' decodes whole records: use "
+                                       "it as the record decoder, not for one side"),
         (["--decoder", "offsets", "--value-decoder", "hex"],
-         "kafkatool: error: --decoder decodes whole records; it cannot be combined with --key-decoder/--value-decoder"),
-        (["--key-regex", "(unclosed"], "kafkatool: error: --key-regex: '(unclosed' is not a valid regular expression: "
-                                       "missing ), unterminated subpattern at position 0"),
+         "kafkatool dump: error: --decoder decodes whole records; it cannot be combined with "
+         "--key-decoder/--value-decoder"),
+        (["--key-regex", "(unclosed"], "kafkatool dump: error: --key-regex: '(unclosed' is not a valid regular "
+                                       "expression: missing ), unterminated subpattern at position 0"),
     ]:
         r = run_cli("dump", part, *args)
         assert (r.returncode, r.stdout, r.stderr) == (2, "", message + "\n"), args
@@ -439,7 +440,7 @@ def test_plugins_through_entry_points(tmp_path: Path, plugin_env: dict[str, str]
         ("decode-error", 1, "decoder 'crashy' failed on the record at offset 1: ZeroDivisionError: boom")]
     r = run_cli("dump", log, "--decoder", "broken", env=plugin_env)
     assert (r.returncode, r.stdout) == (2, "") and len(r.stderr.splitlines()) == 1
-    assert r.stderr.startswith("kafkatool: error: decoder plugin 'broken' (kafkatool_testplugin:DoesNotExist) "
+    assert r.stderr.startswith("kafkatool dump: error: decoder plugin 'broken' (kafkatool_testplugin:DoesNotExist) "
                                "failed to load: AttributeError")
 
 

@@ -226,8 +226,8 @@ def test_offset_filters_and_index_seek(tmp_path):
 
 def test_time_filters(tmp_path):
     log = write_segment(tmp_path / "t-0", v2_batches(10))
-    batches, _, _, _ = run(log, deep=True, from_time=TS + 12, to_time=TS + 21)
-    assert [r.timestamp - TS for b in batches for r in b.records or []] == list(range(12, 22))
+    batches, _, _, _ = run(log, deep=True, from_time=TS + 12, to_time=TS + 21)  # [from, to): half-open
+    assert [r.timestamp - TS for b in batches for r in b.records or []] == list(range(12, 21))
     shallow, _, _, _ = run(log, from_time=TS + 12, to_time=TS + 21)
     assert [b.batch.base_offset for b in shallow] == [10, 15, 20]
 

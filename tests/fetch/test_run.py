@@ -53,7 +53,7 @@ def test_a_fetch_over_a_log_dir_reports_and_writes_what_the_command_does(sample_
     lines = [json.loads(x) for x in r.stdout.splitlines()]
     rec = Recorder()
     outcome = fetch_sim(FetchSimRequest([sample_dir], to_magic=0, fetch_offset=["40"], consumer_view=True,
-                                        out=lib_out), rec)
+                                        output=lib_out), rec)
     assert int(outcome.exit_code) == r.returncode
     assert [(f"{x['topic']}-{x['partition']}", x["offset"]) for x in lines if x["type"] == "record"] == rec.records
     assert len(rec.records) > 100
@@ -64,7 +64,7 @@ def test_a_fetch_over_a_log_dir_reports_and_writes_what_the_command_does(sample_
     assert lib_out.read_bytes() == cli_out.read_bytes()
     # A partition whose log starts after offset 40 answers OFFSET_OUT_OF_RANGE: a finding, exit 1.
     assert outcome.problems == rec.problems and outcome.problems
-    assert all(f"fetch-sim: {p}" in r.stderr for p in outcome.problems)
+    assert all(f"kafkatool fetch-sim: error: {p}" in r.stderr for p in outcome.problems)
 
 
 def test_raw_records_and_a_sweep(sample_dir: Path, tmp_path: Path) -> None:
@@ -73,7 +73,7 @@ def test_raw_records_and_a_sweep(sample_dir: Path, tmp_path: Path) -> None:
     r = run_cli("fetch-sim", part, "--fetch-version", "3", "--output", cli_raw, "--raw",
                 "--partition-max-bytes", "64KiB")
     assert r.returncode == 0, r.stderr
-    outcome = fetch_sim(FetchSimRequest([part], fetch_version=3, out=lib_raw, raw=True,
+    outcome = fetch_sim(FetchSimRequest([part], fetch_version=3, output=lib_raw, raw=True,
                                         partition_max_bytes=64 * 1024))
     assert lib_raw.read_bytes() == cli_raw.read_bytes() and len(lib_raw.read_bytes()) > 1000
     assert outcome.response is not None and outcome.response["raw"] is True

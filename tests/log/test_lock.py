@@ -16,6 +16,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -89,8 +90,8 @@ WRITES: dict[str, Callable[[Live], list[object]]] = {
                                v.logs / "old-0" / "exp", v.src / "old-0"],
     "spark-export-live-flag": lambda v: ["spark-scan", "--engine", "local-processes", "-j", "1", "--live",
                                          "--export-records", v.logs / "exp", v.src / "old-0"],
-    "fetch-sim-out": lambda v: ["fetch-sim", "--out", v.logs / "old-0" / "resp.bin", v.src / "old-0"],
-    "fetch-sim-out-live-flag": lambda v: ["fetch-sim", "--live", "--out", v.logs / "resp.bin", v.logs / "old-0"],
+    "fetch-sim-out": lambda v: ["fetch-sim", "--output", v.logs / "old-0" / "resp.bin", v.src / "old-0"],
+    "fetch-sim-out-live-flag": lambda v: ["fetch-sim", "--live", "--output", v.logs / "resp.bin", v.logs / "old-0"],
     "fetch-sim-plot": lambda v: ["fetch-sim", "--sweep-chunk-sizes", "16K", "--plot", v.logs / "p.png",
                                  v.src / "old-0"],
     "sample-nested": lambda v: ["sample", v.logs / "nested" / "s", "--topics", "t", "--records", "5"],
@@ -115,7 +116,8 @@ def _the_line(stderr: str, lock: Path) -> str:
     assert "Traceback" not in stderr, stderr
     lines = stderr.strip().splitlines()
     assert len(lines) == 1, stderr
-    assert lines[0].startswith("kafkatool: ") and str(lock) in lines[0] and "live broker" in lines[0], lines
+    assert re.match(r"kafkatool [a-z -]+: error: ", lines[0]), lines
+    assert str(lock) in lines[0] and "live broker" in lines[0], lines
     return lines[0]
 
 

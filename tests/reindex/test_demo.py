@@ -22,7 +22,7 @@ def _stdout(cwd: Path, *args: str) -> tuple[int, list[str]]:
     assert "Traceback" not in p.stderr, p.stderr
     # What a terminal shows: findings go to stderr (as in every command), written files and JSON to stdout; the
     # "checked N segments ... in T s" summary carries timings.
-    err = [line for line in p.stderr.splitlines() if not line.startswith("checked ")]
+    err = [line for line in p.stderr.splitlines() if not line.startswith("kafkatool reindex-time: checked ")]
     return p.returncode, p.stdout.splitlines() + err
 
 

@@ -69,7 +69,7 @@ def test_shaping_without_a_profile_means_custom_and_demo_refuses_it(tmp_path: Pa
     ({"partitions": 0}, "partitions"),
     ({"abort_fraction": 2.0, "transactional": True}, "abort_fraction"),
     ({"segment_bytes": 10, "topics": "t"}, "segment_bytes"),
-    ({"level": 3, "codec": "snappy"}, "level"),
+    ({"compression_level": 3, "codec": "snappy"}, "compression_level"),
     ({"timestamp_type": "later"}, "timestamp_type"),
     ({"topics": ","}, "topics"),
     ({"memory": "1MiB"}, "memory"),

@@ -109,14 +109,16 @@ def test_one_line_errors_before_any_broker(canary: Path, tmp_path: Path):
     before = sorted(p.name for p in canary.iterdir())
     r = run_cli("canary", "rehearse", canary, "--kafka", tmp_path, "--temp-dir", temp)
     assert r.returncode == 2 and r.stderr.strip().splitlines() == [
-        f"kafkatool: error: {tmp_path}: not a Kafka install: no libs/kafka_<scala>-<version>.jar (--kafka)"]
+        f"kafkatool canary rehearse: error: {tmp_path}: not a Kafka install: no libs/kafka_<scala>-<version>.jar "
+        "(--kafka)"]
     r = run_cli("canary", "rehearse", canary, "--temp-dir", temp, env={"KAFKA_HOME": ""})
     assert r.returncode == 2 and "--kafka: no Kafka install given and KAFKA_HOME is not set" in r.stderr
     kafka4 = _install(tmp_path, "4.4.0")
     java11 = _java_home(tmp_path, 'openjdk version "11.0.2" 2019-01-15')
     r = run_cli("canary", "rehearse", canary, "--kafka", kafka4, "--java-home", java11, "--temp-dir", temp)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
-    assert r.stderr.startswith("kafkatool: error: --java-home: Kafka 4.4.0's broker needs Java 17 or newer")
+    assert r.stderr.startswith("kafkatool canary rehearse: error: --java-home: Kafka 4.4.0's broker needs Java 17 "
+                               "or newer")
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
@@ -125,6 +127,6 @@ def test_one_line_errors_before_any_broker(canary: Path, tmp_path: Path):
         r = run_cli("canary", "rehearse", canary, "--kafka", kafka4, "--java-home", java17, "--port", str(port),
                     "--temp-dir", temp)
     assert r.returncode == 2 and r.stderr.strip().splitlines() == [
-        f"kafkatool: error: --port: port {port} on 127.0.0.1 is in use (Address already in use)"]
+        f"kafkatool canary rehearse: error: --port: port {port} on 127.0.0.1 is in use (Address already in use)"]
     _no_sandbox(temp)
     assert sorted(p.name for p in canary.iterdir()) == before
