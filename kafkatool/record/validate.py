@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from kafkatool._accel import speedups as _C
+from kafkatool.constants import INT64_MAX
 from kafkatool.errors import CorruptDataError, CorruptRecordError, InvalidRecordError, KafkaToolError
 from kafkatool.errors import LimitExceededError as _LimitExceeded
 from kafkatool.record.batch import MAGIC_V1, MAGIC_V2, ControlRecordType, Record
@@ -38,8 +39,6 @@ from kafkatool.record.default_records import (
 )
 from kafkatool.record.file_records import RecordBatch
 from kafkatool.record.legacy_records import InnerCut, LegacyRecordBatch
-
-INT64_MAX = (1 << 63) - 1
 
 # Finding kinds (``dump``'s names; the converters name the same ones).
 CRC_MISMATCH = "crc-mismatch"
