@@ -1469,6 +1469,10 @@ static PyObject *sp_dump_walk(PyObject *self, PyObject *const *args, Py_ssize_t 
             codec = attr & CODEC_MASK;
             if (__builtin_add_overflow(base, (int64_t)be_i32(buf + p + V2_LAST_OFFSET_DELTA_OFFSET), &last_off))
                 break;
+            /* record/validate.py's offset problems (a negative lastOffsetDelta, no next offset) and, deep, its
+             * control record checks: findings the Python loop makes */
+            if (last_off < base || last_off == INT64_MAX || (deep && (attr & 0x20)))
+                break;
             ts = be_i64(buf + p + V2_MAX_TIMESTAMP_OFFSET);
             count = be_i32(buf + p + V2_RECORDS_COUNT_OFFSET);
             c = call_crc(crc32c_fn, buf, (Py_ssize_t)p + V2_ATTRIBUTES_OFFSET, (Py_ssize_t)nxt);
@@ -1507,7 +1511,8 @@ static PyObject *sp_dump_walk(PyObject *self, PyObject *const *args, Py_ssize_t 
                 if (rc < 0)
                     break;
                 if (count > 0) {
-                    if (!a.contiguous || (last != -1 && a.first_offset != last + 1))
+                    if (!a.contiguous || (last != -1 && a.first_offset != last + 1) || a.first_offset < base
+                        || a.last_offset > last_off)
                         break;
                     last = a.last_offset;
                 }
@@ -1527,6 +1532,8 @@ static PyObject *sp_dump_walk(PyObject *self, PyObject *const *args, Py_ssize_t 
             if (codec && stop_legacy_compressed)
                 break;
             last_off = be_i64(buf + p);
+            if (last_off == INT64_MAX)
+                break;
             ts = magic == 1 ? be_i64(buf + p + ENTRY_TIMESTAMP_OFFSET) : -1;
             c = call_crc(crc32_fn, buf, (Py_ssize_t)p + MAGIC_OFFSET, (Py_ssize_t)nxt);
             if (c == -2)

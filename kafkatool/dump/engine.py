@@ -33,8 +33,9 @@ from typing import Any
 import crc32c as _crc32c
 
 from kafkatool._accel import speedups as _C
-from kafkatool.constants import INT32_MAX
+from kafkatool.constants import INT32_MAX, INT64_MAX
 from kafkatool.decoders import MessageParser, auto_decoder, resolve_parser
+from kafkatool.dump.control import describe_control
 from kafkatool.dump.events import (
     BatchEvent,
     DumpOptions,
@@ -67,6 +68,7 @@ from kafkatool.record.codecs import decompress
 from kafkatool.record.default_records import DefaultRecordBatch
 from kafkatool.record.file_records import FileRecords, LogInputStream
 from kafkatool.record.sniff import looks_like
+from kafkatool.record.validate import magic_problem, offset_problems, record_problems
 
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 
@@ -330,12 +332,9 @@ class DumpEngine:
                         max_ts = first_ts = batch.timestamp  # type: ignore[union-attr]
                         magic = batch.magic
                     if not 0 <= magic <= MAGIC_V2:
-                        yield self.finding(
-                            "unknown-magic", ERROR, display,
-                            f"batch (offsets ..{last_off}, {size} bytes) has magic {magic}: Kafka writes 0, 1 and 2 "
-                            f"only. Its segment reader takes it for v{2 if magic > MAGIC_V2 else '0/1'}, but a broker "
-                            f"refuses it on produce and replication, and consumers fail on it (CorruptRecordException:"
-                            f" Invalid magic found in record: {magic})", pos, last_off, magic=magic)
+                        p_magic = magic_problem(batch)
+                        assert p_magic is not None
+                        yield self.finding(p_magic.kind, ERROR, display, p_magic.message, pos, last_off, magic=magic)
                     if base_offset is not None and not overflow_reported and not (
                             0 <= last_off - base_offset <= INT32_MAX):
                         overflow_reported = True
@@ -366,6 +365,10 @@ class DumpEngine:
                             "crc-mismatch", ERROR, display,
                             f"batch (offsets ..{last_off}, magic {magic}, {size} bytes) is corrupt: stored crc "
                             f"{batch.crc} != computed {batch.compute_crc()}", pos, last_off)
+                    elif last_off >= INT64_MAX or (is_v2 and h.last_offset_delta < 0):
+                        for prob in offset_problems(batch):
+                            bad = True
+                            yield self.finding(prob.kind, ERROR, display, prob.message, pos, prob.offset)
                     if flt is not None and not (
                             flt.batch_matches(h.producer_id, h.producer_epoch, bool(h.attributes & 0x10),
                                               bool(h.attributes & 0x20)) if is_v2
@@ -392,12 +395,13 @@ class DumpEngine:
                             yield self.finding(kind_, ERROR, display,
                                                f"records of the batch at byte {pos} (offsets ..{last_off}) do not "
                                                f"decode: {e.message}", pos, last_off, error_position=e.position)
-                    if recs is not None and verify_inner and not is_v2 and codec_id:
-                        for r in recs:
-                            if r.crc_valid is False:
-                                yield self.finding("record-crc-mismatch", ERROR, display,
-                                                   f"inner message at offset {r.offset} of the wrapper at byte {pos} "
-                                                   f"has a bad crc ({r.crc})", pos, r.offset)
+                    if recs is not None and crc_ok and (codec_id and not is_v2 or is_v2 and need_records):
+                        # What the records say of their batch: legacy inner CRCs (verify) and a cut inner set,
+                        # offsets outside the batch, malformed control records (offsets are followed below).
+                        for prob in record_problems(batch, recs, crc=verify_inner, order=False,
+                                                    control=self._control_problem):
+                            bad = True
+                            yield self.finding(prob.kind, ERROR, display, prob.message, pos, prob.offset)
 
                     base = first if first is not None else (recs[0][0] if recs else None)
                     # Offsets, as DumpLogSegments follows them (per record when deep, else per batch).
@@ -535,6 +539,12 @@ class DumpEngine:
         invalid = 0 if stopped in ("to-offset", "max-bytes") else max(0, end - start - walked)
         yield FileEnd(display, kind, fr.file_size, n_batches, n_records if records_known else None, 0, walked,
                       invalid, stopped, reader_stop, reader_throws)
+
+    @staticmethod
+    def _control_problem(key: bytes | None, value: bytes | None) -> str | None:
+        """What dump shows of a control record (KRaft's decoded too) failing: the record line says INVALID or
+        undecodable, and the finding counts it."""
+        return describe_control(key, value).error
 
     def _gap(self, display: str, pos: int, prev: int, nxt: int) -> Finding:
         if nxt <= prev:

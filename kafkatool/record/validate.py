@@ -79,25 +79,43 @@ def describe_batch(batch: RecordBatch) -> str:
 
 
 def batch_problems(batch: RecordBatch) -> list[Problem]:
-    """The header-level problems of ``batch`` (nothing decompressed)."""
+    """The header-level problems of ``batch`` (nothing decompressed): :func:`magic_problem`, :func:`crc_problem`,
+    then (when the CRC holds, so the header means something) :func:`offset_problems`."""
+    out = [p for p in (magic_problem(batch), crc_problem(batch)) if p is not None]
+    if not out or out[-1].kind != CRC_MISMATCH:
+        out += offset_problems(batch)
+    return out
+
+
+def magic_problem(batch: RecordBatch) -> Problem | None:
+    magic = int(batch.magic)
+    if 0 <= magic <= MAGIC_V2:
+        return None
+    return Problem(
+        UNKNOWN_MAGIC, f"{describe_batch(batch)} has magic {magic}: Kafka writes 0, 1 and 2 only. Its segment "
+        f"reader takes it for v{2 if magic > MAGIC_V2 else '0/1'}, but a broker refuses it on produce and "
+        f"replication, and consumers fail on it (CorruptRecordException: Invalid magic found in record: {magic})",
+        batch.position, int(batch.last_offset))
+
+
+def crc_problem(batch: RecordBatch) -> Problem | None:
+    """``ensureValid``'s failure: a size below the format's minimum or a stored CRC that does not match."""
+    if batch.is_valid():
+        return None
+    try:
+        batch.ensure_valid()
+        text = "is corrupt"  # pragma: no cover - is_valid and ensure_valid agree
+    except KafkaToolError as e:
+        text = e.message
+    return Problem(CRC_MISMATCH, f"{describe_batch(batch)} is corrupt: {text}", batch.position,
+                   int(batch.last_offset))
+
+
+def offset_problems(batch: RecordBatch) -> list[Problem]:
+    """A v2 batch whose last offset lies below its base offset, and a last offset that leaves no next one."""
     out: list[Problem] = []
     pos = batch.position
-    magic = int(batch.magic)
     last = int(batch.last_offset)
-    if not 0 <= magic <= MAGIC_V2:
-        out.append(Problem(
-            UNKNOWN_MAGIC, f"{describe_batch(batch)} has magic {magic}: Kafka writes 0, 1 and 2 only. Its segment "
-            f"reader takes it for v{2 if magic > MAGIC_V2 else '0/1'}, but a broker refuses it on produce and "
-            f"replication, and consumers fail on it (CorruptRecordException: Invalid magic found in record: "
-            f"{magic})", pos, last))
-    if not batch.is_valid():
-        try:
-            batch.ensure_valid()
-            text = "is corrupt"  # pragma: no cover - is_valid and ensure_valid agree
-        except KafkaToolError as e:
-            text = e.message
-        out.append(Problem(CRC_MISMATCH, f"{describe_batch(batch)} is corrupt: {text}", pos, last))
-        return out  # a damaged header's other fields mean nothing
     if isinstance(batch, DefaultRecordBatch):
         delta = int(batch.last_offset_delta)
         if delta < 0:
@@ -107,8 +125,7 @@ def batch_problems(batch: RecordBatch) -> list[Problem]:
     if last >= INT64_MAX:
         out.append(Problem(
             OFFSET_INT64, f"{describe_batch(batch)} ends at offset {last}, beyond 2^63-2: the log end offset (last "
-            "offset + 1) does not fit an int64, and Kafka never assigns such an offset", pos,
-            min(last, INT64_MAX)))
+            "offset + 1) does not fit an int64, and Kafka never assigns such an offset", pos, min(last, INT64_MAX)))
     return out
 
 
