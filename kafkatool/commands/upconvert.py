@@ -7,7 +7,13 @@ from typing import Annotated
 
 import typer
 
-from kafkatool.commands.conversion import ChunkSizeOpt, DryRunOpt, MaxMessageBytesOpt, SegmentBytesOpt
+from kafkatool.commands.conversion import (
+    ChunkSizeOpt,
+    DryRunOpt,
+    MaxMessageBytesOpt,
+    SegmentBytesOpt,
+    SkipCorruptOpt,
+)
 from kafkatool.commands.options import (
     FormatOpt,
     LiveOpt,
@@ -65,6 +71,7 @@ def upconvert(
     segment_bytes: SegmentBytesOpt = DEFAULT_SEGMENT_BYTES,
     max_message_bytes: MaxMessageBytesOpt = DEFAULT_MAX_MESSAGE_BYTES,
     dry_run: DryRunOpt = False,
+    skip_corrupt: SkipCorruptOpt = False,
     live: LiveOpt = False,
     memory: MemoryOpt = None,
     fmt: FormatOpt = None,
@@ -75,7 +82,7 @@ def upconvert(
     form = output.resolve_format(fmt, tty_default=OutputFormat.text)
     request = ConvertRequest(src, dst, 2, codec=codec, batch_bytes=batch_bytes, chunk_size=chunk_size,
                              segment_bytes=segment_bytes, max_message_bytes=max_message_bytes, dry_run=dry_run,
-                             live=live, memory=memory_option(memory))
+                             skip_corrupt=skip_corrupt, live=live, memory=memory_option(memory))
     with ConvertRenderer(output, form, "upconvert") as renderer:
         outcome = convert(request, renderer)
     render_total(output, form, outcome.partitions, "upconvert", dry_run)

@@ -83,9 +83,10 @@ class UpConverter:
         self._pending_source_codec = Codec.NONE
         self._planner: BatchPlanner | None = None
 
-    def add(self, batch: RecordBatch) -> list[Unit]:
+    def add(self, batch: RecordBatch, records: list[Record] | None = None, dropped: int = 0) -> list[Unit]:
         """Units completed by ``batch`` (a pending group of messages is completed by anything that
-        cannot join it)."""
+        cannot join it). ``records``: a legacy batch's records, already decoded (and checked: those left out
+        are not among them, ``dropped`` says how many); v2 batches are read from their bytes."""
         c = self.c
         if batch.magic >= MAGIC_V2:
             units = self.flush()
@@ -102,7 +103,8 @@ class UpConverter:
             c.batches_out += 1
             units.append((bytes(batch.raw()), batch.base_offset, batch.last_offset, 1))
             return units
-        records = batch.records(limit=self.limit)
+        if records is None:
+            records = batch.records(limit=self.limit)
         c.records_in += len(records)
         ts_type = batch.timestamp_type
         if ts_type == TimestampType.NO_TIMESTAMP_TYPE:

@@ -68,7 +68,9 @@ class Problem:
 
     def error(self, path: str | None = None) -> CorruptDataError:
         """The problem as the error a reader raises: file, byte position, then the offset and what is wrong."""
-        cls = CorruptRecordError if self.kind in (CRC_MISMATCH, RECORD_CRC_MISMATCH) else InvalidRecordError
+        # Kafka's CorruptRecordException for checksums and an unknown magic, InvalidRecordException for the rest.
+        corrupt = self.kind in (CRC_MISMATCH, RECORD_CRC_MISMATCH, UNKNOWN_MAGIC)
+        cls = CorruptRecordError if corrupt else InvalidRecordError
         where = f"offset {self.offset}: " if self.offset is not None else ""
         return cls(where + self.message, path=path, position=self.position)
 
