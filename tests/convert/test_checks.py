@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from kafkatool._accel import speedups as SP
 from kafkatool.convert.engine import ConvertOptions, convert_log
 from kafkatool.dump.engine import DumpEngine
 from kafkatool.dump.events import DumpOptions, Finding, Severity, Summary
 from kafkatool.errors import CorruptDataError, InvalidRecordError, KafkaToolError
+from kafkatool.record.batch import Header, Record
 from kafkatool.record.codecs import Codec
 from kafkatool.record.file_records import iter_batches
 from tests.support import damaged_batches as d
@@ -25,6 +25,8 @@ DIRECTIONS = [pytest.param({"to_magic": 0}, id="down0"), pytest.param({"to_magic
               pytest.param({"to_magic": 2}, id="up"),
               pytest.param({"to_magic": 1, "codec": Codec.LZ4}, id="down1-lz4"),
               pytest.param({"to_magic": 2, "codec": Codec.GZIP}, id="up-gzip")]
+SP = importlib.import_module("kafkatool._speedups")  # the compiled paths, also under KAFKATOOL_PURE=1
+SP.configure(Record, Header)
 PATHS = ("kafkatool.record.validate", "kafkatool.record.default_records", "kafkatool.record.down_convert",
          "kafkatool.record.file_records", "kafkatool.convert.engine")
 
@@ -137,7 +139,6 @@ def test_a_long_run_of_sound_batches_is_checked_by_the_compiled_run_up_to_the_ba
         assert e.value.position == len(sound) and "lastOffsetDelta -1" in e.value.message
 
 
-@pytest.mark.skipif(SP is None, reason="the compiled run")
 def test_the_compiled_run_declines_every_batch_the_checks_refuse():
     from kafkatool.convert.engine import DownConverter, PartitionStats, SegmentWriter
     from kafkatool.record.estimator import CompressionRatioEstimator
@@ -150,5 +151,6 @@ def test_the_compiled_run_declines_every_batch_the_checks_refuse():
         conv = DownConverter(ConvertOptions(to_magic=1), CompressionRatioEstimator(), "t", ConversionCounters())
         writer = SegmentWriter(None, 1 << 30, 4096)
         writer.begin_source_segment(0)
-        r = conv.run(buf, 0, len(buf), writer, PartitionStats("t-0", "src", None, 1), -1)
+        with compiled(True):
+            r = conv.run(buf, 0, len(buf), writer, PartitionStats("t-0", "src", None, 1), -1)
         assert r is None or r[0] == len(before), name  # stops before the bad batch
