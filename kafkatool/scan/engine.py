@@ -17,7 +17,8 @@ Definitions (all per segment, partition or topic):
 * timestamps: records with a timestamp >= 0 (v0 has none). Out of order: a record whose timestamp
   is below the previous such record's in offset order.
 * CRC failures: batches whose stored checksum does not match (``isValid``), and legacy wrappers
-  with an inner message whose own CRC fails. Decode failures: batches whose records do not decode.
+  with an inner message whose own CRC fails. Decode failures: batches whose records do not decode. Unknown
+  magic: batches of a magic other than 0, 1 and 2 (Kafka's reader takes them for v2, its consumers refuse them).
 * keys: of non-control records; ``distinct_keys`` is a HyperLogLog estimate (``kafkatool.scan.sketches``).
 """
 
@@ -31,6 +32,7 @@ from typing import Any
 
 from kafkatool.constants import DEFAULT_MAX_MESSAGE_BYTES
 from kafkatool.errors import KafkaToolError
+from kafkatool.record.batch import MAGIC_V2
 from kafkatool.record.default_records import RECORD_BATCH_OVERHEAD
 from kafkatool.record.estimator import batch_header_size
 from kafkatool.scan.keyshare import hash64_many, slots_of_many
@@ -80,6 +82,8 @@ class Stats:
     crc_positions: list[tuple[str, int]] = field(default_factory=list)  # (path, position)
     decode_failures: int = 0
     decode_errors: list[tuple[str, int, str]] = field(default_factory=list)  # (path, position, message)
+    unknown_magic: int = 0  # batches of a magic Kafka never writes (dump's unknown-magic)
+    magic_positions: list[tuple[str, int, int]] = field(default_factory=list)  # (path, position, magic)
     largest_batch: int = 0
     largest_batch_position: tuple[str, int] | None = None
     oversized_batches: int = 0
@@ -125,6 +129,8 @@ class Stats:
         self.crc_positions = (self.crc_positions + o.crc_positions)[:MAX_POSITIONS]
         self.decode_failures += o.decode_failures
         self.decode_errors = (self.decode_errors + o.decode_errors)[:MAX_POSITIONS]
+        self.unknown_magic += o.unknown_magic
+        self.magic_positions = (self.magic_positions + o.magic_positions)[:MAX_POSITIONS]
         if o.largest_batch > self.largest_batch:
             self.largest_batch = o.largest_batch
             self.largest_batch_position = o.largest_batch_position
@@ -220,6 +226,11 @@ def scan_range(item: WorkItem, opts: ScanOptions = DEFAULT_OPTIONS) -> RangeResu
                 st.largest_batch_position = (path, pos)
             if size > max_msg:
                 st.oversized_batches += 1
+            if not 0 <= magic <= MAGIC_V2:
+                # Kafka's segment reader takes it for v2 (or v0/v1), its consumers refuse it: dump's unknown-magic.
+                st.unknown_magic += 1
+                if len(st.magic_positions) < MAX_POSITIONS:
+                    st.magic_positions.append((path, pos, magic))
             control = batch.is_control
             if batch.is_transactional:
                 st.transactional_batches += 1
@@ -399,8 +410,9 @@ class ScanReport:
 
     @property
     def findings(self) -> int:
-        """CRC failures, decode failures and segments whose walk stopped before their end."""
-        return self.total.crc_failures + self.total.decode_failures + sum(
+        """CRC failures, decode failures, batches of an unknown magic and segments whose walk stopped before their
+        end."""
+        return self.total.crc_failures + self.total.decode_failures + self.total.unknown_magic + sum(
             1 for s in self.segments if s.end.abnormal)
 
 

@@ -44,7 +44,7 @@ def stats_fields(s: Stats) -> dict[str, Any]:
         "first_offset": s.first_offset, "last_offset": s.last_offset,
         "min_timestamp": s.min_timestamp, "max_timestamp": s.max_timestamp,
         "out_of_order_timestamps": s.out_of_order,
-        "crc_failures": s.crc_failures, "decode_failures": s.decode_failures,
+        "crc_failures": s.crc_failures, "decode_failures": s.decode_failures, "unknown_magic": s.unknown_magic,
         "largest_batch": s.largest_batch, "oversized_batches": s.oversized_batches,
         "transactional_batches": s.transactional_batches, "control_batches": s.control_batches,
         "null_keys": s.null_keys, "distinct_keys": s.distinct_keys,
@@ -83,6 +83,11 @@ def failure_rows(report: ScanReport) -> list[dict[str, Any]]:
         for path, pos, msg in seg.stats.decode_errors:
             out.append({"topic": seg.topic, "partition": seg.partition, "path": path, "position": pos,
                         "kind": "decode", "message": msg})
+        for path, pos, magic in seg.stats.magic_positions:
+            out.append({"topic": seg.topic, "partition": seg.partition, "path": path, "position": pos,
+                        "kind": "unknown-magic", "message": f"batch has magic {magic}: Kafka writes 0, 1 and 2 only; "
+                        "its segment reader takes it for v2 (or v0/v1), its consumers refuse it "
+                        f"(CorruptRecordException: Invalid magic found in record: {magic})"})
         if seg.end.abnormal:
             out.append({"topic": seg.topic, "partition": seg.partition, "path": seg.path,
                         "position": seg.end.position, "kind": seg.end.kind,

@@ -21,6 +21,7 @@ _I64 = pa.int64()
 FORMAT_TYPE = pa.struct([("magic", pa.int8()), ("codec", pa.int8()), ("batches", _I64), ("records", _I64),
                          ("bytes", _I64), ("uncompressed_bytes", _I64)])
 DECODE_ERROR_TYPE = pa.struct([("position", _I64), ("message", pa.string())])
+MAGIC_POSITION_TYPE = pa.struct([("position", _I64), ("magic", pa.int8())])
 HOT_KEY_TYPE = pa.struct([("key", pa.binary()), ("records", _I64), ("bytes", _I64), ("hash", _I64)])
 
 STATS_SCHEMA = pa.schema([
@@ -32,6 +33,7 @@ STATS_SCHEMA = pa.schema([
     ("out_of_order", _I64),
     ("crc_failures", _I64), ("crc_positions", pa.list_(_I64)),
     ("decode_failures", _I64), ("decode_errors", pa.list_(DECODE_ERROR_TYPE)),
+    ("unknown_magic", _I64), ("magic_positions", pa.list_(MAGIC_POSITION_TYPE)),
     ("largest_batch", _I64), ("largest_batch_position", _I64),
     ("oversized_batches", _I64), ("transactional_batches", _I64), ("control_batches", _I64),
     ("null_keys", _I64), ("hll", pa.binary()),
@@ -75,6 +77,8 @@ def stats_row(r: RangeResult) -> dict[str, Any]:
         "crc_failures": s.crc_failures, "crc_positions": [p for _, p in s.crc_positions],
         "decode_failures": s.decode_failures,
         "decode_errors": [{"position": p, "message": m} for _, p, m in s.decode_errors],
+        "unknown_magic": s.unknown_magic,
+        "magic_positions": [{"position": p, "magic": m} for _, p, m in s.magic_positions],
         "largest_batch": s.largest_batch,
         "largest_batch_position": s.largest_batch_position[1] if s.largest_batch_position else None,
         "oversized_batches": s.oversized_batches, "transactional_batches": s.transactional_batches,
@@ -110,6 +114,8 @@ def result_from_row(row: dict[str, Any], item: WorkItem, hot_key_capacity: int =
         crc_positions=[(path, p) for p in row["crc_positions"] or ()],
         decode_failures=row["decode_failures"],
         decode_errors=[(path, e["position"], e["message"]) for e in row["decode_errors"] or ()],
+        unknown_magic=row["unknown_magic"] or 0,
+        magic_positions=[(path, e["position"], e["magic"]) for e in row["magic_positions"] or ()],
         largest_batch=row["largest_batch"],
         largest_batch_position=(path, row["largest_batch_position"])
         if row["largest_batch_position"] is not None else None,

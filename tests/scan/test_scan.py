@@ -190,6 +190,22 @@ def test_decompression_over_the_task_limit_is_a_finding_not_a_crash(tmp_path):
     assert rep.total.decode_failures == 1 and "exceeds the limit" in rep.total.decode_errors[0][2]
 
 
+def test_an_unknown_magic_is_a_finding_as_dump_reports_it(tmp_path):
+    from kafkatool.scan.report import failure_rows
+    from tests.support import damaged_batches as d
+
+    odd = bytearray(d.batch(3))
+    odd[16] = 3  # outside the CRC: the batch reads as v2 with a valid checksum
+    _segment(tmp_path, "m-0", [d.batch(0), bytes(odd), d.batch(6)])
+    found = discover([str(tmp_path)])
+    for split in (1 << 30, 120):
+        rep = run_local(make_plan(found.segments, split_bytes=split))
+        assert rep.total.unknown_magic == 1 and rep.total.crc_failures == 0 and rep.findings == 1
+        (f,) = failure_rows(rep)
+        assert (f["kind"], f["position"]) == ("unknown-magic", len(d.batch(0)))
+        assert stats_fields(rep.total)["unknown_magic"] == 1
+
+
 def test_remote_url_source_reads_the_same_as_mmap(mixed_dir, whole, tmp_path):
     _, report = whole
     found = discover([mixed_dir.path.as_uri()])

@@ -202,7 +202,8 @@ def render_stats(report: ScanReport, out: Output, form: OutputFormat, level: str
                  f"segments, {tot.batches} batches, {tot.records} records, {tot.bytes} bytes "
                  f"({tot.uncompressed_bytes} uncompressed, ratio {tot.compression_ratio:.2f}), "
                  f"{tot.oversized_batches} batches over max.message.bytes (largest {tot.largest_batch}), "
-                 f"{tot.crc_failures} CRC failures, {tot.decode_failures} decode failures")
+                 f"{tot.crc_failures} CRC failures, {tot.decode_failures} decode failures"
+                 + (f", {tot.unknown_magic} batches of an unknown magic" if tot.unknown_magic else ""))
     for f in failures[:MAX_FINDING_LINES]:
         out.finding(f"kafkatool: finding: {f['path']} at byte {f['position']}: {f['kind']}: {f['message']}")
     if len(failures) > MAX_FINDING_LINES:
