@@ -44,6 +44,9 @@ HELP = "\n\n".join([
     'DST must be new or empty; it receives one complete partition dir per input partition (segments, '
     '.index, .timeindex, leader-epoch-checkpoint, partition.metadata), written crash-safely. Source files '
     'are never modified. Stop the broker before moving the result into a log dir.',
+    'Corrupt data is never rewritten with a fresh CRC: a batch or v0/v1 inner message that dump --deep --verify '
+    'reports as an error stops the run (exit 1, nothing written), naming file, byte and offset; --skip-corrupt '
+    'leaves such data out and counts it.',
     "Exit 3 (nothing written): DST is inside a log dir a live broker holds (its .lock), or SRC is and --live "
     'was not given. A stopped broker\'s log dir that DST is in stays locked while the run writes.',
 ])
