@@ -4,19 +4,8 @@ The library (everything outside ``kafkatool.commands``) reads and writes every f
 in a partition directory exactly as Kafka 3.9 does; ``kafkatool.commands`` is the thin Typer CLI on top.
 """
 
+# The one place the version is written (pyproject.toml reads it: [tool.setuptools.dynamic]); importlib.metadata
+# would scan every installed distribution at every start to find it.
+__version__ = "0.1.0"
+
 JSON_SCHEMA_VERSION = 1
-
-
-def __getattr__(name: str) -> str:
-    # ``__version__`` on first use: importlib.metadata scans every installed distribution (~70 ms of CPU at
-    # every command start otherwise).
-    if name == "__version__":
-        from importlib.metadata import PackageNotFoundError, version
-
-        try:
-            value = version("kafkatool")
-        except PackageNotFoundError:  # running from a source tree without an install
-            value = "0.1.0"
-        globals()["__version__"] = value
-        return value
-    raise AttributeError(f"module 'kafkatool' has no attribute {name!r}")

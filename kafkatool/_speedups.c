@@ -575,7 +575,8 @@ fail:
     return -1;
 }
 
-static int v2_records_walk(const uint8_t *d, Py_ssize_t p, Py_ssize_t end, int64_t count, V2Args *a, PyObject *out)
+static int v2_records_walk(const uint8_t *d, Py_ssize_t p, Py_ssize_t end, int64_t count, V2Args *a, PyObject *out,
+                           Py_ssize_t *next)
 {
     PyObject *empty = NULL;
     int64_t i;
@@ -695,7 +696,9 @@ static int v2_records_walk(const uint8_t *d, Py_ssize_t p, Py_ssize_t end, int64
             PyTuple_SET_ITEM(rec, 8, Py_NewRef(Py_None));
         }
     }
-    if (p != end)
+    if (next != NULL)
+        *next = p; /* a chunk of the records: the caller goes on from here */
+    else if (p != end)
         goto fail;
     Py_XDECREF(empty);
     return 0;
@@ -707,14 +710,14 @@ fail:
 }
 
 /* parse_records(d, p, end, count, base_offset, base_timestamp, log_append_time, base_sequence)
- * -> list[Record] | None.  Mirrors ``default_records.parse_records``. */
-static PyObject *sp_parse_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+ * -> list[Record] | None.  Mirrors ``default_records.parse_records``; with ``next`` set (parse_records_chunk),
+ * ``parse_records_chunk_py``: the first ``count`` records from ``p``, their end stored in ``next``. */
+static PyObject *parse_v2(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t *next)
 {
     Py_buffer view;
     int64_t p, end, count;
     V2Args a;
     PyObject *out;
-    (void)self;
     if (nargs != 8) {
         PyErr_SetString(PyExc_TypeError, "parse_records takes 8 arguments");
         return NULL;
@@ -747,13 +750,33 @@ static PyObject *sp_parse_records(PyObject *self, PyObject *const *args, Py_ssiz
         PyBuffer_Release(&view);
         Py_RETURN_NONE;
     }
-    if (v2_records_walk((const uint8_t *)view.buf, (Py_ssize_t)p, (Py_ssize_t)end, count, &a, out) < 0) {
+    if (v2_records_walk((const uint8_t *)view.buf, (Py_ssize_t)p, (Py_ssize_t)end, count, &a, out, next) < 0) {
         Py_DECREF(out);
         PyBuffer_Release(&view);
         Py_RETURN_NONE;
     }
     PyBuffer_Release(&view);
     return out;
+}
+
+static PyObject *sp_parse_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    return parse_v2(args, nargs, NULL);
+}
+
+/* parse_records_chunk(d, p, end, count, base_offset, base_timestamp, log_append_time, base_sequence)
+ * -> (list[Record], next position) | None.  Mirrors ``default_records.parse_records_chunk_py``: ``count``
+ * records from ``p`` (more may follow before ``end``). */
+static PyObject *sp_parse_records_chunk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t next = 0;
+    PyObject *out;
+    (void)self;
+    out = parse_v2(args, nargs, &next);
+    if (out == NULL || out == Py_None)
+        return out;
+    return Py_BuildValue("(Nn)", out, next);
 }
 
 /* validate_records(d, p, end, count, base_offset) -> (first_offset, last_offset, contiguous) | None
@@ -784,7 +807,7 @@ static PyObject *sp_validate_records(PyObject *self, PyObject *const *args, Py_s
     a.base_timestamp = a.log_append_time = 0;
     a.base_sequence = -1;
     a.first_offset = a.last_offset = 0;
-    if (v2_records_walk((const uint8_t *)view.buf, (Py_ssize_t)p, (Py_ssize_t)end, count, &a, NULL) < 0) {
+    if (v2_records_walk((const uint8_t *)view.buf, (Py_ssize_t)p, (Py_ssize_t)end, count, &a, NULL, NULL) < 0) {
         PyBuffer_Release(&view);
         Py_RETURN_NONE;
     }
@@ -1497,7 +1520,7 @@ static PyObject *sp_dump_walk(PyObject *self, PyObject *const *args, Py_ssize_t 
                 a.base_sequence = -1;
                 a.first_offset = a.last_offset = 0;
                 if (codec == 0) {
-                    rc = v2_records_walk(buf, (Py_ssize_t)p + RECORD_BATCH_OVERHEAD, (Py_ssize_t)nxt, count, &a, NULL);
+                    rc = v2_records_walk(buf, (Py_ssize_t)p + RECORD_BATCH_OVERHEAD, (Py_ssize_t)nxt, count, &a, NULL, NULL);
                 } else {
                     PyObject *data;
                     Py_buffer dv;
@@ -1509,7 +1532,7 @@ static PyObject *sp_dump_walk(PyObject *self, PyObject *const *args, Py_ssize_t 
                             goto fatal;
                         break;
                     }
-                    rc = v2_records_walk((const uint8_t *)dv.buf, 0, dv.len, count, &a, NULL);
+                    rc = v2_records_walk((const uint8_t *)dv.buf, 0, dv.len, count, &a, NULL, NULL);
                     PyBuffer_Release(&dv);
                     Py_DECREF(data);
                 }
@@ -1594,7 +1617,7 @@ fatal:
 }
 
 /* downconvert_run(buf, p, stop, end, checked, to_magic, first_offset, max_bytes, wsize, wbase, segment_bytes,
- *                 wrapper_header, limit, codecs, estimates)
+ *                 wrapper_header, limit, codecs, estimates[, max_records[, floor]])
  * -> DownconvertRun(position, data, batches, records, records_filtered, headers_dropped, producer_fields_dropped,
  *                   temporary_memory_bytes, log_end_offset, last_offset, uncompressed_messages, compressed_batches,
  *                   segment_size, estimates, estimates_updated) | None
@@ -1607,11 +1630,12 @@ fatal:
  * path adds up. ``estimates`` is the KIP-126 compression-ratio estimate per codec id 0..3 (a tuple of
  * four floats and the two steps): the run updates them after every compressed batch, in float
  * arithmetic as ``CompressionRatioEstimator`` does, and ``updated`` has bit ``codec`` set for those it
- * changed. With ``floor``, each batch must start above it (then above the previous batch's last offset) and pass
- * record/validate.py's offset checks (a last offset not below the base, records increasing inside the batch's
- * offsets), as ``convert.checks.SourceChecker`` checks it. The run stops before the first batch it cannot take:
- * the Python path converts that one
- * (and raises its exact error). ``codecs`` is the tuple of callables named by the F_* constants
+ * changed. The run stops before the first batch it cannot take: the Python path converts that one
+ * (and raises its exact error), and any batch of more than ``max_records`` records (default INT32_MAX: the
+ * Python path reads those a chunk at a time). With ``floor``, each batch must start above it (then above the
+ * previous batch's last offset) and pass record/validate.py's offset checks (a last offset not below the base,
+ * records increasing inside the batch's offsets), as ``convert.checks.SourceChecker`` checks it; any other batch
+ * is left to the Python path too. ``codecs`` is the tuple of callables named by the F_* constants
  * (``convert.DownConverter`` builds it): the CRC-32C, ``decompress(codec, view)`` (with ``limit``) and
  * ``compress(codec, data)`` of codecs.py, and the block functions they call for one snappy or lz4 block,
  * which the run frames and unframes itself. */
@@ -1619,6 +1643,7 @@ static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ss
 {
     Py_buffer view;
     int64_t p, stop, end, checked, to_magic, first_offset, max_bytes, wsize, wbase, seg_bytes, wrap_head;
+    int64_t max_count = INT32_MAX;
     int64_t batches = 0, records = 0, filtered = 0, with_headers = 0, producer = 0, tmem = 0, log_end = -1;
     int64_t last_out = -1, none_records = 0, comp_batches = 0, total = 0, floor = INT64_MIN;
     float est[4], step_up = 0.0f, step_down = 0.0f;
@@ -1627,16 +1652,15 @@ static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ss
     int64_t limit;
     const uint8_t *buf;
     (void)self;
-    if (nargs != 15 && nargs != 16) {
-        PyErr_SetString(PyExc_TypeError, "downconvert_run takes 15 or 16 arguments");
+    if (nargs < 15 || nargs > 17) {
+        PyErr_SetString(PyExc_TypeError, "downconvert_run takes 15 to 17 arguments");
         return NULL;
     }
-    if (nargs == 16 && arg_i64(args[15], &floor))
-        Py_RETURN_NONE;
     if (arg_i64(args[1], &p) || arg_i64(args[2], &stop) || arg_i64(args[3], &end) || arg_i64(args[4], &checked)
         || arg_i64(args[5], &to_magic) || arg_i64(args[6], &first_offset) || arg_i64(args[7], &max_bytes)
         || arg_i64(args[8], &wsize) || arg_i64(args[9], &wbase) || arg_i64(args[10], &seg_bytes)
-        || arg_i64(args[11], &wrap_head) || arg_i64(args[12], &limit))
+        || arg_i64(args[11], &wrap_head) || arg_i64(args[12], &limit) || (nargs >= 16 && arg_i64(args[15], &max_count))
+        || (nargs == 17 && arg_i64(args[16], &floor)))
         Py_RETURN_NONE;
     if (to_magic != 0 && to_magic != 1)
         Py_RETURN_NONE;
@@ -1685,8 +1709,8 @@ static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ss
         attr = be_i16(buf + p + V2_ATTRIBUTES_OFFSET);
         codec = attr & CODEC_MASK;
         count = be_i32(buf + p + V2_RECORDS_COUNT_OFFSET);
-        if ((attr & 0x20) || codec > 3 || count < 0)
-            break;
+        if ((attr & 0x20) || codec > 3 || count < 0 || count > max_count)
+            break; /* more records than a run holds at once: the Python path converts them a chunk at a time */
         if (!checked) {
             int64_t c = call_crc(crc_fn, buf, (Py_ssize_t)p + V2_ATTRIBUTES_OFFSET, (Py_ssize_t)nxt);
             if (c == -2)
@@ -1911,6 +1935,9 @@ static PyMethodDef methods[] = {
     {"parse_records", (PyCFunction)(void (*)(void))sp_parse_records, METH_FASTCALL,
      "parse_records(d, p, end, count, base_offset, base_timestamp, log_append_time, base_sequence): "
      "default_records.parse_records, or None where the Python function must run."},
+    {"parse_records_chunk", (PyCFunction)(void (*)(void))sp_parse_records_chunk, METH_FASTCALL,
+     "parse_records_chunk(d, p, end, count, base_offset, base_timestamp, log_append_time, base_sequence): "
+     "default_records.parse_records_chunk_py's (records, next position), or None where it must run."},
     {"validate_records", (PyCFunction)(void (*)(void))sp_validate_records, METH_FASTCALL,
      "validate_records(d, p, end, count, base_offset): (first offset, last offset, consecutive) of the records "
      "parse_records would return, or None where it raises."},
@@ -1929,7 +1956,7 @@ static PyMethodDef methods[] = {
      "dump_walk(buf, p, stop, end, last, flags, crc32c, crc32, decompress): dump's plain batches."},
     {"downconvert_run", (PyCFunction)(void (*)(void))sp_downconvert_run, METH_FASTCALL,
      "downconvert_run(buf, p, stop, end, checked, to_magic, first_offset, max_bytes, wsize, wbase, segment_bytes, "
-     "wrapper_header, limit, codecs, estimates[, floor]): convert.DownConverter's common batches."},
+     "wrapper_header, limit, codecs, estimates[, max_records[, floor]]): convert.DownConverter's common batches."},
     {"crc32", sp_crc32, METH_VARARGS, "crc32(data, value=0): zlib's CRC-32."},
     {NULL, NULL, 0, NULL},
 };

@@ -12,6 +12,8 @@ from __future__ import annotations
 import enum
 import os
 
+from kafkatool.util.printable import shown
+
 
 class ExitCode(enum.IntEnum):
     """The shared exit codes of every kafkatool command (documented in the man pages)."""
@@ -20,6 +22,7 @@ class ExitCode(enum.IntEnum):
     FINDINGS = 1  # corruption, mismatch, failed check or canary
     USAGE = 2  # bad option or argument, unreadable input, I/O error
     REFUSED = 3  # a live broker holds the log dir's .lock
+    SOFTWARE = 70  # an internal error: a bug in kafkatool (sysexits.h's EX_SOFTWARE)
     INTERRUPTED = 130  # SIGINT
 
 
@@ -52,7 +55,7 @@ class KafkaToolError(Exception):
     def __str__(self) -> str:
         where = ""
         if self.path is not None:
-            where = self.path
+            where = shown(self.path)
             if self.position is not None:
                 where += f" at byte {self.position}"
             where += ": "
@@ -69,6 +72,20 @@ class UsageError(KafkaToolError):
 
 class InputError(KafkaToolError):
     """An input that cannot be used at all: missing, unreadable, wrong file type (exit 2)."""
+
+
+class NotRegularFileError(InputError):
+    """An input that is not a regular file: a FIFO, a directory, a device, a socket, a dangling symlink or a
+    symlink loop (``kafkatool.util.regular``). Exit 2 for a file named on the command line; a file met in a walk
+    of a partition or log dir (``walked``) is a ``not-a-regular-file`` finding (exit 1)."""
+
+    finding = "not-a-regular-file"
+
+    def __init__(self, kind: str, *, path: str | os.PathLike[str] | None = None, walked: bool = False) -> None:
+        super().__init__(f"not a regular file ({kind})", path=path)
+        self.kind = kind
+        if walked:
+            self.exit_code = ExitCode.FINDINGS
 
 
 class CorruptDataError(KafkaToolError):

@@ -122,12 +122,14 @@ def test_the_page_shows_runs_with_notes_newest_first(tmp_path: Path) -> None:
     new = text[text.index("### the new run"):text.index("### the old run")]
     assert "The same by wall time:" in new and "<!-- report" not in text
     assert "The same by wall time:" not in text[text.index("### the old run"):]
-    page = tmp_path / "performance.md"
+    (tmp_path / "docs").mkdir()
+    page = tmp_path / "docs" / "performance.md"  # not among the results: a .md there is a note
     assert report.main(["--page", str(page), "--results-dir", str(tmp_path), "--check"]) == 1  # missing: stale
     assert report.main(["--page", str(page), "--results-dir", str(tmp_path)]) == 0 and page.read_text() == text
-    (tmp_path / "stray.md").write_text("# notes of nothing\n")
-    with pytest.raises(SystemExit, match="notes without a results JSON"):
-        report.page(tmp_path)
+    (tmp_path / "suite-time.md").write_text("# Suite time\n\nmeasured by hand\n")  # a note of no run: a page
+    text = report.page(tmp_path)
+    assert text.index("## History") < text.index("## Suite time") < text.index("measured by hand") \
+        < text.index("* `bare.json`")
 
 
 @pytest.mark.interop

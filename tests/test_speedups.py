@@ -273,6 +273,23 @@ def test_parse_records_equals_python(area: tuple[bytes, int], cut: int, base: in
 
 
 @SETTINGS
+@given(area=records_area(), take=st.integers(0, 6), base=BASES, base_ts=TSS, lat=LATS, seq=SEQS)
+def test_parse_records_chunk_equals_python(area: tuple[bytes, int], take: int, base: int, base_ts: int,
+                                           lat: int | None, seq: int) -> None:
+    """A chunk of a batch's records (a huge batch is read a chunk at a time): the first ``take`` records and the
+    position after them, whatever follows."""
+    assert SP is not None
+    data, _ = area
+    args = (data, 0, len(data), take, base, base_ts, lat, seq)
+    want = outcome(v2.parse_records_chunk_py, *args)
+    got = SP.parse_records_chunk(*args)
+    if got is not None:
+        assert want[0] == "ok" and deep_types(got) == deep_types(want[1])
+    with compiled(True):
+        assert outcome(v2.parse_records_chunk, *args) == want
+
+
+@SETTINGS
 @given(area=clean_area(), lat=st.sampled_from([None, TS + 9]), seq=SEQS, offset=st.integers(0, 40))
 def test_parse_records_takes_every_valid_area(area: tuple[bytes, int], lat: int | None, seq: int,
                                              offset: int) -> None:
@@ -283,6 +300,8 @@ def test_parse_records_takes_every_valid_area(area: tuple[bytes, int], lat: int 
     got = SP.parse_records(*args)
     assert got is not None
     assert deep_types(got) == deep_types(v2.parse_records_py(*args))
+    chunk = SP.parse_records_chunk(buf, offset, offset + len(data), count, 1000, TS, lat, seq)
+    assert chunk is not None and deep_types(chunk) == deep_types((got, offset + len(data)))
     validated = SP.validate_records(buf, offset, offset + len(data), count, 1000)
     assert validated == ((got[0].offset, got[-1].offset,
                           [r.offset for r in got] == list(range(got[0].offset, got[0].offset + len(got))))

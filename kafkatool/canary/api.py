@@ -1,9 +1,9 @@
 """The entry points of ``kafkatool canary``'s subcommands, usable from Python with the same results.
 
-Each takes a request (:class:`PlanRequest`, :class:`RunRequest`, :class:`VerifyRequest`, :class:`SwapRequest`)
-and a :class:`CanaryListener` that hears progress and warnings, resolves the run's memory budget, and returns an
-outcome holding the library's result (the :class:`Plan`, the :class:`Manifest`, the :class:`VerifyResult`, the
-:class:`SwapResult`) and the exit code.
+Each takes a request (:class:`PlanRequest`, :class:`RunRequest`, :class:`VerifyRequest`, :class:`SwapRequest`,
+:class:`RehearseRequest`) and a :class:`CanaryListener` that hears progress and warnings, resolves the run's memory
+budget, and returns an outcome holding the library's result (the :class:`Plan`, the :class:`Manifest`, the
+:class:`VerifyResult`, the :class:`SwapResult`, the :class:`RehearseResult`) and the exit code.
 """
 
 from __future__ import annotations
@@ -17,12 +17,15 @@ from kafkatool.canary.clients import read_clients
 from kafkatool.canary.inventory import InventoryOptions, inventory_log_dir
 from kafkatool.canary.manifest import Manifest
 from kafkatool.canary.plan import Plan, PlanOptions, make_plan
+from kafkatool.canary.rehearse.result import RehearseResult
+from kafkatool.canary.rehearse.session import RehearseOptions, rehearse
 from kafkatool.canary.run import RunOptions, run_canary
 from kafkatool.canary.verify import VerifyResult, verify_workdir
 from kafkatool.constants import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_BYTES
 from kafkatool.errors import ExitCode, UsageError
 from kafkatool.log.lock import check_read, live_notice
 from kafkatool.util import budget
+from kafkatool.util.printable import shown
 
 
 class CanaryListener:
@@ -65,8 +68,11 @@ class PlanOutcome:
 
     @property
     def damaged(self) -> list[tuple[str, list[str]]]:
-        """Partitions with problems (a damaged partition), with them."""
-        return [(p.name, list(p.problems)) for p in self.plan.inventory.partitions if p.problems]
+        """Partitions with problems (a damaged partition), with them (and the log dir, with problems of its own
+        files)."""
+        inv = self.plan.inventory
+        own = [(inv.path, list(inv.problems))] if inv.problems else []
+        return own + [(p.name, list(p.problems)) for p in inv.partitions if p.problems]
 
     @property
     def exit_code(self) -> ExitCode:
@@ -164,7 +170,7 @@ def canary_verify(request: VerifyRequest, listener: CanaryListener | None = None
         if req.live:
             lis.warning(live_notice(Path(r.live_lock)))
         else:
-            lis.note(f"canary verify: a live broker holds {r.live_lock}: the log dir's state is not reported "
+            lis.note(f"a live broker holds {shown(r.live_lock)}: the log dir's state is not reported "
                      "(a live read reports it anyway)")
     return VerifyOutcome(r)
 
@@ -199,3 +205,51 @@ def canary_swap(request: SwapRequest, listener: CanaryListener | None = None) ->
         raise UsageError(f"must be apply or rollback, not {request.op!r}", field="op")
     _budget(request.memory)
     return SwapOutcome(swap(request.workdir, request.op, partitions=request.partitions, progress=lis.note))
+
+
+# ---------------------------------------------------------------------------------------------- rehearse
+
+
+@dataclass(frozen=True, slots=True)
+class RehearseRequest:
+    """``kafka``: a Kafka install (a distribution or its ``libs/``; None: ``$KAFKA_HOME``); ``server_properties``: the
+    operator's broker config (the settings of :data:`kafkatool.canary.rehearse.staging.TAKEN` are applied);
+    ``mode``: auto (ZooKeeper when those properties name ``zookeeper.connect`` and the install has it), kraft or
+    zookeeper; ``clients``: the clients file of ``canary plan``; ``max_message_bytes``: by topic, the key None for
+    every topic; ``timeout``: seconds for each wait (a broker start, a load)."""
+
+    workdir: Path
+    kafka: Path | None = None
+    server_properties: Path | None = None
+    mode: str = "auto"
+    clients: Path | None = None
+    max_message_bytes: Mapping[str | None, int] = field(default_factory=dict)
+    partition_max_bytes: int = 1 << 20  # the modern consumer's max.partition.fetch.bytes
+    timeout: float = 300.0
+    temp_dir: Path | None = None
+    keep_sandbox: bool = False
+    port: int | None = None
+    java_home: str | None = None
+    heap: str = "1g"
+    max_differences: int = 20
+    memory: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RehearseOutcome:
+    result: RehearseResult
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return ExitCode.OK if self.result.ok else ExitCode.FINDINGS
+
+
+def canary_rehearse(request: RehearseRequest, listener: CanaryListener | None = None) -> RehearseOutcome:
+    """``canary rehearse``: load the canary into a throwaway broker and prove it loads, reads and takes new data."""
+    lis = listener or CanaryListener()
+    req = request
+    _budget(req.memory)
+    opts = RehearseOptions(req.kafka, req.server_properties, req.mode, req.clients, dict(req.max_message_bytes),
+                           req.partition_max_bytes, req.timeout, req.temp_dir, req.keep_sandbox, req.port,
+                           req.java_home, req.heap, req.max_differences)
+    return RehearseOutcome(rehearse(req.workdir, opts, progress=lis.note))

@@ -43,6 +43,7 @@ from kafkatool.log.layout import CLEANED_SUFFIX, DELETED_SUFFIX, LEADER_EPOCH_CH
 from kafkatool.log.lock import hold_log_dir, refuse_if_live
 from kafkatool.util import crash
 from kafkatool.util.atomic import fsync_dir, is_temp_name, temp_name
+from kafkatool.util.printable import shown
 
 CRASH_ENV = crash.CRASH_ENV
 SEGMENT_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex")  # the order swaps are written and renamed
@@ -149,9 +150,9 @@ def classify(live: Path, entry: PartitionEntry) -> PartitionState:
             st.detail.append(f"segment {base}: its index files belong to neither version")
         elif (live / (log + SWAP_SUFFIX)).exists() and not (live / log).exists():
             versions.add("partial")
-            st.detail.append(f"segment {base}: only {log}{SWAP_SUFFIX} present")
+            st.detail.append(f"segment {base}: only {shown(log)}{SWAP_SUFFIX} present")
         else:
-            changed.append(f"{log} is neither the original nor the canary (changed since the canary run)")
+            changed.append(f"{shown(log)} is neither the original nor the canary (changed since the canary run)")
     if changed or foreign:
         st.state = "changed"
         st.detail = changed + [f"{n}: the broker's own unfinished work" for n in foreign]
@@ -276,7 +277,7 @@ def _restore_others(live: Path, src: Path, entry: PartitionEntry, steps: Steps, 
             continue
         p = live / e.name
         if e.name == LEADER_EPOCH_CHECKPOINT and p.is_file() and not matches(p, e) and _newer_epochs(p, src / e.name):
-            notes.append(f"{e.name} kept: a broker recorded newer leader epochs since the canary run")
+            notes.append(f"{shown(e.name)} kept: a broker recorded newer leader epochs since the canary run")
             continue
         if not matches(p, e):
             tmp = live / temp_name(e.name)  # ".kafkatool-tmp-<N>.snapshot" would fail ProducerStateManager's parse
@@ -347,21 +348,22 @@ def check_workdir_files(w: Workdir, entries: list[PartitionEntry], *, canary: bo
     for p in entries:
         for e in p.inputs:
             if not matches(w.originals(p.name) / e.name, e):
-                raise CanaryStateError(f"{p.name}: the saved original {e.name} does not match the manifest: a "
-                                       "byte-exact rollback is impossible, refusing", path=w.originals(p.name) / e.name)
+                raise CanaryStateError(f"{shown(p.name)}: the saved original {shown(e.name)} does not match the "
+                                       "manifest: a byte-exact rollback is impossible, refusing",
+                                       path=w.originals(p.name) / e.name)
         if canary:
             for e in p.outputs:
                 if not matches(w.canary(p.name) / e.name, e):
-                    raise CanaryStateError(f"{p.name}: canary file {e.name} changed since `canary run`: run it again",
-                                           path=w.canary(p.name) / e.name)
+                    raise CanaryStateError(f"{shown(p.name)}: canary file {shown(e.name)} changed since `canary run`: "
+                                           "run it again", path=w.canary(p.name) / e.name)
 
 
 def _require_verified(w: Workdir, m: Manifest) -> None:
     v = w.read_optional(w.verified_path)
     if v is None:
-        raise UsageError(f"the canary has not been verified: run `kafkatool canary verify {w.path}` first")
+        raise UsageError(f"the canary has not been verified: run `kafkatool canary verify {shown(w.path)}` first")
     if not v.get("ok"):
-        raise CanaryStateError(f"the last `kafkatool canary verify {w.path}` failed: nothing is applied")
+        raise CanaryStateError(f"the last `kafkatool canary verify {shown(w.path)}` failed: nothing is applied")
     if v.get("manifest_sha256") != hash_file(w.manifest_path)[1]:
         raise CanaryStateError("the manifest changed since it was verified: verify again")
 
@@ -402,11 +404,11 @@ def _swap_partition(w: Workdir, p: PartitionEntry, op: str, log_dir: Path, befor
     after = classify(live, p)
     want = ("canary" if op == "apply" else "original", "identical")
     if after.state not in want:
-        raise CanaryStateError(f"{p.name}: after {op} the partition is {after.state} "
+        raise CanaryStateError(f"{shown(p.name)}: after {op} the partition is {after.state} "
                                f"({'; '.join(after.detail)}): internal error", path=live)
-    note(f"canary {op}: {p.name}: {before} -> {after.state} ({acts} change(s))")
+    note(f"{shown(p.name)}: {before} -> {after.state} ({acts} change(s))")
     for n in notes:
-        note(f"canary {op}: {p.name}: {n}")
+        note(f"{shown(p.name)}: {n}")
     return Outcome(p.name, before, after.state, acts, notes)
 
 
@@ -446,8 +448,9 @@ def swap(workdir: str | os.PathLike[str], op: str, *, partitions: Sequence[str] 
             for p in entries:  # every partition checked before anything is written
                 st = classify(log_dir / p.name, p)
                 if st.state in ("changed", "missing"):
-                    raise CanaryStateError(f"{p.name}: {st.state}: {'; '.join(st.detail) or 'no partition dir'}; "
-                                           f"refusing to {op} (nothing was changed)", path=log_dir / p.name)
+                    detail = "; ".join(st.detail) or "no partition dir"
+                    raise CanaryStateError(f"{shown(p.name)}: {st.state}: {detail}; refusing to {op} (nothing was "
+                                           "changed)", path=log_dir / p.name)
                 before[p.name] = st.state
             for p in entries:
                 outcomes.append(_swap_partition(w, p, op, log_dir, before[p.name], steps, note))

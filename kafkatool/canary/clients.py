@@ -34,8 +34,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafkatool.errors import InputError, UsageError
+from kafkatool.util.regular import read_regular
 
 ZSTD_FETCH_VERSION = 10  # KIP-110
+MAX_CLIENTS_READ = 16 << 20  # a clients file is a few lines per client
 KAFKA4_MIN_FETCH_VERSION = 4  # KAFKA-18269: Fetch v0-3 removed in 4.0
 
 Version = tuple[int, int, int]
@@ -204,7 +206,7 @@ def parse_clients(text: str, *, origin: str = "clients") -> list[ClientSpec]:
 def read_clients(path: str | os.PathLike[str]) -> list[ClientCapability]:
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = read_regular(p, limit=MAX_CLIENTS_READ).decode("utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(f"cannot read the clients file: {getattr(e, 'strerror', None) or e}", path=p) from None
     return [capability(s) for s in parse_clients(text, origin=str(p))]

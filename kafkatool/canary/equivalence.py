@@ -30,11 +30,13 @@ from kafkatool.record.batch import (
     NO_PRODUCER_ID,
     NO_SEQUENCE,
     Header,
+    RecordSource,
     TimestampType,
 )
 from kafkatool.record.default_records import DefaultRecordBatch
 from kafkatool.record.file_records import FileRecords, RecordBatch
 from kafkatool.record.legacy_records import LegacyRecordBatch
+from kafkatool.util.printable import shown
 
 _TS_NAMES = {int(t): t.label for t in TimestampType}
 
@@ -117,8 +119,14 @@ def read_original(part_dir: Path, segments: list[int], stats: StreamStats, *, ma
                     verified = checker.check(b)
                     if verified is None:
                         continue
-                    recs = verified.records if verified.records is not None else b.records(limit=limit)
-                    yield from _batch_items(b, recs, stats, True, f"{log.name} at byte {b.position}",
+                    # read a chunk at a time: the checked records, or the batch's own (v2: the checks needed none)
+                    if verified.source is not None:
+                        recs = verified.source
+                    elif verified.records is not None:
+                        recs = RecordSource.of(verified.records)
+                    else:
+                        recs = b.record_source(limit=limit)
+                    yield from _batch_items(b, recs, stats, True, f"{shown(log.name)} at byte {b.position}",
                                             max_message_bytes)
             except KafkaToolError as e:
                 raise e.at(log) from None
@@ -136,10 +144,10 @@ def read_items(part_dir: Path, segments: list[int], stats: StreamStats, *, to_v2
             last_good = base - 1
             try:
                 for b in stream:
-                    where = f"{log.name} at byte {b.position}"
+                    where = f"{shown(log.name)} at byte {b.position}"
                     try:
                         b.ensure_valid()
-                        recs = b.records(limit=limit)
+                        recs = b.record_source(limit=limit)  # checked whole, read a chunk at a time
                     except KafkaToolError as e:
                         if not canary:
                             raise e.at(log) from None
@@ -153,11 +161,11 @@ def read_items(part_dir: Path, segments: list[int], stats: StreamStats, *, to_v2
                 if not canary:
                     raise e.at(log) from None
                 stats.damage.append(Damage(last_good + 1, -1 if next_base is None else next_base - 1,
-                                           f"{log.name}: {e.message} (the rest of the segment is unreadable)"))
+                                           f"{shown(log.name)}: {e.message} (the rest of the segment is unreadable)"))
                 continue
             end = stream.end_state
             if end is not None and end.kind != "end":
-                msg = (f"{log.name} at byte {end.position}: {end.trailing_bytes} bytes that are not a batch "
+                msg = (f"{shown(log.name)} at byte {end.position}: {end.trailing_bytes} bytes that are not a batch "
                        f"({end.message})")
                 if not canary:
                     raise KafkaToolError(msg, path=log)
@@ -176,25 +184,26 @@ def _header_range(b: RecordBatch, last_good: int, next_base: int | None) -> tupl
     return first, last
 
 
-def _batch_items(b: RecordBatch, recs: list, stats: StreamStats, to_v2: bool, where: str,  # type: ignore[type-arg]
+def _batch_items(b: RecordBatch, recs: RecordSource, stats: StreamStats, to_v2: bool, where: str,
                  max_bytes: int) -> Iterator[Item]:
     magic = int(b.magic)
     stats.batches += 1
     stats.bytes += b.size
     stats.magics[magic] = stats.magics.get(magic, 0) + 1
-    payload = sum(len(r.key or b"") + len(r.value or b"") for r in recs)
+    payload = sum(len(r.key or b"") + len(r.value or b"") for chunk in recs.chunks() for r in chunk)
     _codec_stats(stats, b, payload)
+    n = recs.count
     if b.size > max_bytes:
         stats.oversized.append((int(b.last_offset), b.size, where))
     if isinstance(b, LegacyRecordBatch):
-        stats.legacy_messages += len(recs)
+        stats.legacy_messages += n
         if b.is_compressed:
             stats.legacy_wrappers += 1
         else:
             stats.legacy_uncompressed += 1
         if magic == MAGIC_V0:
-            stats.v0_records += len(recs)
-        stats.records += len(recs)
+            stats.v0_records += n
+        stats.records += n
         ts_type = int(b.timestamp_type)
         if to_v2 and magic == MAGIC_V0:
             ts_type = int(TimestampType.CREATE_TIME)  # cleaner/LogValidator: NoTimestampType -> CreateTime, ts -1
@@ -205,13 +214,13 @@ def _batch_items(b: RecordBatch, recs: list, stats: StreamStats, to_v2: bool, wh
     assert isinstance(b, DefaultRecordBatch)
     pid, pep, txn, ple = int(b.producer_id), int(b.producer_epoch), b.is_transactional, int(b.partition_leader_epoch)
     tt = int(b.timestamp_type)
-    if not recs:
+    if not n:
         yield Item(int(b.base_offset), "empty-batch", int(b.max_timestamp), tt, None, None, (), pid, pep,
                    int(b.base_sequence), txn, ple, magic, where)
         return
     kind = "control" if b.is_control else "record"
     if kind == "record":
-        stats.records += len(recs)
+        stats.records += n
     for r in recs:
         yield Item(r.offset, kind, r.timestamp, tt, r.key, r.value, tuple(r.headers), pid, pep, r.sequence, txn, ple,
                    magic, where)

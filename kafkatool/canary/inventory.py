@@ -39,6 +39,7 @@ from kafkatool.record.default_records import RECORD_BATCH_OVERHEAD, DefaultRecor
 from kafkatool.record.file_records import FileRecords
 from kafkatool.record.legacy_records import LegacyRecordBatch
 from kafkatool.record.varint import size_of_varint
+from kafkatool.util.printable import shown
 
 INTERNAL_COMPACTED_TOPICS = ("__consumer_offsets", "__transaction_state")
 METADATA_TOPIC = "__cluster_metadata"  # KRaft's own log: not a data topic, never converted
@@ -162,6 +163,7 @@ class LogDirInventory:
     kraft: bool | None  # meta.properties version 1 (KRaft) / 0 (ZooKeeper) / unknown
     partitions: list[PartitionInventory] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # partition dirs not inventoried, with the reason
+    problems: list[str] = field(default_factory=list)  # of the log dir's own files (one that is not a regular file)
 
     def topics(self) -> dict[str, list[PartitionInventory]]:
         out: dict[str, list[PartitionInventory]] = {}
@@ -197,15 +199,16 @@ def inventory_log_dir(path: str | os.PathLike[str], options: InventoryOptions | 
     parts: list[PartitionDir] = list(inputs.partitions)
     for d in inputs.log_dirs:
         parts += d.partitions
+        inv.problems += [f"{shown(f.path)}: {f.message}" for f in d.not_regular]
     for pd in parts:
         tp = pd.topic_partition
         if tp is None:
             continue
         if pd.kind:
-            inv.skipped.append(f"{pd.path.name}: a -{pd.kind} dir (not a live partition)")
+            inv.skipped.append(f"{shown(pd.path.name)}: a -{pd.kind} dir (not a live partition)")
             continue
         if tp.topic == METADATA_TOPIC:
-            inv.skipped.append(f"{pd.path.name}: KRaft metadata log (not a data topic)")
+            inv.skipped.append(f"{shown(pd.path.name)}: KRaft metadata log (not a data topic)")
             continue
         inv.partitions.append(inventory_partition(pd, opts, cleaned.get(tp)))
     return inv
@@ -251,6 +254,9 @@ def inventory_partition(pd: PartitionDir, opts: InventoryOptions, cleaned_to: in
     inv.segments = len(pd.segments)
     inv.pending_files = [p.name for p in pd.pending]
     inv.cleaned_to = cleaned_to
+    # A FIFO, a device or a broken symlink named as a segment's file: never read (a segment whose .log it is is
+    # missing from the inventory), a problem of the partition.
+    inv.problems += [f"{shown(f.path)}: {f.message}" for f in pd.not_regular]
     walker = _Walker(inv, opts)
     for i, seg in enumerate(pd.segments):
         try:
@@ -266,7 +272,7 @@ def inventory_partition(pd: PartitionDir, opts: InventoryOptions, cleaned_to: in
                 end = stream.end_state
                 if end is not None and end.kind != "end":
                     where = "the active segment's tail" if i == len(pd.segments) - 1 else "a rolled segment"
-                    inv.problems.append(f"{seg.log}: {end.trailing_bytes} trailing bytes at byte {end.position} "
+                    inv.problems.append(f"{shown(seg.log)}: {end.trailing_bytes} trailing bytes at byte {end.position} "
                                         f"({where}: {end.message}); the broker's recovery truncates them")
         except KafkaToolError as e:
             inv.problems.append(str(e))
@@ -326,12 +332,21 @@ class _Walker:
     def _legacy(self, b: LegacyRecordBatch, size: int) -> tuple[int, int, int]:
         inv = self.inv
         if b.is_compressed:
-            recs = b.records(limit=self.opts.decompress_limit)
-            offsets = [r.offset for r in recs]
-            if offsets != list(range(offsets[0], offsets[0] + len(offsets))):
+            # a chunk of inner messages at a time: a wrapper of a few MB can hold millions
+            first = expected = -1
+            missing = n = 0
+            gaps = False
+            for recs in b.record_chunks(limit=self.opts.decompress_limit):
+                if first < 0:
+                    first = expected = recs[0].offset
+                for r in recs:
+                    gaps |= r.offset != expected
+                    expected = r.offset + 1
+                    missing += r.timestamp == NO_TIMESTAMP
+                n += len(recs)
+            if gaps:
                 inv.offset_gaps += 1  # the cleaner keeps a wrapper's surviving inner messages
-            missing = sum(1 for r in recs if r.timestamp == NO_TIMESTAMP)
-            first, last, n = offsets[0], int(b.last_offset), len(recs)
+            last = int(b.last_offset)
         else:
             key, value = b.key_value()
             as_v2 = legacy_message_as_v2_size(key, value)
@@ -357,7 +372,7 @@ class _Walker:
         if b.is_control:
             name = "UNKNOWN"
             try:
-                recs = b.records(limit=self.opts.decompress_limit)
+                recs = next(iter(b.record_chunks(limit=self.opts.decompress_limit)))
                 if recs:
                     name = parse_control_type(recs[0].key).name
             except KafkaToolError:

@@ -15,7 +15,6 @@ Every JSON file is written atomically (temp, fsync, rename, fsync dir).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -25,6 +24,8 @@ from typing import Any
 
 from kafkatool.errors import InputError
 from kafkatool.util.atomic import TEMP_PREFIX, atomic_write_bytes
+from kafkatool.util.regular import open_regular, read_regular
+from kafkatool.util.sparse import copy_sparse, hash_sparse
 
 MANIFEST = "manifest.json"
 VERIFIED = "verify.json"
@@ -32,7 +33,6 @@ JOURNAL = "journal.json"
 ORIGINALS = "originals"
 CANARY = "canary"
 MANIFEST_VERSION = 1
-_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,8 +134,7 @@ class Workdir:
 
 def read_json(path: Path, what: str) -> dict[str, Any]:
     try:
-        with open(path, "rb") as f:
-            data = json.loads(f.read(64 << 20))
+        data = json.loads(read_regular(path, limit=64 << 20))
     except FileNotFoundError:
         raise InputError(f"no {what}", path=path) from None
     except (OSError, ValueError) as e:
@@ -151,16 +150,9 @@ def read_json(path: Path, what: str) -> dict[str, Any]:
 
 
 def hash_file(path: Path) -> tuple[int, str]:
-    h = hashlib.sha256()
-    size = 0
-    with open(path, "rb") as f:
-        while True:
-            chunk = f.read(_CHUNK)
-            if not chunk:
-                break
-            h.update(chunk)
-            size += len(chunk)
-    return size, h.hexdigest()
+    """(size, SHA-256) of a regular file; its holes (a preallocated index) are hashed without being read."""
+    with open_regular(path) as r, open(r.fd, "rb", closefd=False) as f:
+        return hash_sparse(f, r.size)
 
 
 def file_entry(path: Path) -> FileEntry:
@@ -179,23 +171,18 @@ def matches(path: Path, entry: FileEntry) -> bool:
 
 
 def copy_file(src: Path, dst: Path, *, mtime_ns: int | None = None, exclusive: bool = True) -> FileEntry:
-    """Copy with SHA-256 of the bytes copied, fsync, and the source's mtime (or ``mtime_ns``) kept."""
-    h = hashlib.sha256()
-    size = 0
-    st = src.stat()
-    with open(src, "rb") as fi, open(dst, "xb" if exclusive else "wb") as fo:
-        while True:
-            chunk = fi.read(_CHUNK)
-            if not chunk:
-                break
-            h.update(chunk)
-            fo.write(chunk)
-            size += len(chunk)
+    """Copy with SHA-256 of the bytes copied, fsync, and the source's mtime (or ``mtime_ns``) kept. The source is a
+    regular file (:func:`kafkatool.util.regular.open_regular`), read to its size at open; holes stay holes
+    (:func:`kafkatool.util.sparse.copy_sparse`): a preallocated sparse index costs its data, not its size."""
+    with open_regular(src) as r, open(r.fd, "rb", closefd=False) as fi, \
+            open(dst, "xb" if exclusive else "wb") as fo:
+        st = r.stat
+        size, digest = copy_sparse(fi, fo, r.size)
         fo.flush()
         os.fsync(fo.fileno())
     m = st.st_mtime_ns if mtime_ns is None else mtime_ns
     os.utime(dst, ns=(m, m))
-    return FileEntry(src.name, size, h.hexdigest(), st.st_mtime_ns)
+    return FileEntry(src.name, size, digest, st.st_mtime_ns)
 
 
 def dir_entries(d: Path) -> list[FileEntry]:

@@ -268,30 +268,37 @@ def _phases(plan: Plan, *, clients_given: bool) -> list[Phase]:
         [p.name for p in old])]
 
     lagging = [r for r in plan.clients if r.needs_down_conversion or (zstd and not r.capability.reads_zstd)]
+    client_configs = [
+        "Kafka 3.x: log.message.downconversion.enable=false (broker) or message.downconversion.enable=false "
+        "(topic) once they are upgraded: a straggler gets UNSUPPORTED_VERSION instead of silently costing broker CPU",
+        "Kafka 4.x: nothing to set (no down-conversion; message.downconversion.enable is a no-op): consumers below "
+        "Fetch v4 and producers below Produce v3 are refused (KIP-896), so clients first, before the first 4.x "
+        "broker"]
     if not clients_given:
         why = ("No clients given: list consumer populations (client and version) first. The broker's request "
                "metrics by version (kafka.network:type=RequestMetrics,name=RequestsPerSec,request=Fetch,version=N, "
                "KIP-272) show which Fetch versions are in use.")
-        phases.append(Phase(2, "Upgrade old consumers", None, why))
+        phases.append(Phase(2, "Upgrade old consumers", None, why, client_configs))
     else:
         names = ", ".join(r.capability.spec.display for r in lagging) or "none"
         why = (f"Consumers below Fetch v4 make the broker down-convert every fetch (CPU and heap, no zero-copy; "
                f"KIP-283 bounds memory, not CPU) and cannot fetch at all from Kafka 4 (Fetch v0-3 removed, "
                f"KAFKA-18269). Below Fetch v10 zstd data is unreadable (KIP-110). Needing an upgrade: {names}.")
-        phases.append(Phase(2, "Upgrade old consumers", bool(lagging), why, [
-            "message.downconversion.enable=false (topic, 3.x) once they are upgraded: a straggler gets "
-            "UNSUPPORTED_VERSION instead of silently costing broker CPU (a no-op in 4.0)"]))
+        phases.append(Phase(2, "Upgrade old consumers", bool(lagging), why, client_configs))
 
     fmt = "0.10.0" if target == 1 else "0.11.0"
+    kafka4 = ("Kafka 4.x: none of these (inter.broker.protocol.version and log.message.format.version are gone: "
+              "metadata.version, message format v2 always; no ZooKeeper, KIP-500)")
     if inv.kraft:
-        configs = ["nothing to set: KRaft brokers always write v2 (IBP >= 3.0-IV1; KIP-724 ignores "
-                   "log.message.format.version)"]
+        configs = ["Kafka 3.x (KRaft): nothing to set: KRaft brokers always write v2 (IBP >= 3.0-IV1; KIP-724 "
+                   "ignores log.message.format.version)", kafka4]
     else:
-        configs = ["inter.broker.protocol.version=<the running release> (broker; rolling restart)",
-                   f"log.message.format.version={fmt} or newer (broker), or message.format.version={fmt} per topic "
-                   "to go topic by topic; rolling restart",
-                   "with inter.broker.protocol.version >= 3.0 the format config is ignored and v2 is written "
-                   "(KIP-724)"]
+        configs = ["Kafka 3.x (ZooKeeper): inter.broker.protocol.version=<the running release> (broker; rolling "
+                   "restart)",
+                   f"Kafka 3.x (ZooKeeper): log.message.format.version={fmt} or newer (broker), or "
+                   f"message.format.version={fmt} per topic to go topic by topic; rolling restart",
+                   "Kafka 3.x (ZooKeeper): with inter.broker.protocol.version >= 3.0 the format config is ignored and "
+                   "v2 is written (KIP-724)", kafka4]
     phases.append(Phase(
         3, f"Write message format v{target} from now on", bool(still_old) or (not inv.kraft and bool(old)),
         "From then on the broker up-converts legacy produce requests on append (LogValidator: one new batch per "
@@ -313,7 +320,10 @@ def _phases(plan: Plan, *, clients_given: bool) -> list[Phase]:
             "replicas may then differ in bytes, never in offsets or records.",
             ["the broker (or the whole log dir) must be stopped for apply and rollback"],
             [Step(("canary", "run"), (logdir,), (("partitions", f"'{','.join(cands)}'"), ("workdir", w))),
-             Step(("canary", "verify"), (w,)), Step(("canary", "apply"), (w,), comment="broker stopped"),
+             Step(("canary", "verify"), (w,)),
+             Step(("canary", "rehearse"), (w,), (("kafka", "$KAFKA_HOME"), ("server_properties", "server.properties")),
+                  comment="your Kafka and its settings, on copies"),
+             Step(("canary", "apply"), (w,), comment="broker stopped"),
              Step(("canary", "rollback"), (w,), comment="if anything looks wrong")], cands))
     else:
         phases.append(Phase(4, "Rehearse the rewrite on canary partitions", False,
@@ -331,13 +341,19 @@ def _phases(plan: Plan, *, clients_given: bool) -> list[Phase]:
     if plain:
         configs.append(f"retention.ms / retention.bytes on {_topics(plain)} decide when their legacy segments go; "
                        "or rewrite them with kafkatool canary, partition by partition")
+    configs.insert(0, "Kafka 4.x has no inter.broker.protocol.version, log.message.format.version or "
+                      "log.message.downconversion.enable (remove them; message.downconversion.enable is a no-op): "
+                      "upgrade every consumer to Fetch v4+ and every producer to Produce v3+ first (KIP-896)")
+    steps = [Step(("canary", "rehearse"), (w,), (("kafka", "/opt/kafka-4"), ("clients", "clients.txt")),
+                  comment="does Kafka 4 load and serve the canary, and which clients does it refuse?")] \
+        if target == 2 else []
     phases.append(Phase(
         5, "Kafka 4", bool(legacy) or any(r.breaks_on_kafka4 for r in plan.clients),
         "Kafka 4.0 no longer writes v0/v1 and has no down-conversion; legacy batches already on disk are served "
         "as-is to Fetch v4+ consumers. They remain in compacted topics until the cleaner rewrites them (4.0 "
         "converts them to v2 when it does, KAFKA-13093; 3.x cleaners keep the old format), and in other topics "
         "until retention deletes them. Consumers below Fetch v4 stop working.",
-        configs, [], [k.partition for k in legacy]))
+        configs, steps, [k.partition for k in legacy]))
     return phases
 
 

@@ -46,11 +46,13 @@ from kafkatool.canary.manifest import (
 from kafkatool.canary.verify import verify_partition
 from kafkatool.constants import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_BYTES
 from kafkatool.errors import ExitCode, InputError, KafkaToolError, UsageError
-from kafkatool.log.layout import LOG_SUFFIX, PartitionDir, is_log_dir, offset_from_filename
+from kafkatool.log.layout import LOG_SUFFIX, LogDir, PartitionDir, is_log_dir, offset_from_filename
 from kafkatool.log.lock import refuse_if_live
+from kafkatool.log.outputs import Output, refuse_aliasing
 from kafkatool.record.codecs import Codec
 from kafkatool.util import crash
-from kafkatool.util.atomic import fsync_dir, is_temp_name
+from kafkatool.util.atomic import DirMaker, fsync_dir, is_temp_name
+from kafkatool.util.printable import shown
 
 Progress = Callable[[str], None]
 
@@ -87,19 +89,21 @@ def select_partitions(log_dir: Path, patterns: Sequence[str]) -> list[PartitionD
     globs = [g.strip() for p in patterns for g in p.split(",") if g.strip()]
     if not globs:
         raise UsageError("needs at least one glob (e.g. 'orders-0' or 'legacy-*')", field="partitions")
+    own = LogDir.scan(log_dir).not_regular
+    if own:
+        raise own[0].error()  # a checkpoint or meta.properties that is a FIFO, a device, a bad link: a finding
     parts = scan_partitions(log_dir)
     chosen = [pd for pd in parts if any(fnmatch.fnmatchcase(pd.path.name, g) for g in globs)]
     for g in globs:
         if not any(fnmatch.fnmatchcase(pd.path.name, g) for pd in parts):
-            raise UsageError(f"{g!r} matches no partition of {log_dir}", field="partitions")
+            raise UsageError(f"{g!r} matches no partition of {shown(log_dir)}", field="partitions")
     return chosen
 
 
 def check_workdir(log_dir: Path, workdir: Path) -> bool:
     """W new or empty, not inside the log dir, and the log dir not inside W. True when W must be created."""
+    refuse_aliasing([log_dir], [Output("workdir", workdir)])  # inside the log dir: the broker would find it there
     ld, w = log_dir.resolve(), workdir.resolve()
-    if _inside(w, ld):
-        raise UsageError("the work dir must not be inside the log dir (the broker would find it there)", path=workdir)
     if _inside(ld, w):
         raise UsageError("the log dir must not be inside the work dir", path=workdir)
     if workdir.exists():
@@ -123,8 +127,10 @@ def run_canary(log_dir: str | os.PathLike[str], patterns: Sequence[str], workdir
     refuse_if_live(ld)
     chosen = select_partitions(ld, patterns)
     for pd in chosen:
+        if pd.not_regular:
+            raise pd.not_regular[0].error()  # a finding (exit 1): a FIFO or a device is no file to copy
         if pd.pending:
-            raise UsageError(f"{pd.path.name} has unfinished cleaner/split files ("
+            raise UsageError(f"{shown(pd.path.name)} has unfinished cleaner/split files ("
                              + ", ".join(p.name for p in pd.pending) + "): start and stop the broker once to "
                              "complete them first", path=pd.path)
     w = Workdir(workdir)
@@ -135,21 +141,22 @@ def run_canary(log_dir: str | os.PathLike[str], patterns: Sequence[str], workdir
 
 def _run(ld: Path, chosen: list[PartitionDir], w: Workdir, created: bool, opts: RunOptions,
          patterns: Sequence[str], note: Progress) -> Manifest:
+    made = DirMaker()
     if created:
-        w.path.mkdir(parents=True)
+        made.makedirs(w.path)
         fsync_dir(w.path.absolute().parent)
     try:
         (w.path / ORIGINALS).mkdir()
         (w.path / CANARY).mkdir()
         entries = []
         for pd in chosen:
-            note(f"canary run: {pd.path.name}: copying the originals")
+            note(f"{shown(pd.path.name)}: copying the originals")
             entry = _copy_originals(pd, w.originals(pd.path.name))
-            note(f"canary run: {pd.path.name}: converting to v{opts.target_format}")
+            note(f"{shown(pd.path.name)}: converting to v{opts.target_format}")
             entry.convert = convert_partition_to_v2(w.originals(pd.path.name), w.path / CANARY, opts,
                                                     shown_as=pd.path)
             _check_outputs(entry, w.canary(pd.path.name))
-            note(f"canary run: {pd.path.name}: verifying the canary against the original")
+            note(f"{shown(pd.path.name)}: verifying the canary against the original")
             _verify_before_publishing(w, entry, opts)
             entries.append(entry)
         fsync_dir(w.path / ORIGINALS)
@@ -162,7 +169,7 @@ def _run(ld: Path, chosen: list[PartitionDir], w: Workdir, created: bool, opts: 
         return manifest
     except BaseException:
         if created:
-            remove_tree(w.path)
+            made.remove()  # the work dir and the parents the run made
         else:
             for sub in (ORIGINALS, CANARY):
                 remove_tree(w.path / sub)
@@ -215,7 +222,7 @@ def convert_partition_to_v2(src: Path, dst_root: Path, opts: RunOptions, *,
         if e.path is not None and shown_as is not None and Path(e.path).parent == src:
             e.path = str(shown_as / Path(e.path).name)  # the file in the log dir, not its copy (removed now)
         elif e.path is None:
-            e.message = f"{src.name}: {e.message}"
+            e.message = f"{shown(src.name)}: {e.message}"
         raise
     return stats.as_dict()
 
@@ -233,7 +240,7 @@ def _verify_before_publishing(w: Workdir, entry: PartitionEntry, opts: RunOption
                          max_details=listed, skip_corrupt=opts.skip_corrupt)
     if not v.ok:
         more = v.difference_count - len(v.differences)
-        raise CanaryRunFailed(f"{entry.name}: the canary would fail `canary verify` ({v.difference_count} "
+        raise CanaryRunFailed(f"{shown(entry.name)}: the canary would fail `canary verify` ({v.difference_count} "
                               f"difference(s)), so nothing is published: " + "; ".join(v.differences)
                               + (f"; and {more} more" if more > 0 else ""))
 
@@ -244,6 +251,7 @@ def _check_outputs(entry: PartitionEntry, out: Path) -> None:
     bases = sorted(offset_from_filename(f.name) for f in entry.outputs if f.name.endswith(LOG_SUFFIX))
     if bases != entry.segments:
         raise KafkaToolError(
-            f"{entry.name}: the converted segments start at {bases}, the originals at {entry.segments}: a segment "
-            "grew past 2 GiB and had to be split; such a partition cannot be swapped segment by segment", path=out)
+            f"{shown(entry.name)}: the converted segments start at {bases}, the originals at {entry.segments}: a "
+            "segment grew past 2 GiB and had to be split; such a partition cannot be swapped segment by segment",
+            path=out)
     entry.log_end_offset = int(entry.convert.get("log_end_offset_out", -1))

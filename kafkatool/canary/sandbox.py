@@ -32,7 +32,7 @@ import socket
 import subprocess
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -259,6 +259,10 @@ class SandboxConfig:
     ready_timeout: float = 120.0
     stop_timeout: float = 60.0
     java_home: str | None = None
+    # log4j logger levels over the defaults, e.g. {"kafka.request.logger": "INFO"} (Kafka 3.x logs requests of
+    # deprecated API versions at INFO, with their down-conversion time and memory)
+    loggers: Mapping[str, str] = field(default_factory=dict)
+    port: int | None = None  # the PLAINTEXT listener's port (default: a free one)
 
 
 class BrokerSandbox:
@@ -277,7 +281,7 @@ class BrokerSandbox:
         self.log_dirs: tuple[Path, ...] = config.log_dirs or (self.workdir / "data",)
         self.properties: dict[str, str] = dict(config.properties)
         self.metadata_dir = self.workdir / "metadata"
-        self.port = free_port()
+        self.port = config.port if config.port is not None else free_port()
         self.controller_port = free_port() if config.mode is BrokerMode.KRAFT else 0
         self.zookeeper_port = free_port() if config.mode is BrokerMode.ZOOKEEPER else 0
         self.broker: JavaProcess | None = None
@@ -285,8 +289,12 @@ class BrokerSandbox:
         self.starts = 0
         self.cluster_id: str | None = None
         self._classpath = install.classpath()
-        (self.workdir / "log4j.properties").write_text(_LOG4J1, encoding="utf-8")
-        (self.workdir / "log4j2.properties").write_text(_LOG4J2, encoding="utf-8")
+        log4j1, log4j2 = _LOG4J1, _LOG4J2
+        for i, (logger, level) in enumerate(config.loggers.items()):
+            log4j1 += f"log4j.logger.{logger}={level}\n"
+            log4j2 += f"logger.extra{i}.name = {logger}\nlogger.extra{i}.level = {level}\n"
+        (self.workdir / "log4j.properties").write_text(log4j1, encoding="utf-8")
+        (self.workdir / "log4j2.properties").write_text(log4j2, encoding="utf-8")
 
     # ------------------------------------------------------------------ configuration
 
@@ -359,8 +367,9 @@ class BrokerSandbox:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def start(self) -> None:
-        """Start ZooKeeper (mode 3.x, once) and the broker; return when the broker serves requests."""
+    def start(self, on_wait: Callable[[], None] | None = None) -> None:
+        """Start ZooKeeper (mode 3.x, once) and the broker; return when the broker serves requests. ``on_wait`` is
+        called between polls while the broker starts (a progress line from its log, say)."""
         if self.broker is not None and self.broker.alive():
             raise SandboxError(f"the sandbox broker is already running (pid {self.broker.pid})")
         for d in self.log_dirs:
@@ -374,7 +383,7 @@ class BrokerSandbox:
         self.broker = start_java("broker", self.java, self._classpath, "kafka.Kafka", [str(self.server_properties)],
                                  log=self.log_path, jvm_options=self._jvm_options(self.config.heap),
                                  cwd=self.workdir)
-        self._wait_ready()
+        self._wait_ready(on_wait)
 
     def _start_zookeeper(self) -> None:
         if self.zookeeper is not None and self.zookeeper.alive():
@@ -416,7 +425,7 @@ class BrokerSandbox:
         if r.returncode != 0:
             raise SandboxError(f"kafka-storage format failed (exit {r.returncode}):\n{tail(log)}", path=log)
 
-    def _wait_ready(self) -> None:
+    def _wait_ready(self, on_wait: Callable[[], None] | None = None) -> None:
         assert self.broker is not None
         deadline = time.monotonic() + self.config.ready_timeout
         while True:
@@ -430,6 +439,8 @@ class BrokerSandbox:
                 self.broker.kill()
                 raise SandboxError(f"the broker was not ready within {self.config.ready_timeout:g} s:\n"
                                    f"{tail(self.log_path)}", path=self.log_path)
+            if on_wait is not None:
+                on_wait()
             time.sleep(0.25)
 
     def stop(self) -> None:

@@ -43,6 +43,8 @@ from kafkatool.log.index import encode_offset_index, encode_time_index
 from kafkatool.log.lock import live_lock, refuse_if_live
 from kafkatool.log.recovery import recover_segment
 from kafkatool.log.txn_index import read_txn_index
+from kafkatool.util.printable import shown
+from kafkatool.util.regular import read_regular
 
 Progress = Callable[[str], None]
 
@@ -124,7 +126,7 @@ def verify_workdir(workdir: str | Path, *, max_details: int = 20, check_log_dir:
     interval = int(m.options.get("index_interval_bytes", DEFAULT_INDEX_INTERVAL_BYTES))
     verdicts = []
     for p in m.partitions:
-        note(f"canary verify: {p.name}")
+        note(f"{shown(p.name)}")
         verdicts.append(verify_partition(w, p, max_bytes=max_bytes, interval=interval, max_details=max_details,
                                          skip_corrupt=bool(m.options.get("skip_corrupt", False))))
     states: list[PartitionState] = []
@@ -158,11 +160,11 @@ def verify_partition(w: Workdir, p: PartitionEntry, *, max_bytes: int, interval:
     orig, can = w.originals(p.name), w.canary(p.name)
     for e in p.inputs:
         if not matches(orig / e.name, e):
-            v.differ(f"saved original {e.name} does not match the manifest (size/SHA-256): rollback would not be "
-                     "byte-exact", max_details)
+            v.differ(f"saved original {shown(e.name)} does not match the manifest (size/SHA-256): rollback would "
+                     "not be byte-exact", max_details)
     for e in p.outputs:
         if not matches(can / e.name, e):
-            v.differ(f"canary {e.name} differs from what `canary run` wrote (size/SHA-256)", max_details)
+            v.differ(f"canary {shown(e.name)} differs from what `canary run` wrote (size/SHA-256)", max_details)
     present = sorted(f.name for f in can.iterdir() if f.is_file()) if can.is_dir() else []
     extra = sorted(set(present) - {e.name for e in p.outputs})
     if extra:
@@ -223,15 +225,15 @@ def _check_indexes(v: PartitionVerdict, orig: Path, can: Path, bases: list[int],
         log = can / f"{base:020d}.log"
         rec = recover_segment(log, base, index_interval_bytes=interval, verify=True)
         if rec.error is not None or rec.truncated_bytes:
-            v.differ(f"{log.name}: the broker's recovery would stop at byte {rec.valid_bytes} of {rec.file_size}"
+            v.differ(f"{shown(log.name)}: the broker's recovery would stop at byte {rec.valid_bytes} of {rec.file_size}"
                      + (f": {rec.error.message}" if rec.error else ""), limit)
             continue
         for suffix, data in ((".index", encode_offset_index(rec.offset_entries, base)),
                              (".timeindex", encode_time_index(rec.time_entries, base))):
             f = can / f"{base:020d}{suffix}"
-            have = f.read_bytes() if f.is_file() else None
+            have = read_regular(f) if f.is_file() else None
             if have != data:
-                v.differ(f"{f.name} is not what LogSegment.recover rebuilds from the canary's batches ("
+                v.differ(f"{shown(f.name)} is not what LogSegment.recover rebuilds from the canary's batches ("
                          + ("missing" if have is None else f"{len(have)} bytes, rebuild {len(data)} bytes,"
                             f" first difference at byte {_first_diff(have, data)}") + ")", limit)
             v.indexes_checked += 1
@@ -240,10 +242,10 @@ def _check_indexes(v: PartitionVerdict, orig: Path, can: Path, bases: list[int],
             a = read_txn_index(txn_o) if txn_o.is_file() else []
             b = read_txn_index(txn_c) if txn_c.is_file() else []
         except KafkaToolError as e:
-            v.differ(f"{txn_c.name}: {e}", limit)
+            v.differ(f"{shown(txn_c.name)}: {e}", limit)
             continue
         if a != b:
-            v.differ(f"{txn_c.name}: aborted transactions {b} in the canary, {a} in the original", limit)
+            v.differ(f"{shown(txn_c.name)}: aborted transactions {b} in the canary, {a} in the original", limit)
 
 
 def _first_diff(a: bytes, b: bytes) -> int:
@@ -259,9 +261,9 @@ def _check_carried(v: PartitionVerdict, orig: Path, can: Path, p: PartitionEntry
             continue
         c = can / e.name
         if not c.is_file():
-            v.differ(f"{e.name} was not carried into the canary", limit)
+            v.differ(f"{shown(e.name)} was not carried into the canary", limit)
         elif hash_file(c)[1] != e.sha256:
-            v.differ(f"{e.name} in the canary differs from the original's", limit)
+            v.differ(f"{shown(e.name)} in the canary differs from the original's", limit)
 
 
 def _check_sizes(v: PartitionVerdict, max_bytes: int, limit: int) -> None:

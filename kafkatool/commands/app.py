@@ -1,4 +1,9 @@
-"""The ``kafkatool`` root command and the one error boundary that maps failures to exit codes."""
+"""The ``kafkatool`` root command and the one error boundary that maps failures to exit codes.
+
+Commands load lazily: ``kafkatool --version`` and ``--help`` import no command module (their names and one-line
+helps are in ``registry``), ``kafkatool dump ...`` imports only ``kafkatool.commands.dump``. Every message about
+the run has one form, ``kafkatool <command>: error|warning: ...``, on stderr.
+"""
 
 from __future__ import annotations
 
@@ -11,34 +16,43 @@ from typing import Annotated, Any
 import typer
 
 import kafkatool
+from kafkatool.commands.examples import ROOT as ROOT_EXAMPLES
+from kafkatool.commands.help import Group
 from kafkatool.commands.options import memory_opt, set_root_memory
+from kafkatool.commands.registry import BY_NAME, COMMANDS
 from kafkatool.errors import ExitCode, KafkaToolError
+from kafkatool.util.printable import shown
+
+PROG = "kafkatool"
 
 
-def _click_classes(name: str) -> tuple[type[BaseException], ...]:
-    """``name`` from click's exceptions as typer uses them: typer >= 0.2x vendors click (``typer._click``, and
-    click itself may not even be installed); older typer raises click's own classes."""
-    out = []
-    for module in ("typer._click.exceptions", "click.exceptions"):
-        try:
-            out.append(getattr(importlib.import_module(module), name))
-        except (ImportError, AttributeError):
-            continue
-    return tuple(out)
+class RootGroup(Group):
+    """The root: its subcommands are imported the first time they are asked for (by name: a run, the help of one
+    command, a completion), and listed from the registry without importing anything."""
 
+    def list_commands(self, ctx: Any) -> list[str]:
+        return [e.name for e in COMMANDS]
 
-_USAGE_ERRORS: tuple[type[BaseException], ...] = _click_classes("ClickException")
-_EXITS: tuple[type[BaseException], ...] = (typer.Exit, *_click_classes("Exit"))
-_ABORTS: tuple[type[BaseException], ...] = (typer.Abort, *_click_classes("Abort"))
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name not in self.commands and cmd_name in BY_NAME:
+            _register(BY_NAME[cmd_name].module)
+            self.commands.update(_built(BY_NAME[cmd_name].module))
+        return self.commands.get(cmd_name)
+
+    def short_help_of(self, name: str) -> str:
+        return BY_NAME[name].short_help
+
 
 app = typer.Typer(
-    name="kafkatool",
+    name=PROG,
+    cls=RootGroup,
     help="Offline operator toolkit for Apache Kafka log directories: dump, verify and rebuild indexes, "
     "convert message formats, simulate old-consumer fetches, scan with Spark. No broker needed.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
     context_settings={"help_option_names": ["-h", "--help"]},
+    epilog=ROOT_EXAMPLES,
 )
 
 
@@ -60,119 +74,135 @@ def root(
     set_root_memory(memory)
 
 
-# Subcommand modules, in the order ``--help`` lists them. Each has ``register(app)``.
-COMMAND_MODULES: list[str] = [
-    "dump",
-    "metadata",
-    "reindex_time",
-    "downconvert",
-    "upconvert",
-    "fetch_sim",
-    "canary",
-    "spark_scan",
-    "sample",
-    "completion",
-]
-
-_loaded: list[str] = []  # command modules registered so far
+_registered: dict[str, typer.Typer] = {}  # command module -> the Typer app its commands were registered on
 
 
-def _register(only: str | None = None) -> None:
-    """Register every command module (``only``: just that one, for a run of that command: importing all of
-    them costs a third of a second of CPU at every start). The order is always COMMAND_MODULES'."""
-    for name in COMMAND_MODULES if only is None else [only]:
-        if name not in _loaded:
-            importlib.import_module(f"kafkatool.commands.{name}").register(app)
-            _loaded.append(name)
-    if only is None:
-        order = {name.replace("_", "-"): i for i, name in enumerate(COMMAND_MODULES)}
-        app.registered_commands.sort(key=lambda c: order.get(c.name or "", len(order)))
+def _register(module: str) -> typer.Typer:
+    """Import the command module ``module`` and register its commands on an app of their own."""
+    if module not in _registered:
+        sub = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+        importlib.import_module(f"kafkatool.commands.{module}").register(sub)
+        _registered[module] = sub
+    return _registered[module]
 
 
-def _command_module(args: list[str]) -> str | None:
-    """The module of the subcommand ``args`` run, when only known root options come before it (else None:
-    ``--help``, ``--version``, a typo... need the whole app)."""
+def _built(module: str) -> dict[str, Any]:
+    """The click commands of ``module`` (a one-command app is a group here too: its commands by name)."""
+    return dict(typer.main.get_group(_register(module)).commands)
+
+
+_complete = False  # every command registered on ``app`` itself (get_app)
+
+
+def get_app() -> typer.Typer:
+    """The Typer app with every command registered on it (for docs, completions and tests):
+    ``typer.main.get_command(get_app()).commands`` has them all. A run of one command never calls this."""
+    global _complete
+    if not _complete:
+        for module in dict.fromkeys(e.module for e in COMMANDS):
+            importlib.import_module(f"kafkatool.commands.{module}").register(app)
+        _complete = True
+    return app
+
+
+def command_words(args: list[str]) -> list[str]:
+    """The command ``args`` runs (``["canary", "run"]``) as far as it can be read before parsing: the root's known
+    options skipped, then the command and a group's subcommand."""
+    words: list[str] = []
     i = 0
     while i < len(args):
         a = args[i]
         if a == "--memory":
             i += 2
-        elif a.startswith("--memory="):
-            i += 1
-        elif a.startswith("-"):
-            return None
+            continue
+        if a.startswith("-"):
+            if words:
+                i += 1
+                continue
+            return words
+        if not words:
+            if a not in BY_NAME:
+                return words
+            words.append(a)
+        elif words == ["canary"] and a in ("plan", "run", "verify", "apply", "rollback"):
+            words.append(a)
+            return words
         else:
-            name = a.replace("-", "_")
-            return name if name in COMMAND_MODULES else None
-    return None
+            return words
+        i += 1
+    return words
 
 
-def get_app() -> typer.Typer:
-    """The fully registered Typer app (for docs, completions and tests)."""
-    _register()
-    return app
+def prog(args: list[str]) -> str:
+    """How messages about the run of ``args`` begin: ``kafkatool dump``, ``kafkatool canary run``."""
+    return " ".join([PROG, *command_words(args)])
 
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: run the app, map every failure to one line and an exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
     show_traceback = "--traceback" in args or bool(os.environ.get("KAFKATOOL_TRACEBACK"))
+    who = prog(args)
     rc: int
     try:
-        _register(_command_module(args))
         command = typer.main.get_command(app)
-        _plain_help(command)
         # make_context + invoke rather than command.main(): click's main() turns EPIPE into exit 1, and a
         # closed pipe (``| head``) is not a failure.
-        with command.make_context("kafkatool", args) as ctx:
+        with command.make_context(PROG, args) as ctx:
             result = command.invoke(ctx)
         rc = result if isinstance(result, int) else ExitCode.OK
-    except _EXITS as e:
-        rc = int(getattr(e, "exit_code", ExitCode.USAGE))
-    except _ABORTS:
-        rc = ExitCode.INTERRUPTED
-    except _USAGE_ERRORS as e:
-        if type(e).__name__ == "NoArgsIsHelpError":
-            getattr(e, "show")()  # noqa: B009 - a command run without arguments: its help (on stderr)
-        else:
-            _err(_usage_line(e))
-        rc = ExitCode.USAGE
-    except KafkaToolError as e:
-        if show_traceback:
-            import traceback
-
-            traceback.print_exc()
-        if e.field is not None and e.path is None and e.position is None:
-            _err(f"kafkatool: error: {option_for(args, e.field)}: {e.message}")
-        elif e.field is not None and (option := _option_of(args, e.field)) is not None:
-            _err(f"kafkatool: error: {e} ({option})")  # about bytes on disk, and the option that would change it
-        else:
-            _err(f"kafkatool: error: {e}")
-        rc = e.exit_code
-    except KeyboardInterrupt:
-        _err("kafkatool: interrupted")
-        rc = ExitCode.INTERRUPTED
     except BrokenPipeError:
         rc = ExitCode.OK  # the reader went away (``| head``): not an error
+    except KafkaToolError as e:
+        _traceback(show_traceback)
+        if e.field is not None and e.path is None and e.position is None:
+            _err(f"{who}: error: {option_for(args, e.field)}: {e.message}")
+        elif e.field is not None and (option := _option_of(args, e.field)) is not None:
+            _err(f"{who}: error: {e} ({option})")  # about bytes on disk, and the option that would change it
+        else:
+            _err(f"{who}: error: {e}")
+        rc = e.exit_code
+    except KeyboardInterrupt:
+        _err(f"{who}: interrupted")
+        rc = ExitCode.INTERRUPTED
     except OSError as e:
-        if show_traceback:
-            import traceback
-
-            traceback.print_exc()
-        where = f"{e.filename}: " if e.filename else ""
-        _err(f"kafkatool: error: {where}{e.strerror or e}")
+        _traceback(show_traceback)
+        where = f"{shown(e.filename)}: " if e.filename else ""
+        _err(f"{who}: error: {where}{e.strerror or e}")
         rc = ExitCode.USAGE
     except MemoryError:
-        _err("kafkatool: error: out of memory (lower --memory, or raise the machine's limit)")
+        _err(f"{who}: error: out of memory (lower --memory, or raise the machine's limit)")
         rc = ExitCode.USAGE
-    except Exception as e:  # a bug: say so in one line, the traceback on request
-        if show_traceback:
-            import traceback
-
-            traceback.print_exc()
-        _err(f"kafkatool: internal error: {type(e).__name__}: {e} (rerun with --traceback and report it)")
-        rc = ExitCode.USAGE
+    except Exception as e:
+        rc = _click_exit(e, who)
+        if rc < 0:  # a bug: say so in one line, the traceback on request
+            _traceback(show_traceback)
+            _err(f"{who}: error: internal error: {type(e).__name__}: {e} (rerun with --traceback and report it)")
+            rc = ExitCode.SOFTWARE
     _exit(rc)
+
+
+def _click_exit(e: Exception, who: str) -> int:
+    """The exit code of click's own exceptions (an exit, an abort, a usage error: printed here), or -1."""
+    names = {c.__name__ for c in type(e).__mro__}
+    if "Exit" in names:
+        return int(getattr(e, "exit_code", ExitCode.USAGE))
+    if "Abort" in names:
+        return ExitCode.INTERRUPTED
+    if "NoArgsIsHelpError" in names:
+        getattr(e, "show")()  # noqa: B009 - a command run without arguments: its help (on stderr)
+        return ExitCode.USAGE
+    if "ClickException" in names:
+        _err(_usage_line(e, who))
+        return ExitCode.USAGE
+    return -1
+
+
+def _traceback(show: bool) -> None:
+    if show:
+        import traceback
+
+        traceback.print_exc()
 
 
 def option_for(args: list[str], field: str) -> str:
@@ -183,44 +213,31 @@ def option_for(args: list[str], field: str) -> str:
 
 def _option_of(args: list[str], field: str) -> str | None:
     """The option of the command ``args`` run whose parameter is named ``field``, or None (the root's ``--memory``
-    when the command has none)."""
+    when the command has none). Hidden spellings (deprecated aliases) are never the answer."""
     chain: list[Any] = [typer.main.get_command(app)]
-    for a in args:
-        subs = getattr(chain[-1], "commands", None)
-        if subs is None:
+    for a in command_words(args):
+        sub = chain[-1].get_command(None, a) if hasattr(chain[-1], "get_command") else None
+        if sub is None:
             break
-        if a in subs:
-            chain.append(subs[a])
+        chain.append(sub)
     for command in reversed(chain):
         for param in getattr(command, "params", []):
-            if param.name == field and param.opts and str(param.opts[0]).startswith("-"):
+            if param.name == field and not getattr(param, "hidden", False) and param.opts \
+                    and str(param.opts[0]).startswith("-"):
                 return str(max(param.opts, key=len))
+            if param.name == field and getattr(param, "param_type_name", "") == "argument":
+                return str(getattr(param, "metavar", None) or param.name.upper())  # an argument: its metavar (DST)
     return None
 
 
-def _plain_help(cmd: object) -> None:
-    """Help texts are plain text (the man pages and the README print them as they are), but typer's rich help
-    reads them as rich markup and drops anything in brackets: "[default: 256MiB]", "[api.version.request=true]".
-    Escape them for --help."""
-    from rich.markup import escape
-
-    for obj in (cmd, *getattr(cmd, "params", [])):
-        for attr in ("help", "short_help"):
-            text = getattr(obj, attr, None)
-            if isinstance(text, str):
-                setattr(obj, attr, escape(text))
-    for sub in (getattr(cmd, "commands", None) or {}).values():
-        _plain_help(sub)
-
-
-def _usage_line(e: BaseException) -> str:
+def _usage_line(e: BaseException, who: str) -> str:
     """click's usage error as one line: what is wrong and where the help is (click's own show() prints the
     usage, a hint and a boxed message)."""
     message = getattr(e, "format_message", lambda: str(e))()
     ctx = getattr(e, "ctx", None)
-    path = getattr(ctx, "command_path", None) or "kafkatool"
+    path = getattr(ctx, "command_path", None) or who
     text = " ".join(str(message).replace("Value error, ", "").split())
-    return f"kafkatool: error: {text} (see '{path} --help')"
+    return f"{path}: error: {text} (see '{path} --help')"
 
 
 def _err(text: str) -> None:

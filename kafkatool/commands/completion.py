@@ -16,6 +16,8 @@ from typing import Annotated
 
 import typer
 
+from kafkatool.commands import examples
+from kafkatool.commands.help import add_command
 from kafkatool.errors import ExitCode, UsageError
 from kafkatool.util.atomic import atomic_write_bytes
 
@@ -27,7 +29,7 @@ class Shell(str, enum.Enum):
 
 
 def completion(
-    shell: Annotated[Shell, typer.Argument(help="The shell: bash, zsh or fish.", show_default=False)],
+    shell: Annotated[Shell, typer.Argument(metavar="bash|zsh|fish", help="The shell.", show_default=False)],
 ) -> int:
     """Print the shell completion script for bash, zsh or fish.
 
@@ -45,11 +47,11 @@ def completion(
 
 def man(
     command: Annotated[list[str] | None, typer.Argument(
-        help="The command whose page to print (e.g. dump, canary plan); none: kafkatool's own page.",
+        metavar="COMMAND", help="The command whose page to print (e.g. dump, canary plan); none: kafkatool's own page.",
         show_default=False)] = None,
     output: Annotated[Path | None, typer.Option(
-        "--output", "-o", help="Write every page (kafkatool.1, kafkatool-dump.1, ...) into this directory "
-        "instead, e.g. ~/.local/share/man/man1; then man kafkatool-dump works.", show_default=False)] = None,
+        "--output", "-o", metavar="DIR", help="Write every page (kafkatool.1, kafkatool-dump.1, ...) into this "
+        "directory instead, e.g. ~/.local/share/man/man1; then man kafkatool-dump works.", show_default=False)] = None,
 ) -> int:
     """Print a man page (roff), or write them all into a directory.
 
@@ -76,5 +78,5 @@ def man(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("completion", short_help="Print the shell completion script for bash, zsh or fish.")(completion)
-    app.command("man", short_help="Print a man page, or write them all into a directory.")(man)
+    add_command(app, "completion", completion, epilog=examples.COMPLETION)
+    add_command(app, "man", man, epilog=examples.MAN, no_args_is_help=False)

@@ -19,6 +19,10 @@ MaxMessageBytesOpt = Annotated[int, size_opt(
     "--max-message-bytes", help="No output batch may be larger (the topic's max.message.bytes, 1 MiB + 12). "
     "A larger one is split (KIP-126); a single record that does not fit is an error naming its offset.")]
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Convert and report, but write nothing.")]
+ResumeOpt = Annotated[bool, typer.Option(
+    "--resume", help="DST holds an interrupted run of the same conversion (no _SUCCESS marker): keep the partitions "
+    "it completed and convert the others. Over a new or empty DST: a normal run; over a complete one: nothing to "
+    "do.")]
 SkipCorruptOpt = Annotated[bool, typer.Option(
     "--skip-corrupt", help="Leave corrupt data out instead of stopping at it: batches (and v0/v1 inner messages) "
     "that dump --deep --verify reports as errors are not converted, and are counted in the summary, the JSON and "

@@ -23,6 +23,7 @@ import typer
 
 from kafkatool import JSON_SCHEMA_VERSION, __version__
 from kafkatool.commands.app import get_app
+from kafkatool.commands.help import metavar, paragraphs
 from kafkatool.errors import ExitCode
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,6 +35,7 @@ EXIT_CODES = [
     (ExitCode.FINDINGS, "findings: corruption, index mismatch, failed verification or canary difference"),
     (ExitCode.USAGE, "usage error, unreadable input, I/O error, or --memory too small (the message says the minimum)"),
     (ExitCode.REFUSED, "refused: a live broker holds the log dir's .lock (nothing was changed)"),
+    (ExitCode.SOFTWARE, "internal error: a bug in kafkatool (rerun with --traceback and report it)"),
     (ExitCode.INTERRUPTED, "interrupted (SIGINT)"),
 ]
 
@@ -58,9 +60,10 @@ class Opt:
 
 @dataclass
 class Arg:
-    name: str
+    name: str  # as the usage line shows it: PATH..., SRC
     is_path: bool
     choices: list[str]
+    param: str = "arg"  # the parameter's name (shell)
 
 
 @dataclass
@@ -68,6 +71,7 @@ class Cmd:
     path: list[str]
     help: str
     short: str
+    examples: str = ""  # the command's Examples section, as --help shows it (commands/examples.py)
     options: list[Opt] = field(default_factory=list)
     arguments: list[Arg] = field(default_factory=list)
     subcommands: list[Cmd] = field(default_factory=list)
@@ -110,25 +114,25 @@ def _first_sentence(text: str) -> str:
 
 
 def _walk(cmd: Any, path: list[str]) -> Cmd:
-    help_text = _clean(getattr(cmd, "help", "") or "")
+    help_text = "\n\n".join(_clean(p) for p in paragraphs(getattr(cmd, "help", "") or ""))
     short = _clean(getattr(cmd, "short_help", "") or "") or _first_sentence(help_text)
-    node = Cmd(path, help_text, short)
+    node = Cmd(path, help_text, short, (getattr(cmd, "epilog", "") or "").strip("\n"))
     for p in cmd.params:
         if getattr(p, "hidden", False):
             continue
-        desc = getattr(p, "type_descriptor", None)
-        type_name = str(getattr(desc, "annotation", "")).lower()
-        choices = [str(getattr(c, "value", c)) for c in (getattr(desc, "choices", None) or [])]
+        desc = getattr(p, "type_descriptor", None)  # typer 0.29's; earlier ones keep the click type
+        type_name = str(getattr(desc, "annotation", "") or getattr(p.type, "name", "")).lower()
+        raw_choices = getattr(desc, "choices", None) or getattr(p.type, "choices", None) or []
+        choices = [str(getattr(c, "value", c)) for c in raw_choices]
         is_path = "path" in type_name or p.name in {"paths", "path", "src", "dst", "directory", "workdir", "output",
                                                    "out", "plot", "clients"}
         if p.param_type_name == "argument":
-            name = (p.name or "arg").upper() + ("..." if getattr(p, "nargs", 1) == -1 else "")
-            node.arguments.append(Arg(name, is_path and not choices, choices))
+            node.arguments.append(Arg(metavar(p), is_path and not choices, choices, str(p.name or "arg")))
             continue
         names = [*p.opts, *getattr(p, "secondary_opts", [])]
         takes_value = not getattr(p, "is_flag", False) and not getattr(p, "count", False)
-        metavar = (p.name or "value").upper()
-        node.options.append(Opt(names, _clean(getattr(p, "help", "")), takes_value, choices, metavar, is_path))
+        metavar_ = metavar(p)
+        node.options.append(Opt(names, _clean(getattr(p, "help", "")), takes_value, choices, metavar_, is_path))
     node.options.append(Opt(["--help", "-h"], "Show the help and exit.", False, [], "", False))
     for name, sub in sorted(getattr(cmd, "commands", {}).items()):
         if not getattr(sub, "hidden", False):
@@ -218,19 +222,20 @@ def zsh(tree: Cmd) -> str:
             excl = f"({' '.join(names)})" if len(names) > 1 else ""
             action = ""
             if o.takes_value:
+                what = re.sub(r"[^a-z0-9_-]+", "_", o.metavar.lower()).strip("_") or "value"
                 if o.choices:
-                    action = f":{o.metavar.lower()}:({' '.join(o.choices)})"
+                    action = f":{what}:({' '.join(o.choices)})"
                 elif o.is_path:
-                    action = f":{o.metavar.lower()}:_files"
+                    action = f":{what}:_files"
                 else:
-                    action = f":{o.metavar.lower()}: "
+                    action = f":{what}: "
             name_part = "{" + ",".join(names) + "}" if len(names) > 1 else names[0]
             specs.append(f"'{excl}'{name_part}'[{desc}]{action}'" if excl else f"'{name_part}[{desc}]{action}'")
         if c.subcommands:
             specs.append("'1: :->cmds'")
             specs.append("'*:: :->args'")
         elif any(a.choices for a in c.arguments):
-            specs.append(f"'1:{c.arguments[0].name.lower()}:({' '.join(c.arguments[0].choices)})'")
+            specs.append(f"'1:{c.arguments[0].param}:({' '.join(c.arguments[0].choices)})'")
         elif any(a.is_path for a in c.arguments):
             specs.append("'*:file:_files'")
         out.append("    local state")
@@ -317,6 +322,7 @@ def completion_script(shell: str, tree: Cmd) -> str:
 
 def _roff(text: str) -> str:
     t = text.replace("\\", "\\e").replace("-", "\\-")
+    t = "".join(c if ord(c) < 128 else f"\\[u{ord(c):04X}]" for c in t)  # a table's rules, a bar: by code point
     return "\n".join(("\\&" + line) if line.startswith((".", "'")) else line for line in t.split("\n"))
 
 
@@ -331,7 +337,9 @@ def man_page(c: Cmd, tree: Cmd) -> str:
     for a in c.arguments:
         syn += f" {a.name}"
     out.append(_roff(syn))
-    out += [".SH DESCRIPTION", _roff(c.help or c.short)]
+    out.append(".SH DESCRIPTION")
+    for i, para in enumerate(paragraphs(c.help or c.short)):
+        out += ([".PP"] if i else []) + [_roff(para)]
     if c.subcommands:
         out.append(".SH COMMANDS")
         for s in c.subcommands:
@@ -352,68 +360,14 @@ def man_page(c: Cmd, tree: Cmd) -> str:
             ".SH ENVIRONMENT"]
     for name, meaning in ENVIRONMENT:
         out += [".TP", f".B {name}", _roff(meaning)]
-    examples = EXAMPLES.get(c.name, [])
-    if examples:
-        out.append(".SH EXAMPLES")
-        for cmdline, what in examples:
-            out += [".PP", _roff(what), ".PP", ".nf", ".RS 4", _roff(cmdline), ".RE", ".fi"]
+    if c.examples:
+        out += [".SH EXAMPLES", _roff("On the log dir that kafkatool sample demo writes:" if "demo" in c.examples
+                                      else "As a terminal shows them:"), ".PP", ".nf", ".RS 4"]
+        out += [_roff(line) for line in c.examples.split("\n")]
+        out += [".RE", ".fi"]
     see = sorted({s.name.replace(" ", "-") for s in _all(tree)} - {title})
     out += [".SH SEE ALSO", ", ".join(f"\\fB{_roff(s)}\\fR(1)" for s in see)]
     return "\n".join(out) + "\n"
-
-
-EXAMPLES: dict[str, list[tuple[str, str]]] = {
-    "kafkatool": [("kafkatool sample /tmp/demo && kafkatool dump /tmp/demo/orders-0 --verify",
-                   "Make a sample log dir and verify one partition.")],
-    "kafkatool metadata": [
-        ("kafkatool metadata /var/lib/kafka/meta/__cluster_metadata-0",
-         "The cluster's metadata image: brokers, topics, partitions, configs, quotas, ACLs."),
-        ("kafkatool metadata /var/lib/kafka/meta --at-time 2026-11-02T10:00:00Z -f json",
-         "The image as it was at that time, as JSON lines."),
-        ("kafkatool metadata /var/lib/kafka/meta --diff 1200 1450", "What changed between two offsets."),
-    ],
-    "kafkatool dump": [
-        ("kafkatool dump /var/lib/kafka/orders-0 --deep --verify", "Walk every batch and record, checking CRCs."),
-        ("kafkatool dump 00000000000000000000.log --deep --print-data --format dump-log",
-         "The lines kafka-dump-log.sh prints, for existing grep scripts."),
-        ("kafkatool dump /var/lib/kafka --format json --verify-index | jq .", "Machine-readable findings."),
-    ],
-    "kafkatool sample": [("kafkatool sample /tmp/demo --seed 7", "A small realistic log dir, deterministic per seed.")],
-    "kafkatool downconvert": [("kafkatool downconvert /var/lib/kafka/orders-0 /tmp/orders-v1 --to-magic 1",
-                               "Rewrite a partition as message format v1 for old consumers.")],
-    "kafkatool upconvert": [("kafkatool upconvert /var/lib/kafka/legacy-0 /tmp/legacy-v2",
-                             "Rewrite v0/v1 data as v2, as Kafka 4's cleaner would.")],
-    "kafkatool fetch-sim": [("kafkatool fetch-sim /var/lib/kafka/orders-0 --fetch-version 2 --fetch-offset 100",
-                             "What a 0.10-era consumer receives from this partition.")],
-    "kafkatool reindex-time": [("kafkatool reindex-time /var/lib/kafka", "Check every index against a rebuild."),
-                               ("kafkatool reindex-time /var/lib/kafka --in-place --jobs 2",
-                                "Rebuild the indexes of a stopped broker, keeping .bak copies.")],
-    "kafkatool spark-scan": [("kafkatool spark-scan /var/lib/kafka", "Statistics on embedded local Spark."),
-                             ("kafkatool spark-scan /data/kafka --master spark://master:7077 --output /tmp/stats",
-                              "The same on a cluster, written as Parquet.")],
-    "kafkatool canary": [("kafkatool canary plan /var/lib/kafka --target-format 2", "Inventory and upgrade plan.")],
-    "kafkatool completion": [
-        ("kafkatool completion bash > ~/.local/share/bash-completion/completions/kafkatool",
-         "Install the bash completion for the current user."),
-        ("kafkatool completion fish > ~/.config/fish/completions/kafkatool.fish", "The same for fish."),
-    ],
-    "kafkatool man": [("kafkatool man canary plan | man -l -", "Read the page of one command."),
-                      ("kafkatool man --output ~/.local/share/man/man1", "Install every page where man finds it.")],
-    "kafkatool canary plan": [
-        ("kafkatool canary plan /var/lib/kafka --clients clients.txt",
-         "What is on disk, what breaks for which consumers, and the upgrade phases."),
-        ("kafkatool canary plan /var/lib/kafka --compacted events --max-message-bytes events=4MiB --format json",
-         "Declare a compacted topic and its max.message.bytes; JSON lines."),
-    ],
-    "kafkatool canary run": [("kafkatool canary run /var/lib/kafka --partitions 'legacy-*' --workdir /var/tmp/c1",
-                              "Convert the chosen partitions to v2 in a work dir (the log dir is not touched).")],
-    "kafkatool canary verify": [("kafkatool canary verify /var/tmp/c1",
-                                 "Prove each canary equal to its original, record by record.")],
-    "kafkatool canary apply": [("kafkatool canary apply /var/tmp/c1",
-                                "Swap the verified canaries in (broker stopped); crash-safe.")],
-    "kafkatool canary rollback": [("kafkatool canary rollback /var/tmp/c1",
-                                   "Put the originals back, byte for byte.")],
-}
 
 
 # ---------------------------------------------------------------------------------------------- reference

@@ -11,16 +11,19 @@ from kafkatool.commands.conversion import (
     ChunkSizeOpt,
     DryRunOpt,
     MaxMessageBytesOpt,
+    ResumeOpt,
     SegmentBytesOpt,
     SkipCorruptOpt,
 )
+from kafkatool.commands.examples import DOWNCONVERT as EXAMPLES
+from kafkatool.commands.help import add_command
 from kafkatool.commands.options import (
-    FormatOpt,
     LiveOpt,
     MemoryOpt,
     Output,
     OutputFormat,
     QuietOpt,
+    TextJsonFormatOpt,
     TracebackOpt,
     memory_option,
     size_opt,
@@ -44,6 +47,11 @@ HELP = "\n\n".join([
     'DST must be new or empty; it receives one complete partition dir per input partition (segments, '
     '.index, .timeindex, leader-epoch-checkpoint, partition.metadata), written crash-safely. Source files '
     'are never modified. Stop the broker before moving the result into a log dir.',
+    'DST is refused (exit 2, nothing written) when it, or a DST/<partition> it would receive, is or lies '
+    'inside SRC, its partition dir or its broker log dir. A complete run ends with DST/_SUCCESS; a run that '
+    'was interrupted leaves whole partition dirs and no _SUCCESS, and a second run over it stops and says '
+    'so: '
+    '--resume converts the partitions not yet complete (with the same options), or remove DST and run again.',
     'Corrupt data is never rewritten with a fresh CRC: a batch or v0/v1 inner message that dump --deep --verify '
     'reports as an error stops the run (exit 1, nothing written), naming file, byte and offset; --skip-corrupt '
     'leaves such data out and counts it.',
@@ -53,12 +61,7 @@ HELP = "\n\n".join([
 
 
 def register(app: typer.Typer) -> None:
-    app.command(
-        "downconvert",
-        help=HELP,
-        short_help="Rewrite a segment, partition or log dir as message format v1 or v0.",
-        no_args_is_help=True,
-    )(downconvert)
+    add_command(app, "downconvert", downconvert, help=HELP, epilog=EXAMPLES)
 
 
 def downconvert(
@@ -81,18 +84,20 @@ def downconvert(
     segment_bytes: SegmentBytesOpt = DEFAULT_SEGMENT_BYTES,
     max_message_bytes: MaxMessageBytesOpt = DEFAULT_MAX_MESSAGE_BYTES,
     dry_run: DryRunOpt = False,
+    resume: ResumeOpt = False,
     skip_corrupt: SkipCorruptOpt = False,
     live: LiveOpt = False,
     memory: MemoryOpt = None,
-    fmt: FormatOpt = None,
+    fmt: TextJsonFormatOpt = None,
     quiet: QuietOpt = False,
     traceback: TracebackOpt = False,
 ) -> int:
     output = Output(quiet=quiet)
-    form = output.resolve_format(fmt, tty_default=OutputFormat.text)
+    form = OutputFormat(fmt.value) if fmt is not None else OutputFormat.text
     request = ConvertRequest(src, dst, to_magic, codec=codec, zstd_to=zstd_to, batch_bytes=batch_bytes,
                              chunk_size=chunk_size, segment_bytes=segment_bytes, max_message_bytes=max_message_bytes,
-                             dry_run=dry_run, skip_corrupt=skip_corrupt, live=live, memory=memory_option(memory))
+                             dry_run=dry_run, resume=resume, skip_corrupt=skip_corrupt, live=live,
+                             memory=memory_option(memory))
     with ConvertRenderer(output, form, "downconvert") as renderer:
         outcome = convert(request, renderer)
     render_total(output, form, outcome.partitions, "downconvert", dry_run)

@@ -7,27 +7,38 @@ Options are parsed here; the work is ``kafkatool.dump.run.dump`` (a ``DumpReques
 from __future__ import annotations
 
 import enum
-import os
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from kafkatool.commands.examples import DUMP as EXAMPLES
+from kafkatool.commands.help import add_command
 from kafkatool.commands.options import (
+    FROM_TIME_HELP,
+    TO_TIME_HELP,
     LiveOpt,
     MemoryOpt,
+    PartitionOpt,
     QuietOpt,
+    TopicOpt,
     TracebackOpt,
     memory_option,
     require,
     size_opt,
     time_opt,
 )
-from kafkatool.commands.render.dump import DumpRenderer
 from kafkatool.dump.events import DEFAULT_RESYNC_LIMIT
 from kafkatool.dump.run import DumpRequest, dump
-from kafkatool.errors import ExitCode
+
+HELP = """Dump segments, indexes, snapshots and checkpoints; report corruption, torn tails and index mismatches.
+
+Exit codes: 0 clean, 1 findings (errors or warnings), 2 usage or unreadable input (a file named on the command
+line that is not one of Kafka's), 3 a live broker holds the log dir's .lock (--live reads it anyway, with a
+warning), 130 interrupted. Nothing is ever written. The largest decompressed batch accepted follows --memory (a
+larger one is a decompress-limit finding, never an out-of-memory).
+"""
 
 
 class DumpFormat(str, enum.Enum):
@@ -41,6 +52,17 @@ class Encoding(str, enum.Enum):
     utf8 = "utf8"
     hex = "hex"
     base64 = "base64"
+
+
+class StdinKind(str, enum.Enum):
+    # what ``dump -`` reads: dump.events.FileKind values an operator types
+    LOG = "log"
+    INDEX = "index"
+    TIMEINDEX = "timeindex"
+    TXNINDEX = "txnindex"
+    SNAPSHOT = "snapshot"
+    CHECKPOINT = "checkpoint"  # a log dir's offset checkpoints
+    LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 
 
 class ControlType(str, enum.Enum):
@@ -59,11 +81,12 @@ _FILTERS = "Decoders and filters"
 
 def dump_cmd(
     paths: Annotated[list[Path], typer.Argument(
-        help="Segment or index files, partition dirs, or broker log dirs (every file of every partition).",
-        show_default=False)],
+        metavar="PATH", help="Segment or index files, partition dirs, or broker log dirs (every file of every "
+        "partition); - reads one file from stdin (its kind sniffed, or --kind); a quoted glob ('*.log') is expanded "
+        "here.", show_default=False)],
     deep: Annotated[bool, typer.Option("--deep", "-d", help="Decode and print every record (Kafka's "
                                        "--deep-iteration).")] = False,
-    print_data: Annotated[bool, typer.Option("--print-data", "-p", help="Print keys, values and header values "
+    print_data: Annotated[bool, typer.Option("--print-data", help="Print keys, values and header values "
                                              "(implies --deep; Kafka's --print-data-log).")] = False,
     encoding: Annotated[Encoding, typer.Option("--encoding", "-e", help="How keys and values are printed: utf8 "
                                                "(Kafka's StringDecoder; undecodable bytes become U+FFFD in JSON), "
@@ -73,15 +96,20 @@ def dump_cmd(
                                                    "(kafka-dump-log.sh 3.9's exact lines), json (JSON lines, schema "
                                                    "1), table (default on a terminal).",
                                                    case_sensitive=False)] = None,
-    from_offset: Annotated[int | None, typer.Option("--from-offset", help="Only batches/records at or after this "
-                                                    "offset (starts from the .index when it can).")] = None,
-    to_offset: Annotated[int | None, typer.Option("--to-offset", help="Only up to this offset (inclusive); the "
-                                                  "walk stops past it.")] = None,
-    from_time: Annotated[int | None, time_opt("--from-time", help="Only records with a timestamp at or after "
-                                              "this (epoch ms or ISO-8601); shallow: batches whose max timestamp "
-                                              "is.")] = None,
-    to_time: Annotated[int | None, time_opt("--to-time", help="Only records with a timestamp at or before this; "
-                                            "shallow: batches whose first timestamp is.")] = None,
+    topic: TopicOpt = None,
+    partition: PartitionOpt = None,
+    kind: Annotated[StdinKind | None, typer.Option(
+        "--kind", metavar="KIND", help="What the file read from stdin (PATH -) is: log, index, timeindex, "
+        "txnindex, snapshot, checkpoint or leader-epoch-checkpoint; default: sniffed from its bytes.",
+        case_sensitive=False, show_default=False)] = None,
+    from_offset: Annotated[int | None, typer.Option("--from-offset", metavar="OFFSET", help="Only records at or "
+                                                    "after this offset (starts from the .index when it can).")] = None,
+    to_offset: Annotated[int | None, typer.Option("--to-offset", metavar="OFFSET", help="Only records up to this "
+                                                  "offset, inclusive; the walk stops past it.")] = None,
+    from_time: Annotated[int | None, time_opt("--from-time", help=FROM_TIME_HELP + " Shallow: batches whose max "
+                                              "timestamp is.")] = None,
+    to_time: Annotated[int | None, time_opt("--to-time", help=TO_TIME_HELP + " Shallow: batches whose first "
+                                            "timestamp is.")] = None,
     max_bytes: Annotated[int | None, size_opt("--max-bytes", help="Only the first N bytes of each .log "
                                               "(e.g. 64MiB; Kafka's --max-bytes).")] = None,
     verify: Annotated[bool, typer.Option("--verify", help="Decode every record of every batch (CRCs of batches are "
@@ -145,17 +173,6 @@ def dump_cmd(
     quiet: QuietOpt = False,
     traceback: TracebackOpt = False,
 ) -> int:
-    """Dump segments, indexes, snapshots and checkpoints; report corruption, torn tails and index mismatches.
-
-    Exit codes: 0 clean, 1 findings (errors or warnings), 2 usage or unreadable input, 3 a live broker holds
-    the log dir's .lock (--live reads it anyway, with a warning), 130 interrupted. Nothing is ever written.
-    The largest decompressed batch accepted follows --memory (a larger one is a decompress-limit finding,
-    never an out-of-memory).
-
-    Examples: kafkatool dump /var/lib/kafka/orders-0 --deep --print-data | less;
-    kafkatool dump 00000000000000000000.log -f dump-log --deep;
-    kafkatool dump /var/lib/kafka --deep --verify --summary-only
-    """
     require(decoder is None or (key_decoder is None and value_decoder is None),
             "--decoder decodes whole records; it cannot be combined with --key-decoder/--value-decoder")
     require(dump_log_version in ("3.9", "4"), f"--dump-log-version {dump_log_version!r}: 3.9 or 4")
@@ -168,32 +185,17 @@ def dump_cmd(
         producer_id=producer_id, producer_epoch=producer_epoch, transactional=transactional,
         control_type=[c.value for c in control_type] if control_type else None, key=key, key_regex=key_regex,
         summary_only=summary_only, count=count, kafka_compat=form == DumpFormat.dump_log, live=live,
+        topic=tuple(topic or ()), partition=tuple(partition or ()), kind=kind.value if kind else None,
         memory=memory_option(memory))
+    from kafkatool.commands.render.dump import DumpRenderer
+
     renderer = DumpRenderer(sys.stdout, form.value, request, encoding=encoding.value,
-                            skip_record_metadata=skip_record_metadata, quiet=quiet,
-                            progress=not quiet and sys.stderr.isatty(), dump_log_version=dump_log_version)
-    try:
-        with renderer:
-            outcome = dump(request, renderer)
-            renderer.finish(outcome)
-    except BrokenPipeError:
-        # `| head`: the reader is gone; that is not an error. (click would turn EPIPE into exit 1.)
-        _silence_stdout()
-        return ExitCode.OK
+                            skip_record_metadata=skip_record_metadata, quiet=quiet, dump_log_version=dump_log_version)
+    with renderer:
+        outcome = dump(request, renderer)
+        renderer.finish(outcome)
     return outcome.exit_code
 
 
-def _silence_stdout() -> None:
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
-
-
 def register(app: typer.Typer) -> None:
-    app.command(
-        "dump",
-        short_help="Dump segments, indexes, snapshots and checkpoints; report corruption.",
-        no_args_is_help=True,
-    )(dump_cmd)
+    add_command(app, "dump", dump_cmd, help=HELP, epilog=EXAMPLES, aliases={"-p": "--print-data"})

@@ -7,14 +7,18 @@ from typing import Annotated
 
 import typer
 
+from kafkatool.commands.examples import FETCH_SIM as EXAMPLES
+from kafkatool.commands.help import add_command
 from kafkatool.commands.options import (
-    FormatOpt,
     LiveOpt,
     MemoryOpt,
     Output,
     OutputFormat,
+    PartitionOpt,
     QuietOpt,
     Sizes,
+    TextJsonFormatOpt,
+    TopicOpt,
     TracebackOpt,
     memory_option,
     require,
@@ -41,22 +45,20 @@ mid-batch when the converted data is larger, an overflow ("fake trailing") batch
 when smaller, the duplicated first batch when a leading batch converts to nothing, the overflow after a
 zstd chunk. Reports what an old consumer would make of it. Exit 1 when a partition ends in an error.
 
+--topic and --partition select partitions of the dirs given; a bare .log file outside a partition dir is
+named by them (one topic name; partition 0 unless given).
+
 Exit 3: a live broker holds the .lock of a log dir a PATH is in (--live reads it anyway, with a warning that
-active segments may be mid-write), or of one that --out or --plot would write into (never written).
+active segments may be mid-write), or of one that --output or --plot would write into (never written).
 """
 
 
 def register(app: typer.Typer) -> None:
-    app.command(
-        "fetch-sim",
-        help=HELP,
-        short_help="What a broker sends a consumer of an older message format (Fetch v0-3).",
-        no_args_is_help=True,
-    )(fetch_sim_cmd)
+    add_command(app, "fetch-sim", fetch_sim_cmd, help=HELP, epilog=EXAMPLES, aliases={"--out": "--output"})
 
 
 def fetch_sim_cmd(
-    paths: Annotated[list[Path], typer.Argument(help="Partition dirs, log dirs or .log segment files.",
+    paths: Annotated[list[Path], typer.Argument(metavar="PATH", help="Partition dirs, log dirs or .log segment files.",
                                                 show_default=False)],
     fetch_version: Annotated[int | None, typer.Option("--fetch-version", min=0, max=3,
                                                       help="Fetch request version 0..3 (v0-1 read magic 0, "
@@ -65,7 +67,7 @@ def fetch_sim_cmd(
                                                  help="Target magic instead of a version (0 -> Fetch v1, "
                                                  "1 -> Fetch v3).")] = None,
     fetch_offset: Annotated[list[str] | None, typer.Option(
-        "--fetch-offset", "-o", help="Offset to fetch from: one for all partitions, one per partition in "
+        "--fetch-offset", metavar="OFFSET", help="Offset to fetch from: one for all partitions, one per partition in "
         "PATH order (repeat or comma-separate), or TOPIC-N=OFFSET. Default: the log start offset.")] = None,
     partition_max_bytes: Annotated[int, size_opt(
         "--partition-max-bytes", help="Per-partition max bytes (consumer max.partition.fetch.bytes).",
@@ -94,12 +96,13 @@ def fetch_sim_cmd(
         "version that reads it.")] = 2,
     high_watermark: Annotated[int | None, typer.Option(
         "--high-watermark", help="High watermark (default: the log end offset).")] = None,
-    topic: Annotated[str | None, typer.Option(
-        "--topic", help="Topic name for a bare .log file outside a partition dir.")] = None,
-    partition: Annotated[int, typer.Option("--partition", help="Partition number for --topic.")] = 0,
-    out: Annotated[Path | None, typer.Option(
-        "--out", help="Write the whole FetchResponse (size prefix included) to FILE.")] = None,
-    raw: Annotated[bool, typer.Option("--raw", help="With --out: write only the partition's record bytes.")] = False,
+    topic: TopicOpt = None,
+    partition: PartitionOpt = None,
+    output: Annotated[Path | None, typer.Option(
+        "--output", "-o", metavar="FILE", help="Write the whole FetchResponse (size prefix included) to FILE.")]
+    = None,
+    raw: Annotated[bool, typer.Option("--raw", help="With --output: write only the partition's record bytes.")]
+    = False,
     correlation_id: Annotated[int, typer.Option("--correlation-id", help="Response correlation id.")] = 0,
     throttle_time_ms: Annotated[int, typer.Option("--throttle-time-ms", help="Throttle time (v1+).")] = 0,
     consumer_view: Annotated[bool, typer.Option(
@@ -108,31 +111,35 @@ def fetch_sim_cmd(
         "--sweep-chunk-sizes", help="Comma-separated chunk sizes (e.g. 16K,32K,64K,128K,256K,512K,1M): read "
         "the log from the fetch offset to its end with each, and print throughput and peak memory per size, "
         "plus the whole-slice conversion of brokers before KIP-283.")] = None,
-    plot: Annotated[Path | None, typer.Option("--plot", help="With --sweep-chunk-sizes: write a PNG chart.")] = None,
+    plot: Annotated[Path | None, typer.Option("--plot", metavar="FILE",
+                                              help="With --sweep-chunk-sizes: write a PNG chart.")] = None,
     trace_memory: Annotated[bool, typer.Option(
         "--trace-memory", help="Also measure each chunk conversion's peak heap with tracemalloc (reported as "
         "traced peak conversion memory; slow: tens of times the conversion's time).")] = False,
     live: LiveOpt = False,
     memory: MemoryOpt = None,
-    fmt: FormatOpt = None,
+    fmt: TextJsonFormatOpt = None,
     quiet: QuietOpt = False,
     traceback: TracebackOpt = False,
 ) -> int:
-    output = Output(quiet=quiet)
-    form = output.resolve_format(fmt, tty_default=OutputFormat.text)
+    out = Output(quiet=quiet)
+    form = OutputFormat(fmt.value) if fmt is not None else OutputFormat.text
     if fetch_version is not None and to_magic is not None:
         require(to_magic == to_magic_for_version(fetch_version),
                 f"--to-magic {to_magic} contradicts --fetch-version {fetch_version} "
                 f"(which reads magic {to_magic_for_version(fetch_version)})")
-    require(not raw or out is not None, "--raw needs --out FILE")
+    require(not raw or output is not None, "--raw needs --output FILE")
+    require(output is None or not output.name.isdigit() or output.exists(),
+            f"--output {output}: -o is --output (a file) now; the fetch offset is --fetch-offset")
     require(plot is None or sweep_chunk_sizes is not None, "--plot needs --sweep-chunk-sizes")
     request = FetchSimRequest(
         paths, fetch_version=fetch_version, to_magic=to_magic, fetch_offset=fetch_offset or (),
         partition_max_bytes=partition_max_bytes, fetch_max_bytes=fetch_max_bytes,
         broker_fetch_max_bytes=broker_fetch_max_bytes, min_one_message=min_one_message, chunk_size=chunk_size,
-        position=position, high_watermark=high_watermark, log_magic=log_magic, topic=topic, partition=partition,
-        out=out, raw=raw,
+        position=position, high_watermark=high_watermark, log_magic=log_magic, topic=tuple(topic or ()),
+        partition=tuple(partition or ()), output=output, raw=raw,
         correlation_id=correlation_id, throttle_time_ms=throttle_time_ms, consumer_view=consumer_view,
         sweep_chunk_sizes=sweep_chunk_sizes, plot=plot, trace_memory=trace_memory, live=live,
         memory=memory_option(memory))
-    return int(fetch_sim(request, FetchRenderer(output, form)).exit_code)
+    with FetchRenderer(out, form) as renderer:
+        return int(fetch_sim(request, renderer).exit_code)

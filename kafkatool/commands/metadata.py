@@ -12,6 +12,8 @@ from typing import Annotated
 
 import typer
 
+from kafkatool.commands.examples import METADATA as EXAMPLES
+from kafkatool.commands.help import add_command
 from kafkatool.commands.options import (
     FormatOpt,
     LiveOpt,
@@ -41,36 +43,27 @@ record on disk.
 
 Exit codes: 0 clean, 1 findings, 2 usage or unreadable input, 3 a live broker holds the log dir's .lock
 (--live reads anyway).
-
-Examples: kafkatool metadata /var/lib/kafka/meta/__cluster_metadata-0;
-kafkatool metadata /var/lib/kafka/meta -f json | jq '.image.topics[].name';
-kafkatool metadata DIR --at-time 2026-11-02T10:00:00Z; kafkatool metadata DIR --diff 1200 1450
 """
 
 
 def register(app: typer.Typer) -> None:
-    app.command(
-        "metadata",
-        help=HELP,
-        short_help="Rebuild the KRaft metadata image offline (brokers, topics, partitions, configs, ACLs...).",
-        no_args_is_help=True,
-    )(metadata)
+    add_command(app, "metadata", metadata, help=HELP, epilog=EXAMPLES)
 
 
 def metadata(
-    path: Annotated[Path, typer.Argument(help="A __cluster_metadata-0 dir, or the log dir holding it.",
+    path: Annotated[Path, typer.Argument(metavar="DIR", help="A __cluster_metadata-0 dir, or the log dir holding it.",
                                          show_default=False)],
-    at_offset: Annotated[int | None, typer.Option("--at-offset", min=0, help="The image after the record at this "
-                                                  "offset (the latest snapshot at or before it, then the log up "
-                                                  "to it).", show_default=False)] = None,
+    at_offset: Annotated[int | None, typer.Option("--at-offset", min=0, metavar="OFFSET", help="The image after "
+                                                  "the record at this offset (the latest snapshot at or before "
+                                                  "it, then the log up to it).", show_default=False)] = None,
     at_time: Annotated[int | None, time_opt("--at-time", help="The image of every batch appended at or before "
                                             "this time (epoch ms or ISO-8601).")] = None,
     diff: Annotated[tuple[int, int] | None, typer.Option("--diff", metavar="OFFSET1 OFFSET2", help="What changed "
                                                          "between the images at two offsets.",
                                                          show_default=False)] = None,
-    kafka_version: Annotated[str | None, typer.Option("--kafka-version", help="Decode with the record "
-                                                      "definitions of this Kafka version (3.9 or 4.4; default: the "
-                                                      "newest, which reads every older record).",
+    kafka_version: Annotated[str | None, typer.Option("--kafka-version", metavar="3.9|4.4", help="Decode with the "
+                                                      "record definitions of this Kafka version (3.9 or 4.4; "
+                                                      "default: the newest, which reads every older record).",
                                                       show_default=False)] = None,
     live: LiveOpt = False,
     memory: MemoryOpt = None,
@@ -88,7 +81,7 @@ def metadata(
 
     class Warnings(MetadataListener):
         def warning(self, text: str) -> None:
-            out.finding(f"kafkatool metadata: {text}")
+            out.warning(text)
 
     outcome = metadata(MetadataRequest(path, at_offset, at_time, diff, kafka_version, live, memory_option(memory)),
                        Warnings())

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import enum
 import os
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import IO, Annotated, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
-from rich.console import Console
+from typer._click.exceptions import BadParameter
 
 from kafkatool.errors import UsageError
-from kafkatool.sample.spec import IntRange
 from kafkatool.util.jsonl import json_line
 from kafkatool.util.units import parse_size, parse_time_ms
+
+if TYPE_CHECKING:  # rich's console and the sample spec (numpy, the codecs) load when a command runs, not at start
+    from rich.console import Console
+
+    from kafkatool.sample.spec import IntRange
 
 T = TypeVar("T")
 
@@ -39,11 +42,11 @@ TOPIC_SIZES = "[TOPIC=]SIZE,..."  # a size for every topic and/or TOPIC=SIZE for
 
 
 def _value_error(parse: Callable[[Any], T], text: Any) -> T:
-    # A ValueError is what typer turns into "Invalid value for '--opt': ..." (exit 2, one line).
+    # click's BadParameter is "Invalid value for '--opt': <why>" (exit 2, one line); a ValueError would lose the why.
     try:
         return parse(text)
     except UsageError as e:
-        raise ValueError(e.message) from None
+        raise BadParameter(e.message) from None
 
 
 def parse_size_value(text: str | int) -> int:
@@ -62,13 +65,15 @@ def parse_memory_value(text: str | int) -> str:
 
 def parse_size_range(text: str | int) -> IntRange:
     """``100``, ``1KiB`` or ``512-4KiB``: one size or a range of sizes."""
+    from kafkatool.sample.spec import IntRange
+
     if isinstance(text, int):
         return IntRange(text, text)
     low, sep, high = text.strip().partition("-")
     lo = parse_size_value(low)
     hi = parse_size_value(high) if sep else lo
     if hi < lo:
-        raise ValueError(f"{text!r}: the range ends below its start")
+        raise BadParameter(f"{text!r}: the range ends below its start")
     return IntRange(lo, hi)
 
 
@@ -86,7 +91,7 @@ class TopicSizes:
 def parse_size_list(text: str) -> Sizes:
     sizes = Sizes(parse_size_value(s.strip()) for s in str(text).split(",") if s.strip())
     if not sizes:
-        raise ValueError(f"no size in {text!r}")
+        raise BadParameter(f"no size in {text!r}")
     return sizes
 
 
@@ -99,10 +104,10 @@ def parse_topic_sizes(text: str) -> TopicSizes:
             continue
         topic, sep, size = item.rpartition("=")
         if sep and not topic.strip():
-            raise ValueError(f"{item!r}: no topic before '='")
+            raise BadParameter(f"{item!r}: no topic before '='")
         out.append((topic.strip() if sep else None, parse_size_value(size)))
     if not out:
-        raise ValueError(f"no size in {text!r}")
+        raise BadParameter(f"no size in {text!r}")
     return TopicSizes(tuple(out))
 
 
@@ -141,9 +146,29 @@ def memory_opt(*names: str, help: str, **kw: Any) -> Any:
     return typer.Option(*names, help=help, metavar=SIZE, parser=parse_memory_value, show_default=False, **kw)
 
 
+# The one rule of every time window (dump, spark-scan): half-open, [from, to).
+FROM_TIME_HELP = "Only records with a timestamp at or after this (epoch ms or ISO-8601)."
+TO_TIME_HELP = "Only records with a timestamp before this: windows are half-open, [from, to)."
+
+# The one rule of --topic: a shell pattern over whole topic names (a plain name matches only itself).
+TOPIC_HELP = ("Only topics whose name matches this shell pattern ('orders', 'orders-*', '__*'; repeatable: any "
+              "of them).")
+TopicOpt = Annotated[list[str] | None, typer.Option("--topic", "-t", metavar="GLOB", help=TOPIC_HELP,
+                                                    show_default=False)]
+PartitionOpt = Annotated[list[int] | None, typer.Option("--partition", metavar="N", help="Only these "
+                                                        "partition numbers (repeatable).", show_default=False)]
+
 FormatOpt = Annotated[OutputFormat | None, typer.Option(
     "--format", "-f", help="Output format: text (default when piped), json (JSON lines, schema 1), "
     "table (default on a terminal).", case_sensitive=False)]
+class TextJsonFormat(str, enum.Enum):
+    text = "text"
+    json = "json"
+
+
+# A command whose output is a listing, not a table (reindex-time, downconvert, upconvert): no table format.
+TextJsonFormatOpt = Annotated[TextJsonFormat | None, typer.Option(
+    "--format", "-f", help="Output format: text (default) or json (JSON lines, schema 1).", case_sensitive=False)]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress or summary on stderr; findings only.")]
 TracebackOpt = Annotated[bool, typer.Option(
     "--traceback", help="Show the Python traceback of an error (for bug reports).")]
@@ -173,13 +198,36 @@ def memory_option(command_value: str | None) -> str | None:
     return command_value if command_value is not None else _root_memory
 
 
+def current_prog() -> str:
+    """``kafkatool <command>`` of the command running (click's context), how its messages begin."""
+    try:
+        from typer._click.globals import get_current_context  # typer >= 0.26 vendors click
+    except ImportError:  # pragma: no cover
+        from click import get_current_context  # type: ignore[no-redef,unused-ignore]
+    ctx = get_current_context(silent=True)
+    return str(ctx.command_path) if ctx is not None else "kafkatool"
+
+
 @dataclass
 class Output:
-    """Where a command writes: data to stdout, progress and findings to stderr, colour only on a terminal."""
+    """Where a command writes: data to stdout, messages to stderr in one form (``kafkatool <command>:
+    error|warning: ...``), colour and progress only on a terminal (``commands.terminal``)."""
 
-    out: IO[str] = field(default_factory=lambda: sys.stdout)
+    out: IO[str] = field(default_factory=lambda: _stdout())
     quiet: bool = False
-    err: Console = field(default_factory=lambda: Console(stderr=True, highlight=False))
+    prog: str = field(default_factory=current_prog)
+
+    @property
+    def err(self) -> Console:
+        from kafkatool.commands.terminal import err_console
+
+        return err_console()
+
+    @property
+    def err_is_terminal(self) -> bool:
+        from kafkatool.commands.terminal import err_is_terminal
+
+        return err_is_terminal()
 
     @property
     def stdout_is_tty(self) -> bool:
@@ -207,19 +255,36 @@ class Output:
             silence(self.out)
 
     def note(self, text: str) -> None:
-        """A progress or summary line on stderr (suppressed by --quiet)."""
+        """A progress or summary line on stderr, ``kafkatool <command>: text`` (suppressed by --quiet)."""
         if not self.quiet:
-            self._print(text, None)
+            self._print(f"{self.prog}: {text}", None)
+
+    def error(self, text: str) -> None:
+        """``kafkatool <command>: error: text`` on stderr: always shown, even with --quiet."""
+        self.finding(f"{self.prog}: error: {text}")
+
+    def warning(self, text: str) -> None:
+        """``kafkatool <command>: warning: text`` on stderr: always shown, even with --quiet."""
+        self.finding(f"{self.prog}: warning: {text}")
+
+    def message(self, severity: str, text: str) -> None:
+        """``kafkatool <command>: <severity>: text`` (error, warning or info) on stderr: always shown."""
+        self.finding(f"{self.prog}: {severity}: {text}")
 
     def finding(self, text: str) -> None:
-        """A finding on stderr: always shown, even with --quiet."""
-        self._print(text, "yellow" if self.err.is_terminal else None)
+        """A line on stderr as it is: always shown, even with --quiet (yellow on a terminal)."""
+        self._print(text, "yellow" if self.err_is_terminal else None)
 
     def _print(self, text: str, style: str | None) -> None:
-        try:
-            self.err.print(text, markup=False, highlight=False, soft_wrap=True, style=style)
-        except BrokenPipeError:
-            silence(self.err.file)
+        from kafkatool.commands.terminal import err_line
+
+        err_line(text, style)
+
+
+def _stdout() -> IO[str]:
+    from kafkatool.commands.terminal import stdout_stream
+
+    return stdout_stream()
 
 
 def silence(stream: IO[str]) -> None:

@@ -11,14 +11,16 @@ from typing import Annotated
 
 import typer
 
+from kafkatool.commands.examples import REINDEX_TIME as EXAMPLES
+from kafkatool.commands.help import add_command
 from kafkatool.commands.options import (
-    FormatOpt,
     JobsOpt,
     LiveOpt,
     MemoryOpt,
     Output,
     OutputFormat,
     QuietOpt,
+    TextJsonFormatOpt,
     TracebackOpt,
     memory_option,
     require,
@@ -51,22 +53,18 @@ JSON lines.
 
 
 def register(app: typer.Typer) -> None:
-    app.command(
-        "reindex-time",
-        help=HELP,
-        short_help="Check or rebuild .timeindex and .index files offline, as recovery would.",
-        no_args_is_help=True,
-    )(reindex_time)
+    add_command(app, "reindex-time", reindex_time, help=HELP, epilog=EXAMPLES)
 
 
 def reindex_time(
-    paths: Annotated[list[Path], typer.Argument(help="A .log segment, a partition dir or a log dir.",
+    paths: Annotated[list[Path], typer.Argument(metavar="PATH", help="A .log segment, a partition dir or a log dir.",
                                                 show_default=False)],
     check: Annotated[bool, typer.Option("--check", help="Compare with the files on disk and classify (default).")]
     = False,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the rebuilt index files into "
-                                                "DIR/<partition dir>/ (a mirror tree; DIR/<log dir>/<partition "
-                                                "dir>/ when two log dirs hold the same partition name).")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", metavar="DIR", help="Write the rebuilt index "
+                                                "files into DIR/<partition dir>/ (a mirror tree; DIR/<log "
+                                                "dir>/<partition dir>/ when two log dirs hold the same partition "
+                                                "name).")] = None,
     in_place: Annotated[bool, typer.Option("--in-place", help="Replace index files that differ, atomically "
                                            "(temp file, fsync, rename, fsync dir).")] = False,
     no_backup: Annotated[bool, typer.Option("--no-backup", help="With --in-place: do not keep <name>.bak.")]
@@ -86,12 +84,12 @@ def reindex_time(
     live: LiveOpt = False,
     jobs: JobsOpt = 1,
     memory: MemoryOpt = None,
-    fmt: FormatOpt = None,
+    fmt: TextJsonFormatOpt = None,
     quiet: QuietOpt = False,
     traceback: TracebackOpt = False,
 ) -> int:
     out = Output(quiet=quiet)
-    form = out.resolve_format(fmt, tty_default=OutputFormat.text)
+    form = OutputFormat(fmt.value) if fmt is not None else OutputFormat.text
     require(sum([check, output is not None, in_place, recovery_report]) <= 1,
             "--check, --output, --in-place and --recovery-report are alternatives: give one")
     require(not (no_backup or keep_valid) or in_place, "--no-backup and --keep-valid go with --in-place")

@@ -13,6 +13,8 @@ from typing import Annotated
 
 import typer
 
+from kafkatool.commands.examples import SAMPLE as EXAMPLES
+from kafkatool.commands.help import add_command
 from kafkatool.commands.options import (
     MemoryOpt,
     Output,
@@ -53,9 +55,19 @@ class TsType(str, enum.Enum):
 
 _SHAPING_HELP = "Topic shape (custom/bench profiles)."
 
+HELP = """Write a realistic Kafka log dir: topics and partitions with rolled segments and their indexes, producer
+snapshots, transactions with markers and .txnindex files, leader epochs, a format-upgrade mix, a compacted
+__consumer_offsets, checkpoints and meta.properties. Deterministic for a seed.
+
+Written into a staging dir beside DIR, fsynced, then renamed into place. Exit 3 (nothing written) while a live
+broker holds the .lock of DIR or of a log dir it is in; a stopped broker's log dir it is in stays locked
+meanwhile.
+"""
+
 
 def sample(
-    directory: Annotated[Path, typer.Argument(help="Where to write the log dir: a new or empty directory.",
+    directory: Annotated[Path, typer.Argument(metavar="DIR", help="Where to write the log dir: a new or empty "
+                                              "directory.",
                                               show_default=False)],
     profile: Annotated[Profile | None, typer.Option(
         "--profile", help="demo: one of everything (the default); bench: one ~200 MiB partition in one segment; "
@@ -81,8 +93,9 @@ def sample(
     codec: Annotated[str | None, typer.Option(
         "--codec", help="none, gzip, snappy, lz4, zstd, a comma list drawn per batch, or mix (all; zstd only in "
         "v2 batches).", show_default=False)] = None,
-    level: Annotated[int | None, typer.Option("--level", help="Compression level (gzip, lz4, zstd).",
-                                              show_default=False)] = None,
+    compression_level: Annotated[int | None, typer.Option(
+        "--compression-level", metavar="N", help="Compression level of gzip, lz4 or zstd (Kafka's "
+        "compression.<codec>.level).", show_default=False)] = None,
     records: Annotated[int | None, typer.Option(
         "--records", min=0, help="Records per partition (demo: scales every data topic, ~2000 by default).",
         show_default=False)] = None,
@@ -142,26 +155,11 @@ def sample(
     quiet: QuietOpt = False,
     traceback: TracebackOpt = False,
 ) -> int:
-    """Write a realistic Kafka log dir: topics and partitions with rolled segments and their indexes,
-    producer snapshots, transactions with markers and .txnindex files, leader epochs, a format-upgrade
-    mix, a compacted __consumer_offsets, checkpoints and meta.properties. Deterministic for a seed.
-
-    Written into a staging dir beside DIRECTORY, fsynced, then renamed into place. Exit 3 (nothing written)
-    while a live broker holds the .lock of DIRECTORY or of a log dir it is in; a stopped broker's log dir it is
-    in stays locked meanwhile.
-
-    Examples:
-
-      kafkatool sample /tmp/kafkatool-demo
-
-      kafkatool sample /tmp/bench --profile bench --codec lz4 --value-bytes 100 --batch-records 256
-
-      kafkatool sample /tmp/txn --topics payments --partitions 2 --transactional --segment-bytes 64KiB
-    """
     request = SampleRequest(
         directory, profile=profile.value if profile is not None else None, seed=seed, start_time=start_time,
         active_indexes=active_indexes.value, records=records, segment_bytes=segment_bytes,
-        memory=memory_option(memory), topics=topics, partitions=partitions, magic=magic, codec=codec, level=level,
+        memory=memory_option(memory), topics=topics, partitions=partitions, magic=magic, codec=codec,
+        compression_level=compression_level,
         partition_bytes=partition_bytes, batch_records=batch_records, value_bytes=value_bytes,
         key_cardinality=key_cardinality, null_key_fraction=null_key_fraction, headers=headers,
         timestamp_type=timestamp_type.value if timestamp_type is not None else None, producers=producers,
@@ -180,8 +178,4 @@ def sample(
 
 
 def register(app: typer.Typer) -> None:
-    app.command(
-        "sample",
-        short_help="Write a realistic Kafka log dir, deterministic for a seed.",
-        no_args_is_help=True,
-    )(sample)
+    add_command(app, "sample", sample, help=HELP, epilog=EXAMPLES, aliases={"--level": "--compression-level"})

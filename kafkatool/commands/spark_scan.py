@@ -7,11 +7,17 @@ from typing import Annotated
 
 import typer
 
+from kafkatool.commands.examples import SPARK_SCAN as EXAMPLES
+from kafkatool.commands.help import add_command
 from kafkatool.commands.options import (
-    FormatOpt,
+    FROM_TIME_HELP,
+    TO_TIME_HELP,
     LiveOpt,
     Output,
+    OutputFormat,
     QuietOpt,
+    TextJsonFormatOpt,
+    TopicOpt,
     TracebackOpt,
     memory_opt,
     memory_option,
@@ -49,6 +55,28 @@ SPARK_MEMORY_HELP = (
     f"{format_size(DEFAULT_TOTAL)} with local-processes]")
 
 
+HELP = """Scan log dirs in parallel with Spark: stats (default), record export, index check, key sharing.
+
+Every range is walked by dump's own engine on the executors, so the findings, counts and exit code are
+those of dump --deep --verify (exit 2 when a file could not be read). Segments are cut into byte ranges at
+batch boundaries and tasks balanced by bytes, so one big segment spreads over many tasks; stats, index check
+and export asked together read the data once.
+
+Exit 3: a live broker holds the .lock of a log dir a local PATH is in (--live reads it anyway, with a
+warning that active segments may be mid-write), or of one --output or --export-records would write
+into (never written). Outputs are written crash-safely: each --output file atomically, and the
+--export-records dir staged beside it, fsynced and renamed into place whole.
+
+Memory: --memory is the whole run with local[N] (JVM heap, JVM overhead, then N Python workers) and one
+executor's container on a cluster (heap, then its memoryOverhead: JVM overhead and one Python worker per
+--executor-cores). The default is 2GiB, raised to the minimum when local[*] has many cores; a budget
+below the minimum is refused with it (see --memory).
+
+Without the [spark] extra (pyspark, pyarrow), --engine local-processes scans, checks indexes and
+prints; --output and --export-records need pyarrow and say so before any work.
+"""
+
+
 class Level(str, enum.Enum):
     TOPIC = "topic"
     PARTITION = "partition"
@@ -77,37 +105,44 @@ def _count(v: str, topic: str) -> int:
 
 
 def spark_scan(
-    paths: Annotated[list[str], typer.Argument(help="Log dirs, partition dirs or .log files; local paths (the "
+    paths: Annotated[list[str], typer.Argument(metavar="PATH", help="Log dirs, partition dirs or .log files; local "
+                                               "paths (the "
                                                "same on every node) or URLs read with pyarrow.fs on the driver "
-                                               "and executors, not Spark's Hadoop FileSystem: file://, hdfs://, "
-                                               "s3:// (s3a:// read as s3://), gs://, abfs://.")],
+                                               "and executors, not Spark's Hadoop FileSystem: file://, s3:// "
+                                               "(s3a:// read as s3://; --s3-endpoint for S3-compatible stores), "
+                                               "gs://, abfs://. Or partial results (--partial-output) of several "
+                                               "brokers, merged into the cluster-wide figures.")],
     master: Annotated[str, typer.Option("--master", help="Spark master: local[*] (embedded, default), local[N], "
                                         "spark://HOST:7077, yarn, k8s://...")] = "local[*]",
-    conf: Annotated[list[str] | None, typer.Option("--conf", help="Spark setting K=V (repeatable; wins over "
+    conf: Annotated[list[str] | None, typer.Option("--conf", metavar="KEY=VALUE", help="Spark setting K=V "
+                                                   "(repeatable; wins over "
                                                    "kafkatool's own).")] = None,
-    output: Annotated[str | None, typer.Option("--output", "-o", help="Write the figures as Parquet files into "
-                                               "this directory.")] = None,
-    fmt: FormatOpt = None,
-    level: Annotated[Level, typer.Option("--level", help="Rows of the printed table.")] = Level.PARTITION,
+    output: Annotated[str | None, typer.Option("--output", "-o", metavar="DIR", help="Write the figures as Parquet "
+                                               "files into this directory (needs pyarrow: the [spark] extra).")]
+    = None,
+    fmt: TextJsonFormatOpt = None,
+    level: Annotated[Level, typer.Option("--level", help="Rows of the printed table: one per topic, partition or "
+                                         "segment.")] = Level.PARTITION,
     stats: Annotated[bool, typer.Option("--stats", help="Also print the stats when another analysis is "
                                         "chosen (they are the default otherwise).")] = False,
-    export_records: Annotated[str | None, typer.Option("--export-records", help="Write every record as Parquet "
-                                                       "into this new directory, partitioned by topic and "
-                                                       "partition (a URL is written by Spark's own Parquet "
-                                                       "writer, through Hadoop FileSystem).")] = None,
-    from_time: Annotated[int | None, time_opt("--from-time", help="Export records with timestamp >= this "
-                                              "(epoch ms or ISO-8601).")] = None,
-    to_time: Annotated[int | None, time_opt("--to-time", help="Export records with timestamp < this.")] = None,
-    topic: Annotated[list[str] | None, typer.Option("--topic", "-t", help="Only topics matching this glob "
-                                                    "(repeatable).")] = None,
+    export_records: Annotated[str | None, typer.Option("--export-records", metavar="DIR", help="Write every record "
+                                                       "as Parquet into this new directory (or URL), partitioned by "
+                                                       "topic and partition, in the same pass as the stats: "
+                                                       "record_offset, timestamp (UTC) and timestamp_ms, key, "
+                                                       "value, headers, crc_valid, aborted, leader_epoch, "
+                                                       "segment, position ... (needs pyarrow).")] = None,
+    from_time: Annotated[int | None, time_opt("--from-time", help=FROM_TIME_HELP + " (--export-records)")] = None,
+    to_time: Annotated[int | None, time_opt("--to-time", help=TO_TIME_HELP + " (--export-records)")] = None,
+    topic: TopicOpt = None,
     verify_index: Annotated[bool, typer.Option("--verify-index", help="Check every segment's .index and "
-                                               ".timeindex against a rebuild from its .log.")] = False,
+                                               ".timeindex against a rebuild from its .log with CRCs checked, as "
+                                               "the broker's recovery does (reindex-time --check --verify).")] = False,
     index_interval_bytes: Annotated[int, size_opt("--index-interval-bytes", help="index.interval.bytes of the "
                                                   "topics (for --verify-index).")] = 4096,
     key_sharing: Annotated[int | None, typer.Option("--key-sharing", min=1, help="How records would spread "
                                                     "over N consumers sharing partitions by key-hash "
                                                     "ranges.")] = None,
-    partitions: Annotated[list[str] | None, typer.Option("--partitions", help="TOPIC=N partition count for "
+    partitions: Annotated[list[str] | None, typer.Option("--partitions", metavar="TOPIC=N", help="Partition count for "
                                                          "--key-sharing (default: highest found + 1).")] = None,
     hot_keys: Annotated[int, typer.Option("--hot-keys", min=0, help="Hot keys shown per partition.")] = 5,
     memory: Annotated[str | None, memory_opt("--memory", help=SPARK_MEMORY_HELP)] = None,
@@ -126,33 +161,31 @@ def spark_scan(
                                                 "cluster (the --memory split).")] = 1,
     driver_host: Annotated[str | None, typer.Option("--driver-host", help="Address executors reach this "
                                                     "driver at (cluster masters).")] = None,
-    python_archive: Annotated[str | None, typer.Option("--python-archive", help="Packed virtualenv/conda env "
+    python_archive: Annotated[str | None, typer.Option("--python-archive", metavar="FILE", help="Packed "
+                                                       "virtualenv/conda env "
                                                        "(tar.gz) for the executors' Python.")] = None,
     spark_ui: Annotated[bool, typer.Option("--spark-ui", help="Keep Spark's web UI on.")] = False,
+    executor_timeout: Annotated[float, typer.Option("--executor-timeout", min=1, help="Seconds a cluster run "
+                                                    "waits with no executor alive (lost mid-scan, or none "
+                                                    "joined) before it stops with what Spark reported.")] = 180.0,
+    s3_endpoint: Annotated[str | None, typer.Option("--s3-endpoint", help="An S3-compatible endpoint for s3:// "
+                                                    "URLs (http://host:port); credentials from the usual chain "
+                                                    "(AWS_ACCESS_KEY_ID..., profile, instance role).")] = None,
+    partial_output: Annotated[str | None, typer.Option("--partial-output", help="Also write this scan's "
+                                                       "figures as a partial result (a new dir or URL), to merge "
+                                                       "with other brokers' by giving them all as PATHS.")] = None,
+    source: Annotated[str | None, typer.Option("--source", help="The partial result's name (default: this "
+                                               "host's name).")] = None,
     live: LiveOpt = False,
     quiet: QuietOpt = False,
     traceback: TracebackOpt = False,
 ) -> int:
-    """Scan log dirs in parallel with Spark: stats (default), record export, index check, key sharing.
-
-    The parsing is kafkatool's own library, run on the executors. Segments are cut into byte ranges
-    at batch boundaries and tasks balanced by bytes, so one big segment spreads over many tasks.
-
-    Exit 3: a live broker holds the .lock of a log dir a local PATH is in (--live reads it anyway, with a
-    warning that active segments may be mid-write), or of one --output or --export-records would write
-    into (never written). Outputs are written crash-safely: each --output file atomically, and the
-    --export-records dir staged beside it, fsynced and renamed into place whole.
-    Memory: --memory is the whole run with local[N] (JVM heap, JVM overhead, then N Python workers) and one
-    executor's container on a cluster (heap, then its memoryOverhead: JVM overhead and one Python worker per
-    --executor-cores). The default is 2GiB, raised to the minimum when local[*] has many cores; a budget
-    below the minimum is refused with it (see --memory).
-    """
     from kafkatool.commands.render.scan import ScanRenderer
     from kafkatool.spark.run import ScanRequest
     from kafkatool.spark.run import spark_scan as spark_scan_run
 
     out = Output(quiet=quiet)
-    form = out.resolve_format(fmt)
+    form = OutputFormat(fmt.value) if fmt is not None else OutputFormat.text
     require(export_records is not None or (from_time is None and to_time is None),
             "--from-time/--to-time filter --export-records")
     request = ScanRequest(
@@ -162,13 +195,10 @@ def spark_scan(
         partitions={k: _count(v, k) for k, v in _pairs(partitions, "--partitions")}, hot_keys=hot_keys,
         memory=memory_option(memory), split_size=split_size, task_size=task_size, max_message_bytes=max_message_bytes,
         jobs=jobs, executor_cores=executor_cores, driver_host=driver_host, python_archive=python_archive,
-        spark_ui=spark_ui, live=live)
+        spark_ui=spark_ui, live=live, executor_timeout=executor_timeout, s3_endpoint=s3_endpoint,
+        partial_output=partial_output, source=source)
     return int(spark_scan_run(request, ScanRenderer(out, form, level.value)).exit_code)
 
 
 def register(app: typer.Typer) -> None:
-    app.command(
-        "spark-scan",
-        short_help="Scan log dirs with Spark: stats, record export, index check, key sharing.",
-        no_args_is_help=True,
-    )(spark_scan)
+    add_command(app, "spark-scan", spark_scan, help=HELP, epilog=EXAMPLES)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafkatool.errors import InvalidRecordError, KafkaToolError
-from kafkatool.record.batch import MAGIC_V2, Record
+from kafkatool.record.batch import MAGIC_V2, Record, RecordSource
 from kafkatool.record.file_records import RecordBatch
 from kafkatool.record.validate import Problem, check_batch
 
@@ -52,11 +52,14 @@ class Skipped:
 
 @dataclass(frozen=True, slots=True)
 class Verified:
-    """A batch that may be converted: its records when they were decoded (legacy batches, control batches), and
-    whether some of them were left out (then the batch must be rebuilt from ``records``, never copied)."""
+    """A batch that may be converted: its records when they were decoded (legacy batches, control batches), or
+    for a batch of more records than a run holds the source that reads them a chunk at a time (``records`` None),
+    and whether some of them were left out (then the batch must be rebuilt from ``records`` or ``source``, never
+    copied)."""
 
     records: list[Record] | None
     dropped: int = 0
+    source: RecordSource | None = None
 
 
 class SourceChecker:
@@ -89,9 +92,10 @@ class SourceChecker:
         (control batches, and v2 batches the compiled validation cannot vouch for)."""
         checked = check_batch(batch, limit=self.limit, need_records=batch.magic < MAGIC_V2)
         records = checked.records
+        source = checked.source
         problems = checked.problems
         if checked.batch_problem is None:
-            first = _first_offset(batch, records)
+            first = _first_offset(batch, records, source)
             if first is not None and first < self.base_offset:
                 raise InvalidRecordError(
                     f"offset {first}: the batch at byte {batch.position} (offsets {first}..{batch.last_offset}) lies "
@@ -107,23 +111,29 @@ class SourceChecker:
         if whole is not None:
             if not self.skip_corrupt:
                 raise self._refuse(whole)
-            self.skipped.add(self.path, whole, _count(batch, records))
+            self.skipped.add(self.path, whole, _count(batch, records, source))
             return None
         dropped = 0
         if problems:  # single records (legacy inner messages) only
             if not self.skip_corrupt:
                 raise self._refuse(problems[0])
-            bad = {p.offset for p in problems}
-            assert records is not None
             for p in problems:
                 self.skipped.add(self.path, p, 1)
-            kept = [r for r in records if r.offset not in bad]
-            dropped = len(records) - len(kept)
-            records = kept
-            if not records:
-                return None
+            if source is not None:  # a wrapper of more messages than a run holds: left out as they are read
+                dropped = len(problems)
+                if dropped >= source.count:
+                    return None
+                source = _sound(source, source.count - dropped)
+            else:
+                bad = {p.offset for p in problems}
+                assert records is not None
+                kept = [r for r in records if r.offset not in bad]
+                dropped = len(records) - len(kept)
+                records = kept
+                if not records:
+                    return None
         self.last = int(batch.last_offset)
-        return Verified(records, dropped)
+        return Verified(records, dropped, source)
 
     def _refuse(self, p: Problem) -> KafkaToolError:
         e = p.error(self.path)
@@ -132,15 +142,44 @@ class SourceChecker:
         return e
 
 
-def _first_offset(batch: RecordBatch, records: list[Record] | None) -> int | None:
+def _sound(source: RecordSource, count: int) -> RecordSource:
+    """``source`` without its records whose own CRC fails (legacy inner messages): ``count`` records, each kept
+    one's ``size`` taking in the left-out ones just before it, so that positions summed from sizes (how a split
+    finds its ranges) stay positions of ``source``."""
+
+    def read(position: int, n: int) -> tuple[list[Record], int]:
+        out: list[Record] = []
+        gap = 0
+        p = position
+        while len(out) < n:
+            recs, p = source.read(p, n - len(out))
+            if not recs:
+                break
+            for r in recs:
+                if r.crc_valid is False:
+                    gap += r.size
+                else:
+                    out.append(r._replace(size=r.size + gap) if gap else r)
+                    gap = 0
+        return out, p
+
+    return RecordSource(count, source.start, read)
+
+
+def _first_offset(batch: RecordBatch, records: list[Record] | None, source: RecordSource | None) -> int | None:
     if batch.magic >= MAGIC_V2 or not batch.is_compressed:
         return int(batch.base_offset)
+    if source is not None:
+        head, _ = source.read(source.start, 1)
+        return head[0].offset if head else None
     return records[0].offset if records else None
 
 
-def _count(batch: RecordBatch, records: list[Record] | None) -> int | None:
+def _count(batch: RecordBatch, records: list[Record] | None, source: RecordSource | None) -> int | None:
     if records is not None:
         return len(records)
+    if source is not None:
+        return source.count
     if batch.magic >= MAGIC_V2 and batch.is_valid():
         n = batch.count
         return None if n is None or n < 0 else int(n)

@@ -31,12 +31,13 @@ import os
 import resource
 import shutil
 import time
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field, replace
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
-import crc32c as _crc32c
-
+from kafkatool._accel import crc32c as _crc32c
 from kafkatool._accel import speedups as _C
 from kafkatool.constants import (
     DEFAULT_INDEX_INTERVAL_BYTES,
@@ -46,18 +47,19 @@ from kafkatool.constants import (
     INT32_MAX,
 )
 from kafkatool.convert.checks import Skipped, SourceChecker
+from kafkatool.convert.destination import Destination, begin, check_destination, finish, undo_begin
 from kafkatool.convert.files import (
     PartitionSource,
     SegmentWriter,
-    check_destination,
     resolve_sources,
     scan_for_zstd,
     source_batches,
 )
-from kafkatool.errors import KafkaToolError, LimitExceededError, UsageError
+from kafkatool.errors import CorruptRecordError, KafkaToolError, LimitExceededError, UsageError
+from kafkatool.log.layout import TXN_INDEX_SUFFIX
 from kafkatool.log.lock import hold_for_write
 from kafkatool.log.txn_index import read_txn_index
-from kafkatool.record.batch import LOG_HEADER, LOG_OVERHEAD, MAGIC_V2, NO_TIMESTAMP, Record, TimestampType
+from kafkatool.record.batch import LOG_HEADER, LOG_OVERHEAD, MAGIC_V2, NO_TIMESTAMP, Record, RecordSource, TimestampType
 from kafkatool.record.codecs import (
     Codec,
     compress,
@@ -68,21 +70,29 @@ from kafkatool.record.codecs import (
     snappy_block_len,
     snappy_unblock,
 )
+from kafkatool.record.default_records import DefaultRecordBatch
 from kafkatool.record.down_convert import WRAPPER_HEADER, DownConverted, down_convert_batch
 from kafkatool.record.estimator import (
     ESTIMATION_STEPS,
     BatchPlanner,
+    Built,
     CompressionRatioEstimator,
+    RecordRange,
+    SplitStats,
     build_within_limit,
     compressed_payload,
     legacy_entry_size,
+    stream_within_limit,
 )
 from kafkatool.record.file_records import FileRecords, RecordBatch
 from kafkatool.record.legacy_records import build_entries
+from kafkatool.record.streamed import legacy_messages, legacy_wrapper
 from kafkatool.record.up_convert import ConversionCounters, Unit, UpConverter, oversized_copy
 from kafkatool.util import budget as _budget
 from kafkatool.util import crash
-from kafkatool.util.atomic import fsync_dir, temp_name
+from kafkatool.util.atomic import DirMaker, fsync_dir, temp_name
+from kafkatool.util.printable import shown
+from kafkatool.util.regular import open_regular
 
 __all__ = ["ConvertObserver", "ConvertOptions", "PartitionSource", "PartitionStats", "convert_log"]
 
@@ -123,6 +133,13 @@ class ConvertOptions:
             raise UsageError("must be at least 1", field="max_message_bytes")
         if self.batch_bytes < 0:
             raise UsageError("must be >= 0", field="batch_bytes")
+
+    def shaping(self) -> dict[str, Any]:
+        """The options that shape the output (not the chunk size nor the memory: those only pace the work)."""
+        return {"to_magic": self.to_magic, "codec": None if self.codec is None else self.codec.name.lower(),
+                "zstd_to": None if self.zstd_to is None else self.zstd_to.name.lower(),
+                "segment_bytes": self.segment_bytes, "max_message_bytes": self.max_message_bytes,
+                "batch_bytes": self.batch_bytes, "index_interval_bytes": self.index_interval_bytes}
 
 
 @dataclass(slots=True)
@@ -196,6 +213,12 @@ class ConvertObserver:
     def partition_done(self, stats: PartitionStats) -> None:
         pass
 
+    def note(self, text: str) -> None:
+        """Progress information (a resumed run: what an earlier one completed)."""
+
+    def warning(self, text: str) -> None:
+        """A line for the operator about the run as a whole (internal topics skipped)."""
+
 
 class DownConverter:
     """One partition's batches -> v0/v1 output units, ``RecordsUtil.downConvert`` rules plus KIP-126 splits.
@@ -217,9 +240,11 @@ class DownConverter:
         self._planner: BatchPlanner | None = None
         self._run_codecs: tuple[Any, ...] | None = None  # what run() hands the compiled run, built once
 
-    def add(self, batch: RecordBatch, records: list[Record] | None = None, dropped: int = 0) -> list[Unit]:
-        """Units completed by ``batch``. ``records``: its records, already decoded (and checked); ``dropped``:
-        how many of its records were left out of them (then a batch Kafka would copy is rebuilt instead)."""
+    def add(self, batch: RecordBatch, records: list[Record] | None = None, dropped: int = 0,
+            source: RecordSource | None = None) -> Iterable[Unit]:
+        """Units completed by ``batch``. ``records``: its records, already decoded (and checked); ``source``: for a
+        batch of more records than a run holds, its (checked) records to read a chunk at a time; ``dropped``: how
+        many of its records were left out of them (then a batch Kafka would copy is rebuilt instead)."""
         opts = self.opts
         override = opts.codec
         if override is None and batch.codec_id == Codec.ZSTD:
@@ -228,10 +253,8 @@ class DownConverter:
                 and not batch.is_compressed):
             return self._group(batch, override, records)
         if self._pending:
-            units = self.flush()
-            units.extend(self._add(batch, override, records, dropped))
-            return units
-        return self._add(batch, override, records, dropped)
+            return chain(self.flush(), self._add(batch, override, records, dropped, source))
+        return self._add(batch, override, records, dropped, source)
 
     @property
     def can_run(self) -> bool:
@@ -266,7 +289,7 @@ class DownConverter:
         estimates = tuple(est.estimation(topic, cid) for cid in range(4)) + ESTIMATION_STEPS
         r = _C.downconvert_run(buf, p, p + opts.chunk_size, end, 0, to_magic, 0, opts.max_message_bytes,
                                writer.size, writer.base, writer.segment_bytes, WRAPPER_HEADER[to_magic], limit,
-                               self._run_codecs, estimates, floor)
+                               self._run_codecs, estimates, _budget.record_chunk(), floor)
         if r is None or r.position == p:
             return None
         writer.append_run(r.data, r.last_offset)
@@ -290,9 +313,23 @@ class DownConverter:
                 est.ratios[(topic, cid)] = r.estimates[cid]
         return r.position, r.log_end_offset
 
-    def _add(self, batch: RecordBatch, override: Codec | None, records: list[Record] | None,
-             dropped: int) -> list[Unit]:
+    def _add(self, batch: RecordBatch, override: Codec | None, records: list[Record] | None, dropped: int,
+             source: RecordSource | None) -> Iterable[Unit]:
         opts, c = self.opts, self.c
+        limit = opts.decompress_limit
+        if type(batch) is DefaultRecordBatch:
+            if (not batch.is_control and batch.records_count > _budget.record_chunk()
+                    and (override is not None or batch.codec_id != Codec.ZSTD)):
+                return self._streamed(batch, source if source is not None else batch.record_source(limit=limit),
+                                      opts.to_magic, override, reframed=override is None)
+        elif batch.is_compressed and (batch.magic > opts.to_magic or (override is not None
+                                                                     and override != batch.codec)
+                                      or (dropped and source is not None)):
+            # A legacy wrapper converted, re-encoded or rebuilt without its corrupt inner messages: those may be
+            # millions, read a chunk at a time (the checked ones when the checks read them).
+            if source is None:
+                source = RecordSource.of(records) if records is not None else batch.record_source(limit=limit)
+            return self._streamed(batch, source, min(batch.magic, opts.to_magic), override, reframed=False)
         res = down_convert_batch(batch, opts.to_magic, 0, self.dc, limit=opts.decompress_limit,
                                  codec_override=override, records=records, rebuild=dropped > 0)
         if res is None:
@@ -305,8 +342,12 @@ class DownConverter:
                 raise oversized_copy(batch, max_bytes)
             if res.records is not None:
                 n = res.records
+            elif records is not None:
+                n = len(records)
+            elif source is not None:
+                n = source.count
             else:
-                n = len(records if records is not None else batch.records(limit=opts.decompress_limit))
+                n = sum(map(len, batch.record_chunks(limit=limit)))
             c.records_in += n
             c.records_out += n
             c.batches_copied += 1
@@ -338,6 +379,89 @@ class DownConverter:
         return self._within_limit(records if records is not None else batch.records(limit=opts.decompress_limit),
                                   res.data, res.uncompressed_bytes,
                                   res.codec, res.magic, ts_type, lat)
+
+    def _streamed(self, batch: RecordBatch, source: RecordSource, magic: int, override: Codec | None, *,
+                  reframed: bool) -> Iterator[Unit]:
+        """:meth:`_add` for a batch whose records are read a chunk at a time (a v2 batch of more records than a
+        run holds, a legacy wrapper converted or re-encoded): the same units and statistics, the messages or
+        wrappers built as records come (``kafkatool.record.streamed``) and split by KIP-126 over ranges of the
+        source. ``magic``: of the output; ``reframed``: statistics as ``down_convert``'s v2 fast path counts
+        them (headers and producer fields dropped)."""
+        opts, c, dc = self.opts, self.c, self.dc
+        codec = batch.codec if override is None else override
+        dc.batches_in += 1
+        ts_type = batch.timestamp_type
+        lat = batch.max_timestamp if ts_type == TimestampType.LOG_APPEND_TIME else NO_TIMESTAMP
+        # RecordsUtil.downConvert: an uncompressed v2 source drops the records below the first offset (0 here)
+        drop = type(batch) is DefaultRecordBatch and not batch.is_compressed
+        max_bytes = opts.max_message_bytes
+        n = filtered = with_headers = written = 0
+        if codec == Codec.NONE:  # one message per record, written a chunk at a time
+            for chunk in source.chunks():
+                if drop:
+                    kept = [r for r in chunk if r[0] >= 0]
+                    filtered += len(chunk) - len(kept)
+                    chunk = kept
+                if reframed:
+                    with_headers += sum(1 for r in chunk if r[4])
+                for data, first, last, k in legacy_messages([chunk], magic=magic, timestamp_type=ts_type,
+                                                            log_append_time=lat, position=batch.position):
+                    if len(data) > max_bytes:
+                        _check_messages(data, max_bytes, batch)
+                    n += k
+                    written += len(data)
+                    c.records_out += k
+                    c.batches_out += k
+                    c.batches_built += k
+                    yield data, first, last, k
+            dc.records_filtered += filtered
+            if not n:
+                dc.batches_empty += 1
+                c.records_in += int(batch.count or 0)
+                return
+        else:
+            if drop or reframed:
+                for chunk in source.chunks():
+                    if drop and any(r[0] < 0 for r in chunk):
+                        raise CorruptRecordError(
+                            f"a batch of {source.count} records has records with negative offsets, which "
+                            "down-conversion would drop (Kafka never writes them): not converted",
+                            position=batch.position)
+                    with_headers += sum(1 for r in chunk if r[4])
+
+            def build(rng: RecordRange) -> Built:
+                return legacy_wrapper(source.chunks(position=rng.position, count=rng.count), cap=max_bytes,
+                                      magic=magic, codec=codec, timestamp_type=ts_type, log_append_time=lat,
+                                      position=batch.position)
+
+            whole = RecordRange(source.start, 0, source.count, 0)
+            built = build(whole)
+            n = source.count
+            written = built.uncompressed + WRAPPER_HEADER[magic]
+            stats = SplitStats()
+            for b in stream_within_limit(source, replace(whole, uncompressed=built.uncompressed), built,
+                                         magic=magic, codec=codec, max_bytes=max_bytes, split_size=max_bytes,
+                                         estimator=self.estimator, topic=self.topic, build=build, stats=stats):
+                assert b.data is not None
+                c.records_out += b.count
+                c.batches_out += 1
+                c.batches_built += 1
+                c.recompressed_batches += 1
+                yield b.data, b.first_offset, b.last_offset, 1
+            if stats.splits:
+                c.splits += stats.splits
+                c.split_batches += stats.batches
+                c.batches_split += 1
+        c.records_in += n
+        if codec != batch.codec_id:
+            c.codec_changed_batches += 1
+        dc.batches_converted += 1
+        dc.records_converted += n
+        dc.temporary_memory_bytes += batch.size + written
+        if reframed:
+            dc.headers_dropped += with_headers
+            if batch.producer_id >= 0 or batch.is_transactional:
+                dc.producer_fields_dropped += 1
 
     def _group(self, batch: RecordBatch, codec: Codec, records: list[Record] | None) -> list[Unit]:
         """One uncompressed legacy message into the pending group of its magic, timestamp type and time."""
@@ -453,44 +577,61 @@ def peak_rss(since_reset: bool) -> int:
 
 
 def convert_log(src: str | os.PathLike[str], dst: str | os.PathLike[str], opts: ConvertOptions,
-                observer: ConvertObserver | None = None) -> list[PartitionStats]:
-    """Convert every partition under ``src`` (a segment, a partition dir or a log dir) into ``dst``."""
+                observer: ConvertObserver | None = None, *, resume: bool = False) -> list[PartitionStats]:
+    """Convert every partition under ``src`` (a segment, a partition dir or a log dir) into ``dst``; with ``resume``,
+    only those an interrupted run over ``dst`` did not complete (:mod:`kafkatool.convert.destination`)."""
     opts.validate()
     obs = observer or ConvertObserver()
     src_p, dst_p = Path(src), Path(dst)
-    sources = resolve_sources(src_p)
-    check_destination(src_p, dst_p)
+    skipped: list[str] = []
+    # Internal topics are the brokers' own: never down-converted from a whole log dir (name one to convert it).
+    sources = resolve_sources(src_p, skip_internal=not opts.up, skipped=skipped)
+    if skipped:
+        obs.warning(f"skipped {len(skipped)} partitions of internal topics ({', '.join(skipped)}): a broker's own "
+                    "data; give a partition dir to convert one anyway")
+    dest = check_destination(src_p, dst_p, [s.name for s in sources], opts.shaping(), resume=resume)
+    if dest.done:
+        obs.note(f"resuming: {len(dest.done)} of {len(sources)} partition(s) already complete in {dst_p}"
+                 + (" (the run had finished)" if dest.complete else ""))
+    sources = [s for s in sources if s.name not in dest.done]
     if not opts.up and opts.codec is None and opts.zstd_to is None:
         scan_for_zstd(sources)
     obs.start(sources, sum(s.total_bytes() for s in sources))
     if opts.dry_run:
-        return _convert_all(sources, dst_p, opts, obs)
+        return _convert_all(sources, dest, opts, obs)
     with hold_for_write(dst_p):
-        return _convert_all(sources, dst_p, opts, obs)
+        return _convert_all(sources, dest, opts, obs)
 
 
-def _convert_all(sources: list[PartitionSource], dst_p: Path, opts: ConvertOptions,
+def _convert_all(sources: list[PartitionSource], dest: Destination, opts: ConvertOptions,
                  obs: ConvertObserver) -> list[PartitionStats]:
-    created = False
+    dst_p = dest.path
+    made = DirMaker()
+    fresh = not dest.done and not dest.complete
     if not opts.dry_run and not dst_p.exists():
-        dst_p.mkdir(parents=True)
+        made.makedirs(dst_p)
         fsync_dir(dst_p.absolute().parent)
-        created = True
     estimator = CompressionRatioEstimator()
     results: list[PartitionStats] = []
     written: list[Path] = []
     try:
+        if not opts.dry_run:
+            begin(dest)
         for source in sources:
             stats = convert_partition(source, None if opts.dry_run else dst_p, opts, estimator, obs)
             if stats.output:
                 written.append(Path(stats.output))
             results.append(stats)
             obs.partition_done(stats)
+        if not opts.dry_run and not dest.complete:
+            finish(dest)
     except BaseException:
         for d in written:
             shutil.rmtree(d, ignore_errors=True)
-        if created:
-            shutil.rmtree(dst_p, ignore_errors=True)
+        if made.made:
+            made.remove()
+        elif fresh and not opts.dry_run:
+            undo_begin(dest)
         raise
     return results
 
@@ -564,7 +705,7 @@ def _convert_into(source: PartitionSource, tmp: Path | None, opts: ConvertOption
                         if verified is None:
                             continue  # left out (skip_corrupt), counted
                         log_end = max(log_end, batch.last_offset + 1)
-                        for unit in conv.add(batch, verified.records, verified.dropped):
+                        for unit in conv.add(batch, verified.records, verified.dropped, verified.source):
                             writer.append(unit)
                     if done >= opts.chunk_size:
                         obs.advance(done, source.name)
@@ -576,9 +717,9 @@ def _convert_into(source: PartitionSource, tmp: Path | None, opts: ConvertOption
             except KafkaToolError as e:
                 raise e.at(fr.path) from None  # errors of records and batches name the segment they are in
         txn = []
-        if opts.up and seg.txn_index.exists():
+        if opts.up and seg.has(TXN_INDEX_SUFFIX):
             txn = read_txn_index(seg.txn_index)
-        elif seg.txn_index.exists():
+        elif seg.has(TXN_INDEX_SUFFIX):
             stats.files_dropped.append(seg.txn_index.name)
         writer.end_source_segment(txn)
     writer.finish(log_end)
@@ -596,6 +737,12 @@ def _convert_into(source: PartitionSource, tmp: Path | None, opts: ConvertOption
         stats.empty_batches_dropped = dc.batches_empty
         stats.headers_dropped = dc.headers_dropped
         stats.producer_fields_dropped = dc.producer_fields_dropped
+        if dc.control_batches_dropped:  # what old consumers now read of aborted transactions
+            from kafkatool.convert.visibility import transaction_outcomes
+
+            note = transaction_outcomes((seg.log for seg in source.segments), opts.decompress_limit).warning()
+            if note is not None:
+                stats.warn(note)
     _carry_files(source, tmp, opts, stats)
 
 
@@ -605,14 +752,14 @@ def _warn_left_out(stats: PartitionStats, listed: int = 20) -> None:
     for f in c.findings[:listed]:
         at = f" at byte {f['position']}" if f["position"] is not None else ""
         off = f"offset {f['offset']}: " if f["offset"] is not None else ""
-        stats.warn(f"left out (corrupt, {f['kind']}): {f['path']}{at}: {off}{f['message']}")
+        stats.warn(f"left out (corrupt, {f['kind']}): {shown(f['path'])}{at}: {off}{f['message']}")
     if c.count > listed:
         stats.warn(f"... and {c.count - listed} more left out: {c.batches} batches and {c.records} records in all")
 
 
 def _carry_files(source: PartitionSource, tmp: Path | None, opts: ConvertOptions, stats: PartitionStats) -> None:
     """Partition metadata files: copied byte for byte (offsets are preserved, so they stay true)."""
-    carry = [p for p in source.metadata_files() if p.exists()]
+    carry = [p for p in source.metadata_files() if p.is_file()]
     if opts.up:
         carry += source.snapshots
     else:
@@ -622,15 +769,16 @@ def _carry_files(source: PartitionSource, tmp: Path | None, opts: ConvertOptions
         if tmp is not None:
             _copy_fsync(p, tmp / p.name)
     for p in source.unknown_files:
-        stats.warn(f"not carried over (not a file kafkatool knows): {p.name}")
+        stats.warn(f"not carried over (not a file kafkatool knows): {shown(p.name)}")
     if source.pending:
         stats.warn("the source has unfinished cleaner/split files (" + ", ".join(p.name for p in source.pending)
                    + "): they are not converted; start and stop the broker once to complete them first")
 
 
 def _copy_fsync(src: Path, dst: Path) -> None:
-    with open(src, "rb") as fi, open(dst, "xb") as fo:
-        shutil.copyfileobj(fi, fo, 1 << 20)
+    with open_regular(src) as fi, open(dst, "xb") as fo:
+        for chunk in fi.chunks():
+            fo.write(chunk)
         fo.flush()
         os.fsync(fo.fileno())
     crash.point()

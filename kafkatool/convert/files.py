@@ -10,18 +10,19 @@ from pathlib import Path
 from typing import BinaryIO
 
 from kafkatool.constants import INT32_MAX
-from kafkatool.errors import CorruptRecordError, InputError, KafkaToolError, UsageError
+from kafkatool.errors import CorruptRecordError, InputError, KafkaToolError
 from kafkatool.log.layout import (
     LEADER_EPOCH_CHECKPOINT,
     PARTITION_METADATA,
+    IrregularFile,
     PartitionDir,
     Segment,
     filename_prefix_from_offset,
+    irregular_siblings,
     offset_from_filename,
     parse_partition_dir_name,
     resolve_inputs,
 )
-from kafkatool.log.lock import refuse_if_live
 from kafkatool.log.recovery import recover_segment
 from kafkatool.log.txn_index import AbortedTxn, encode_txn_index
 from kafkatool.record.batch import MAGIC_V2
@@ -30,6 +31,7 @@ from kafkatool.record.down_convert import ZstdDownConversionError
 from kafkatool.record.file_records import FileRecords, LogInputStream, RecordBatch
 from kafkatool.util import budget as _budget
 from kafkatool.util import crash
+from kafkatool.util.printable import shown
 
 METADATA_TOPIC = "__cluster_metadata"  # KRaft's own log: never converted
 
@@ -46,6 +48,7 @@ class PartitionSource:
     snapshots: list[Path] = field(default_factory=list)
     pending: list[Path] = field(default_factory=list)
     unknown_files: list[Path] = field(default_factory=list)
+    not_regular: list[IrregularFile] = field(default_factory=list)  # Kafka's names, not regular files: refused
 
     def metadata_files(self) -> list[Path]:
         if self.dir is None:
@@ -61,12 +64,21 @@ def _from_partition_dir(part: PartitionDir) -> PartitionSource:
     known = {LEADER_EPOCH_CHECKPOINT, PARTITION_METADATA}
     return PartitionSource(part.path.name, tp.topic if tp else part.path.name, part.path, part.path,
                            list(part.segments), list(part.snapshots), list(part.pending),
-                           [p for p in part.other if p.name not in known and not p.is_dir()])
+                           [p for p in part.other if p.name not in known and not p.is_dir()], list(part.not_regular))
 
 
-def resolve_sources(src: Path) -> list[PartitionSource]:
+def is_internal(topic: str) -> bool:
+    """A topic of the brokers' own (``__consumer_offsets``, ``__transaction_state``, ``__cluster_metadata``,
+    ``__share_group_state``, ``__remote_log_metadata``...): Kafka names every one of them with ``__``."""
+    return topic.startswith("__")
+
+
+def resolve_sources(src: Path, *, skip_internal: bool = False,
+                    skipped: list[str] | None = None) -> list[PartitionSource]:
     """SRC is a ``.log`` segment, a partition dir or a log dir (its normal partitions, not KRaft's
-    ``__cluster_metadata`` nor ``-delete``/``-future``/``-stray`` dirs)."""
+    ``__cluster_metadata`` nor ``-delete``/``-future``/``-stray`` dirs). ``skip_internal``: a log dir's
+    partitions of internal topics are left out (their names appended to ``skipped``); a segment or partition dir
+    named as SRC is converted whatever its topic."""
     inputs = resolve_inputs([src])
     out: list[PartitionSource] = []
     for f in inputs.files:
@@ -78,7 +90,10 @@ def resolve_sources(src: Path) -> list[PartitionSource]:
         parent = f.resolve().parent
         parsed = parse_partition_dir_name(parent.name)
         topic = parsed[0].topic if parsed else parent.name
-        out.append(PartitionSource(parent.name, topic, f, parent if parsed else None, [Segment(base, parent)]))
+        siblings = irregular_siblings(f)
+        out.append(PartitionSource(parent.name, topic, f, parent if parsed else None,
+                                   [Segment(base, parent, frozenset(s.path.suffix for s in siblings))],
+                                   not_regular=siblings))
     for part in inputs.partitions:
         out.append(_from_partition_dir(part))
     for log_dir in inputs.log_dirs:
@@ -86,35 +101,23 @@ def resolve_sources(src: Path) -> list[PartitionSource]:
             tp = part.topic_partition
             if part.kind or (tp is not None and tp.topic == METADATA_TOPIC):
                 continue
+            if skip_internal and tp is not None and is_internal(tp.topic):
+                if skipped is not None:
+                    skipped.append(part.path.name)
+                continue
             out.append(_from_partition_dir(part))
     if not out:
-        raise InputError("no partitions to convert", path=src)
+        raise InputError("no partitions to convert" + (" (internal topics are skipped in a log dir: give a "
+                                                       "partition dir to convert one)" if skipped else ""), path=src)
+    for log_dir in inputs.log_dirs:
+        if log_dir.not_regular:  # its checkpoints or meta.properties
+            raise log_dir.not_regular[0].error()
+    for source in out:
+        if source.not_regular:
+            # A FIFO, a device or a broken symlink named as a segment's file: the partition is not in a state to
+            # convert from (a .log that cannot be read would leave a hole). A finding: exit 1, nothing written.
+            raise source.not_regular[0].error()
     return out
-
-
-def _inside(child: Path, parent: Path) -> bool:
-    try:
-        child.relative_to(parent)
-        return True
-    except ValueError:
-        return False
-
-
-def check_destination(src: Path, dst: Path) -> None:
-    """DST must be new or empty, not inside SRC, and not anywhere inside a log dir a live broker holds (exit 3:
-    checked first, so that nothing else about a live log dir is said)."""
-    refuse_if_live(dst)
-    src_r = src.resolve()
-    dst_r = dst.resolve()
-    src_dir = src_r.parent if src_r.is_file() else src_r
-    if _inside(dst_r, src_dir):
-        raise UsageError(f"DST must not be inside SRC ({src_dir}): choose a directory elsewhere", path=dst)
-    if dst.exists():
-        if not dst.is_dir():
-            raise UsageError("DST exists and is not a directory", path=dst)
-        if any(dst.iterdir()):
-            raise UsageError("DST must be a new or empty directory (a leftover .kafkatool-tmp-* dir is an "
-                             "interrupted run: remove DST and run again)", path=dst)
 
 
 def scan_for_zstd(sources: list[PartitionSource]) -> None:
@@ -135,11 +138,7 @@ def scan_for_zstd(sources: list[PartitionSource]) -> None:
 
 
 def _zero_from(fr: FileRecords, pos: int) -> bool:
-    step = 1 << 20
-    for p in range(pos, fr.size, step):
-        if bytes(fr.buf[p:min(p + step, fr.size)]).strip(b"\x00"):
-            return False
-    return True
+    return fr.first_nonzero(pos) is None
 
 
 def source_batches(fr: FileRecords, skipped: Callable[[str, int], None], *, last: bool = True,
@@ -162,7 +161,7 @@ def source_batches(fr: FileRecords, skipped: Callable[[str, int], None], *, last
         except CorruptRecordError:
             end = stream.end_state
             if last and end is not None and _zero_from(fr, end.position):
-                skipped(f"{fr.path}: {end.trailing_bytes} zero bytes from byte {end.position} (preallocated "
+                skipped(f"{shown(fr.path)}: {end.trailing_bytes} zero bytes from byte {end.position} (preallocated "
                         "file) skipped", end.trailing_bytes)
                 return
             raise
@@ -172,7 +171,7 @@ def source_batches(fr: FileRecords, skipped: Callable[[str, int], None], *, last
         raise CorruptRecordError(f"{end.trailing_bytes} bytes that are not a complete batch ({end.message}) end a "
                                  "segment that is not the last one", path=fr.path, position=end.position)
     if end is not None and end.kind != "end":
-        skipped(f"{fr.path}: {end.trailing_bytes} bytes from byte {end.position} skipped ({end.message}); "
+        skipped(f"{shown(fr.path)}: {end.trailing_bytes} bytes from byte {end.position} skipped ({end.message}); "
                 "the broker's recovery truncates them too", end.trailing_bytes)
 
 
@@ -292,5 +291,5 @@ def _write_fsync(path: Path, data: bytes) -> None:
     crash.point()
 
 
-__all__ = ["PartitionSource", "SegmentWriter", "check_destination", "resolve_sources",
+__all__ = ["PartitionSource", "SegmentWriter", "resolve_sources",
            "scan_for_zstd", "source_batches"]

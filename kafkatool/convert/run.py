@@ -44,6 +44,7 @@ class ConvertRequest:
     segment_bytes: int = DEFAULT_SEGMENT_BYTES
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     dry_run: bool = False
+    resume: bool = False  # continue an interrupted run over DST (the partitions it did not complete)
     skip_corrupt: bool = False  # leave corrupt batches and records out (counted) instead of stopping at the first
     live: bool = False  # read a source in a log dir a live broker holds (never written)
     memory: str | None = None  # the run's budget as given (None: KAFKATOOL_MEMORY or the default)
@@ -95,4 +96,4 @@ def convert(request: ConvertRequest, listener: ConvertListener | None = None) ->
     refuse_if_live(req.dst)  # a write into a live log dir is refused first: reading live never allows that
     for lock in check_read([req.src], live=req.live):
         lis.warning(live_notice(lock))
-    return ConvertOutcome(convert_log(req.src, req.dst, opts, lis))
+    return ConvertOutcome(convert_log(req.src, req.dst, opts, lis, resume=req.resume))

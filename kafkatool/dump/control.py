@@ -18,7 +18,6 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from kafkatool.decoders import MessageError, read_control_value
 from kafkatool.errors import InvalidRecordError, KafkaToolError
 from kafkatool.record.batch import ControlRecordType
 from kafkatool.record.default_records import parse_control_type_id, parse_end_txn_marker
@@ -79,6 +78,8 @@ def describe_control(key: bytes | None, value: bytes | None) -> ControlInfo:
 
 
 def _decode_kraft(type_id: int, value: bytes | None) -> tuple[dict[str, Any], str]:
+    from kafkatool.decoders import MessageError, read_control_value  # loaded when a KRaft control record is met
+
     try:
         msg = read_control_value(type_id, value)
     except MessageError as e:

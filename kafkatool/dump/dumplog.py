@@ -44,7 +44,6 @@ import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from typing import IO
 
-from kafkatool.decoders import java_utf8
 from kafkatool.dump.control import describe_control
 from kafkatool.dump.events import (
     BatchEvent,
@@ -59,6 +58,7 @@ from kafkatool.dump.events import (
     NoticeKind,
     OffsetCheckpointEntry,
     PropertyEntry,
+    RecordsEvent,
     Severity,
 )
 from kafkatool.log.checkpoints import EpochEntry, PartitionMetadata
@@ -69,6 +69,7 @@ from kafkatool.record.batch import LOG_OVERHEAD, Record
 from kafkatool.record.codecs import Codec
 from kafkatool.record.default_records import DefaultRecordBatch
 from kafkatool.record.file_records import RecordBatch
+from kafkatool.util.printable import shown
 
 Decoder = Callable[[bytes], str]
 # Files DumpLogSegments 3.9 does not dump (it dispatches on the text after the last '.').
@@ -92,6 +93,8 @@ def make_decoder(encoding: str) -> Decoder:
         return bytes.hex
     if encoding == "base64":
         return lambda b: base64.b64encode(b).decode("ascii")
+    from kafkatool.decoders import java_utf8  # the decoders load when a run decodes, not at every start
+
     return java_utf8
 
 
@@ -291,6 +294,14 @@ class DumpLogWriter:
                                       kafka4=self.kafka4)
             lines.append("")
             self.out.write("\n".join(lines))
+        elif t is RecordsEvent:
+            assert isinstance(ev, RecordsEvent)
+            if self.halt is None:
+                lines = record_lines(ev.batch, ev.records, print_data=self.print_data,
+                                     skip_metadata=self.skip_metadata, decode=self.decode, decoded=ev.decoded,
+                                     kafka4=self.kafka4)
+                lines.append("")
+                self.out.write("\n".join(lines))
         elif t is IndexEntryEvent:
             assert isinstance(ev, IndexEntryEvent)
             if not self.ignoring:
@@ -299,12 +310,12 @@ class DumpLogWriter:
             assert isinstance(ev, FileStart)
             self.halt = None
             self.ignoring = ev.kind in KAFKA_UNKNOWN_KINDS
-            self.out.write(f"Dumping {ev.path}\n")
+            self.out.write(f"Dumping {shown(ev.path)}\n")
             if self.ignoring:
                 if "." in os.path.basename(ev.path):
-                    self.err(f"Ignoring unknown file {ev.path}")
+                    self.err(f"Ignoring unknown file {shown(ev.path)}")
                 else:
-                    self.err(f"kafkatool: {ev.path}: kafka-dump-log.sh 3.9 aborts on a file name without a '.' "
+                    self.err(f"kafkatool: {shown(ev.path)}: kafka-dump-log.sh 3.9 aborts on a file name without a '.' "
                              "(StringIndexOutOfBoundsException); not dumped in this format")
             if ev.kind == FileKind.LOG and ev.base_offset is not None:
                 self.out.write(f"Log starting offset: {ev.base_offset}\n")
@@ -318,15 +329,16 @@ class DumpLogWriter:
             if ev.kind.is_records and not self.max_bytes_set:
                 stop, throws = self.halt if self.halt is not None else (ev.reader_stop, ev.reader_throws)
                 if stop is not None and not throws and ev.size > stop:
-                    self.out.write(f"Found {ev.size - stop} invalid bytes at the end of {os.path.basename(ev.path)}\n")
+                    name = shown(os.path.basename(ev.path))
+                    self.out.write(f"Found {ev.size - stop} invalid bytes at the end of {name}\n")
         elif t is Notice:
             assert isinstance(ev, Notice)
             if ev.kind == NoticeKind.INDEX_EMPTY:
-                self.out.write(f"{ev.path} is empty.\n")
+                self.out.write(f"{shown(ev.path)} is empty.\n")
             elif ev.kind == NoticeKind.SANITY_PASSED:
-                self.out.write(f"{ev.path} passed sanity check.\n")
+                self.out.write(f"{shown(ev.path)} passed sanity check.\n")
             else:
-                self.err(f"Ignoring unknown file {ev.path}")
+                self.err(f"Ignoring unknown file {shown(ev.path)}")
         elif t is Finding:
             assert isinstance(ev, Finding)
             self._finding(ev)
@@ -364,15 +376,15 @@ class DumpLogWriter:
     def close(self) -> None:
         err = self.err
         for path, spool in self.index_mismatches.items():
-            err(f"Mismatches in :{path}")
+            err(f"Mismatches in :{shown(path)}")
             for a, b in spool.newest_first():
                 err(f"  Index offset: {a}, log offset: {b}")
         for path, spool in self.time_mismatches.items():
-            err(f"Found timestamp mismatch in :{path}")
+            err(f"Found timestamp mismatch in :{shown(path)}")
             for a, b in spool.in_order():
                 err(f"  Index timestamp: {a}, log timestamp: {b}")
         for path, spool in self.time_out_of_order.items():
-            err(f"Found out of order timestamp in :{path}")
+            err(f"Found out of order timestamp in :{shown(path)}")
             for a, b in spool.in_order():
                 err(f"  Index timestamp: {a}, Previously indexed timestamp: {b}")
         for spool in self.time_not_found.values():
@@ -380,7 +392,7 @@ class DumpLogWriter:
             for a, b in spool.in_order():
                 err(f"Indexed offset: {a}, found log offset: {b}")
         for path, spool in self.non_consecutive.items():
-            err(f"Non-consecutive offsets in {path}")
+            err(f"Non-consecutive offsets in {shown(path)}")
             for a, b in spool.newest_first():
                 err(f"  {a} is followed by {b}")
         for table in (self.index_mismatches, self.time_mismatches, self.time_out_of_order, self.time_not_found,

@@ -23,18 +23,16 @@ from __future__ import annotations
 
 import os
 import re
-import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
+from itertools import chain
 from itertools import count as _count
 from operator import itemgetter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import crc32c as _crc32c
-
+from kafkatool._accel import crc32c as _crc32c
 from kafkatool._accel import speedups as _C
 from kafkatool.constants import INT32_MAX, INT64_MAX
-from kafkatool.decoders import MessageParser, auto_decoder, resolve_parser
 from kafkatool.dump.control import describe_control
 from kafkatool.dump.events import (
     BatchEvent,
@@ -47,6 +45,7 @@ from kafkatool.dump.events import (
     Notice,
     NoticeKind,
     Progress,
+    RecordsEvent,
     Severity,
     Summary,
 )
@@ -54,21 +53,24 @@ from kafkatool.dump.filter import RecordSelector
 from kafkatool.dump.indexes import IndexFiles
 from kafkatool.dump.paths import base_offset_of, classify, plan_files
 from kafkatool.dump.resync import (
-    all_zero,
     batch_fits,
     find_next_batch,
     not_a_batch_start,
     seek_position,
     valid_batch_at,
 )
-from kafkatool.errors import CorruptRecordError, KafkaToolError, LimitExceededError
+from kafkatool.errors import CorruptRecordError, KafkaToolError, LimitExceededError, NotRegularFileError
 from kafkatool.record.batch import MAGIC_V2, Record
 from kafkatool.record.codecs import crc32 as _crc32
 from kafkatool.record.codecs import decompress
 from kafkatool.record.default_records import DefaultRecordBatch
-from kafkatool.record.file_records import FileRecords, LogInputStream
+from kafkatool.record.file_records import FileRecords, LogInputStream, RecordBatch
 from kafkatool.record.sniff import looks_like
-from kafkatool.record.validate import magic_problem, offset_problems, record_problems
+from kafkatool.record.validate import RecordChecks, magic_problem, offset_problems, record_problems
+from kafkatool.util.regular import irregular as _irregular
+
+if TYPE_CHECKING:
+    from kafkatool.decoders import MessageParser
 
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 
@@ -127,36 +129,80 @@ class DumpEngine:
         self._index_files = IndexFiles(options, self.finding)
         self._auto_parsers: dict[str, MessageParser] = {}
 
-    def run(self, paths: Iterable[str | os.PathLike[str]]) -> Iterator[Event]:
-        for path in plan_files(paths, kafka_files_only=self.opts.kafka_compat):
-            yield from self.dump_file(path)
+    def run(self, paths: Iterable[str | os.PathLike[str]],
+            named: dict[str, tuple[Path, FileKind]] | None = None) -> Iterator[Event]:
+        """Dump ``paths`` in order; ``named`` maps a path as given (``-``) to the file that holds it and its
+        kind (``dump -``: stdin), shown as given."""
+        for raw in paths:
+            key = os.fspath(raw)
+            if named is not None and key in named:
+                path, kind = named[key]
+                yield from self.dump_file(path, kind, display=key)
+                continue
+            if not self.opts.kafka_compat and classify(Path(raw)) == FileKind.UNKNOWN and os.path.isfile(raw):
+                yield from self._named_unknown(Path(raw))
+                continue
+            for path, walked in plan_files([raw], kafka_files_only=self.opts.kafka_compat,
+                                           selection=self.opts.selection):
+                yield from self.dump_file(path, walked=walked)
         yield self.totals.summary()
+
+    def _named_unknown(self, path: Path) -> Iterator[Event]:
+        """A file named on the command line whose name is none of Kafka's: dumped as what its bytes are (a segment
+        or an index under another name), else an error (exit 2): the operator asked for a file dump cannot read."""
+        from kafkatool.dump.stdin import KINDS, sniff_kind
+
+        try:
+            sniffed = sniff_kind(path) if os.path.getsize(path) else None
+        except (OSError, KafkaToolError):
+            sniffed = None
+        if sniffed is not None:
+            yield from self.dump_file(path, KINDS[sniffed][0])
+            return
+        display = str(path)
+        size = os.path.getsize(path)
+        self.totals.files += 1
+        self.totals.io_errors += 1
+        yield FileStart(display, FileKind.UNKNOWN, size)
+        yield self.finding("not-a-kafka-file", ERROR, display, "not a Kafka file: neither its name nor its bytes are "
+                           "a segment, an index, a snapshot or a checkpoint")
+        yield FileEnd(display, FileKind.UNKNOWN, size)
 
     def finding(self, kind: str, severity: Severity, path: str, message: str, position: int | None = None,
                 offset: int | None = None, **data: Any) -> Finding:
         f = Finding(kind, severity, path, message, position, offset, data)
         return f if self._mute else self.totals.count(f)
 
-    def dump_file(self, path: Path, kind: FileKind | None = None) -> Iterator[Event]:
+    def dump_file(self, path: Path, kind: FileKind | None = None, *, walked: bool = False, start: int = 0,
+                  stop: int | None = None, display: str | None = None,
+                  max_bytes: int | None = None) -> Iterator[Event]:
+        """The events of one file. ``walked``: met in a walk of a partition or log dir, where a file that is not a
+        regular file is a finding (exit 1); named on the command line, an I/O error (exit 2). For a ``.log``,
+        ``start`` and ``stop`` walk a byte range of it as the walk from byte 0 would: from ``start`` (a batch
+        boundary) to the first batch position at or after ``stop``, which ``FileEnd.handoff`` names, so ranges whose
+        hand-offs meet the next range's start give exactly the walk of the whole file (``spark-scan`` walks segments
+        range by range this way). ``display`` names the file in the events (a URL whose bytes ``path`` mirrors);
+        ``max_bytes`` cuts the file as the option does."""
         kind = classify(path) if kind is None else kind
-        display = str(path)
+        display = str(path) if display is None else display
         self.totals.files += 1
         try:
-            st = os.stat(path)
-            problem = None if stat.S_ISREG(st.st_mode) else "not a regular file"
+            irregular = _irregular(path)
+            if irregular is None:
+                size = os.stat(path).st_size
         except OSError as e:
-            st, problem = None, f"cannot read: {e.strerror}"
-        if st is None or problem is not None:
             # Never open FIFOs or devices: a read could block forever.
             yield FileStart(display, kind, 0)
             self.totals.io_errors += 1
-            yield self.finding("io-error", ERROR, display, problem or "unreadable")
+            yield self.finding("io-error", ERROR, display, f"cannot read: {e.strerror}")
             yield FileEnd(display, kind, 0)
             return
-        size = st.st_size
+        if irregular is not None:
+            yield from self._not_regular(NotRegularFileError(irregular, path=display), kind, walked)
+            return
         try:
             if kind.is_records:
-                yield from self._dump_records_file(path, display, kind, size)
+                yield from self._dump_records_file(path, display, kind, size, start, stop, max_bytes)
             elif kind == FileKind.UNKNOWN:
                 yield FileStart(display, kind, size)
                 yield Notice(display, NoticeKind.UNKNOWN_FILE)
@@ -166,6 +212,8 @@ class DumpEngine:
                     if type(ev) is FileEnd:
                         self.totals.entries += ev.entries
                     yield ev
+        except NotRegularFileError as e:  # the file was swapped for a FIFO or a device since the check above
+            yield from self._not_regular(e, kind, walked)
         except KafkaToolError as e:
             # Unreadable or refused input (exit 2): report it and go on with the other files.
             self.totals.io_errors += 1
@@ -173,8 +221,20 @@ class DumpEngine:
             yield self.finding("io-error", ERROR, display, e.message, e.position)
             yield FileEnd(display, kind, size)
 
+    def _not_regular(self, e: NotRegularFileError, kind: FileKind, walked: bool) -> Iterator[Event]:
+        """A file that is not a regular file, never read: a finding in a dir walk, an I/O error when named."""
+        display = e.path or ""
+        yield FileStart(display, kind, 0)
+        if walked:
+            yield self.finding(e.finding, ERROR, display, e.message, file_type=e.kind)
+        else:
+            self.totals.io_errors += 1
+            yield self.finding("io-error", ERROR, display, e.message)
+        yield FileEnd(display, kind, 0)
+
     # ------------------------------------------------------------------ .log / KRaft snapshot files
-    def _dump_records_file(self, path: Path, display: str, kind: FileKind, size: int) -> Iterator[Event]:
+    def _dump_records_file(self, path: Path, display: str, kind: FileKind, size: int, first: int = 0,
+                           stop: int | None = None, max_bytes: int | None = None) -> Iterator[Event]:
         base = base_offset_of(path) if kind == FileKind.LOG else None
         end_offset = epoch = None
         bootstrap = False
@@ -183,11 +243,11 @@ class DumpEngine:
             if m:
                 end_offset, epoch = int(m.group(1)), int(m.group(2))
             bootstrap = path.name == KRAFT_BOOTSTRAP_FILE
-        fr = FileRecords(path, max_bytes=self.opts.max_bytes)
+        fr = FileRecords(path, max_bytes=self.opts.max_bytes if max_bytes is None else max_bytes)
         try:
             yield FileStart(display, kind, size, base, end_offset, epoch, bootstrap)
-            start = 0
-            if self.opts.from_offset is not None and base is not None:
+            start = first
+            if self.opts.from_offset is not None and base is not None and start == 0:
                 start = seek_position(fr, path, base, self.opts.from_offset)
             looks = None
             if kind == FileKind.LOG and start == 0 and fr.size and not valid_batch_at(fr.buf, 0, fr.size, fr):
@@ -196,7 +256,7 @@ class DumpEngine:
             if parser is None:
                 parser = self._auto_parser(path)
             if looks is None:
-                yield from self._walk(fr, display, kind, start, base, parser)
+                yield from self._walk(fr, display, kind, start, base, parser, stop)
                 return
             yield self.finding("wrong-file-type", ERROR, display,
                                f"not a log segment: no batch starts at byte 0, and the content looks like {looks}",
@@ -219,6 +279,10 @@ class DumpEngine:
 
     def _auto_parser(self, path: Path) -> MessageParser | None:
         """The decoder of an internal topic's partition dir (``decoders.auto_decoder``), when no option set one."""
+        if not path.parent.name.startswith("__"):  # every internal topic's name does: no decoder to load
+            return None
+        from kafkatool.decoders import auto_decoder, resolve_parser
+
         name = auto_decoder(path.parent.name)
         if name is None:
             return None
@@ -228,7 +292,8 @@ class DumpEngine:
         return parser
 
     def _walk(self, fr: FileRecords, display: str, kind: FileKind, start: int,
-              base_offset: int | None = None, parser: MessageParser | None = None) -> Iterator[Event]:
+              base_offset: int | None = None, parser: MessageParser | None = None,
+              stop: int | None = None) -> Iterator[Event]:
         opts = self.opts
         t = self.totals
         end = fr.size
@@ -255,7 +320,9 @@ class DumpEngine:
         magics = t.magics
         # The compiled walk takes runs of batches that need nothing from the loop below (no output, no filter,
         # a valid CRC, offsets that follow on; deep, records that decode): a summary-only run.
-        fast = _C is not None and not emit and flt is None and not filter_records and selector is None
+        observer = opts.observer
+        fast = _C is not None and not emit and flt is None and not filter_records and selector is None \
+            and observer is None
         fast_walk = _C.dump_walk if fast and _C is not None else None
         fast_flags = (1 if need_records else 0) | (2 if verify_inner or exact_counts else 0)
         window = fr.window
@@ -270,6 +337,7 @@ class DumpEngine:
         walked = 0  # bytes of every batch the walker returned (filtered or not): Kafka's validBytes
         emitted_bytes = 0
         stopped: str | None = None
+        handoff: int | None = None  # a range walk's end: the first batch position at or after ``stop``
         reader_stop: int | None = None  # where Kafka's reader stops (the first unparseable position)
         reader_throws = False
         overflow_reported = False
@@ -279,8 +347,13 @@ class DumpEngine:
             try:
                 for batch in stream:
                     pos = batch.position
+                    if stop is not None and pos >= stop:
+                        stopped, handoff = "handoff", pos
+                        break
                     if fast_walk is not None and pos < next_progress:
-                        r = fast_walk(buf, pos, min(next_progress, pos + window), stream.end, last, fast_flags,
+                        limit_at = min(next_progress, pos + window) if stop is None else min(next_progress,
+                                                                                              pos + window, stop)
+                        r = fast_walk(buf, pos, limit_at, stream.end, last, fast_flags,
                                       _crc32c.crc32c, _crc32, fast_decompress)
                         if r is not None and r.position != pos and base_offset is not None \
                                 and not overflow_reported and not (r.first_offset >= base_offset
@@ -354,7 +427,7 @@ class DumpEngine:
                     if from_ts is not None and max_ts < from_ts:
                         last = last_off
                         continue
-                    if to_ts is not None and not need_records and first_ts is not None and first_ts > to_ts:
+                    if to_ts is not None and not need_records and first_ts is not None and first_ts >= to_ts:
                         last = last_off
                         continue
                     crc_ok = batch.is_valid()
@@ -384,9 +457,17 @@ class DumpEngine:
                         continue
 
                     recs: list[Record] | None = None
-                    if need_records or (exact_counts and not is_v2 and codec_id):
+                    more: Iterator[list[Record]] | None = None
+                    # A count is of records (with an offset or time window: those inside it, which a batch that
+                    # straddles an end of the window only tells once decoded).
+                    if need_records or (exact_counts and ((not is_v2 and codec_id) or (filter_records and not (
+                            from_ts is None and to_ts is None and (from_off is None or (first is not None
+                                                                                        and first >= from_off))
+                            and (to_off is None or last_off <= to_off))))):
                         try:
-                            recs = batch.records(limit=limit)
+                            chunks = batch.record_chunks(limit=limit)
+                            recs = next(chunks)
+                            second = next(chunks, None)
                         except KafkaToolError as e:
                             bad = True
                             if crc_ok:
@@ -395,6 +476,40 @@ class DumpEngine:
                             yield self.finding(kind_, ERROR, display,
                                                f"records of the batch at byte {pos} (offsets ..{last_off}) do not "
                                                f"decode: {e.message}", pos, last_off, error_position=e.position)
+                        else:
+                            if second is not None:
+                                more = chain((recs, second), chunks)
+                    if more is not None and recs:
+                        # More records than a run holds at once: the batch a chunk at a time.
+                        cbase = first if first is not None else recs[0][0]
+                        if not need_records:  # legacy records counted: offsets followed batch by batch
+                            if last != -1 and recs[0][0] != last + 1:
+                                yield self._gap(display, pos, last, recs[0][0])
+                            last = last_off
+                        check = RecordChecks(batch, crc=verify_inner, order=False, control=self._control_problem) \
+                            if crc_ok and (codec_id and not is_v2 or is_v2 and need_records) else None
+                        followed, kept, n, found = yield from self._chunked_records(
+                            display, batch, pos, crc_ok, more, last, cbase, selector, emit_records, need_records,
+                            check)
+                        bad = bad or found
+                        if need_records:
+                            last = followed
+                        if kept:
+                            n_batches += 1
+                            emitted_bytes += size
+                            codecs[codec_id] = codecs.get(codec_id, 0) + 1
+                            magics[magic] = magics.get(magic, 0) + 1
+                            n_records += n
+                            if t.first_offset is None:
+                                t.first_offset = cbase
+                            if t.last_offset is None or last_off > t.last_offset:
+                                t.last_offset = last_off
+                            if t.max_timestamp is None or max_ts > t.max_timestamp:
+                                t.max_timestamp = max_ts
+                        if strict and bad:
+                            stopped = "strict"
+                            break
+                        continue
                     if recs is not None and crc_ok and (codec_id and not is_v2 or is_v2 and need_records):
                         # What the records say of their batch: legacy inner CRCs (verify) and a cut inner set,
                         # offsets outside the batch, malformed control records (offsets are followed below).
@@ -432,7 +547,7 @@ class DumpEngine:
                         if filter_records:
                             recs = [r for r in recs if (from_off is None or r[0] >= from_off)
                                     and (to_off is None or r[0] <= to_off)
-                                    and (from_ts is None or r[1] >= from_ts) and (to_ts is None or r[1] <= to_ts)]
+                                    and (from_ts is None or r[1] >= from_ts) and (to_ts is None or r[1] < to_ts)]
                         if selector is not None and recs:
                             recs, decoded, failures = selector.select(
                                 recs, bool(h.attributes & 0x20) if is_v2 else False, emit_records)
@@ -466,6 +581,8 @@ class DumpEngine:
                         t.max_timestamp = max_ts
                     if emit:
                         yield BatchEvent(display, batch, crc_ok, recs if emit_records else None, base, decoded)
+                    if observer is not None:
+                        observer.batch(batch, crc_ok, recs)
                     if strict and bad:
                         stopped = "strict"
                         break
@@ -474,6 +591,9 @@ class DumpEngine:
             if stopped is not None:
                 break
             st = stream.end_state
+            if st is not None and stop is not None and st.position >= stop:
+                stopped, handoff = "handoff", st.position  # the next range's walk judges what is there
+                break
             if st is None or st.kind == "end":
                 break
             at = st.position
@@ -486,7 +606,7 @@ class DumpEngine:
                 stopped = "max-bytes"
                 reader_stop = None
                 break
-            if all_zero(buf, at, end):
+            if fr.first_nonzero(at, end) is None:
                 yield self.finding("trailing-zeros", ERROR if strict else WARNING, display,
                                    f"{rest} zero bytes after the last batch (preallocated segment or a torn write "
                                    "of zeros; the broker's recovery truncates them)", at, bytes=rest)
@@ -536,9 +656,67 @@ class DumpEngine:
             t.records += n_records
         else:
             t.records_known = False
-        invalid = 0 if stopped in ("to-offset", "max-bytes") else max(0, end - start - walked)
+        invalid = 0 if stopped in ("to-offset", "max-bytes") else max(0, (end if handoff is None else handoff)
+                                                                          - start - walked)
         yield FileEnd(display, kind, fr.file_size, n_batches, n_records if records_known else None, 0, walked,
-                      invalid, stopped, reader_stop, reader_throws)
+                      invalid, None if handoff is not None else stopped, reader_stop, reader_throws, handoff)
+
+    def offset_step(self, display: str, position: int, previous: int, following: int) -> Finding | None:
+        """The finding a deep walk makes where offset ``previous`` is followed by ``following`` in the batch at
+        ``position`` (None: they are consecutive): how the walks of consecutive ranges of one file are joined."""
+        return None if following == previous + 1 else self._gap(display, position, previous, following)
+
+    def _chunked_records(self, display: str, batch: RecordBatch, pos: int, crc_ok: bool,
+                         chunks: Iterator[list[Record]], last: int, base: int, selector: RecordSelector | None,
+                         emit_records: bool, follow: bool,
+                         check: RecordChecks | None = None) -> Generator[Event, None, tuple[int, bool, int, bool]]:
+        """The records of a batch read a chunk at a time (``_walk`` takes every other batch's at once): per chunk
+        the findings about its records, then its records, the first chunk's in the ``BatchEvent``, the others'
+        in a ``RecordsEvent`` each. ``follow``: offsets are followed record by record (a deep walk); ``check``: the
+        record problems of :mod:`kafkatool.record.validate`, chunk by chunk. Returns (the last offset followed,
+        whether any record passed the filters, how many did, whether a record problem was found)."""
+        opts = self.opts
+        found = False
+        from_off, to_off, from_ts, to_ts = opts.from_offset, opts.to_offset, opts.from_time, opts.to_time
+        filter_records = opts.filters_offsets or opts.filters_time
+        select_filters = opts.record_filter is not None and opts.record_filter.on_records
+        control = batch.is_control
+        emitted = False
+        n = 0
+        for recs in chunks:
+            if check is not None:  # what the records say of their batch, as the walk checks a batch read at once
+                for prob in check.feed(recs):
+                    found = True
+                    yield self.finding(prob.kind, ERROR, display, prob.message, pos, prob.offset)
+            if follow:
+                prev = last
+                for r in recs:
+                    o = r[0]
+                    if prev != -1 and o != prev + 1:
+                        yield self._gap(display, pos, prev, o)
+                    prev = o
+                last = prev
+            decoded = None
+            if filter_records or selector is not None:
+                if filter_records:
+                    recs = [r for r in recs if (from_off is None or r[0] >= from_off)
+                            and (to_off is None or r[0] <= to_off)
+                            and (from_ts is None or r[1] >= from_ts) and (to_ts is None or r[1] <= to_ts)]
+                if selector is not None and recs:
+                    recs, decoded, failures = selector.select(recs, control, emit_records)
+                    for fail in failures:
+                        yield self.finding("decode-error", WARNING, display, fail.error.message, pos,
+                                           fail.record.offset)
+                if not recs and (filter_records or select_filters):
+                    continue
+            n += len(recs)
+            if opts.emit_data:
+                if not emitted:
+                    yield BatchEvent(display, batch, crc_ok, recs if emit_records else None, base, decoded)
+                elif emit_records:
+                    yield RecordsEvent(display, batch, recs, decoded)
+            emitted = True
+        return last, emitted, n, found
 
     @staticmethod
     def _control_problem(key: bytes | None, value: bytes | None) -> str | None:

@@ -1,19 +1,22 @@
 """The typed events ``kafkatool dump``'s engine yields, and its options.
 
-Stream order per file: ``FileStart``, then any of ``BatchEvent`` / ``IndexEntryEvent`` / ``Notice`` /
-``Finding`` / ``Progress``, then ``FileEnd``; one ``Summary`` closes the run. Renderers
-(``dumplog_format``, ``dump_render``, the CLI's table) turn events into text; the engine never formats.
+Stream order per file: ``FileStart``, then any of ``BatchEvent`` (and its ``RecordsEvent``) /
+``IndexEntryEvent`` / ``Notice`` / ``Finding`` / ``Progress``, then ``FileEnd``; one ``Summary`` closes the run.
+Renderers (``dumplog_format``, ``dump_render``, the CLI's table) turn events into text; the engine never formats.
 
 Records travel inside their ``BatchEvent`` (``records``: Kafka's ``Record`` tuples from
 ``kafkatool.record.batch``). There is deliberately no per-record event object: the per-record path is the hot
-one, and a record only means something next to its batch (timestamp type, control flag, magic).
+one, and a record only means something next to its batch (timestamp type, control flag, magic). A batch of more
+records than the memory budget lets a run hold at once (``kafkatool.util.budget.record_chunk``: a few MB of
+tiny records can be millions) comes as its ``BatchEvent`` with the first chunk of records, then one
+``RecordsEvent`` per further chunk, each with the findings about its records before it.
 """
 
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kafkatool.log.checkpoints import EpochEntry, PartitionMetadata
 from kafkatool.log.index import OffsetPosition, TimestampOffset
@@ -21,12 +24,22 @@ from kafkatool.log.snapshot import ProducerSnapshotEntry
 from kafkatool.log.txn_index import AbortedTxn
 from kafkatool.record.batch import Record
 from kafkatool.record.file_records import RecordBatch
+from kafkatool.util.printable import shown
 
 if TYPE_CHECKING:
     from kafkatool.decoders import MessageParser
     from kafkatool.dump.filter import RecordFilter
+    from kafkatool.log.layout import PartitionSelection
 
 DEFAULT_RESYNC_LIMIT = 64 * 1024 * 1024
+
+
+class BatchObserver(Protocol):
+    """Sees every batch a walk counts, as it counts it: its CRC verdict (``isValid``) and its records (None when the
+    walk decodes none, or they do not decode). For consumers that need the batches but no events (``spark-scan``'s
+    per-range figures): a walk with an observer takes the per-batch path."""
+
+    def batch(self, batch: RecordBatch, crc_valid: bool, records: list[Record] | None) -> None: ...
 
 
 class Severity(str, enum.Enum):
@@ -80,7 +93,9 @@ class DumpOptions:
     kafka_compat: bool = False
     progress_every: int = 64 * 1024 * 1024  # bytes of .log between Progress events
     record_filter: RecordFilter | None = None  # producer id, key, control types ... (dump.filter)
+    selection: PartitionSelection | None = None  # only these topics/partitions of the dirs given
     parser: MessageParser | None = None  # a decoder option: emitted records carry their decoded texts
+    observer: BatchObserver | None = None  # sees every batch counted (BatchObserver)
 
     @property
     def needs_records(self) -> bool:
@@ -122,6 +137,17 @@ class BatchEvent:
     crc_valid: bool
     records: list[Record] | None
     base_offset: int | None  # None: a legacy compressed wrapper whose records were not decoded
+    decoded: list[tuple[str | None, str | None]] | None = None
+
+
+@dataclass(slots=True)
+class RecordsEvent:
+    """More records of the batch of the last ``BatchEvent``: the next chunk of a batch whose records are decoded a
+    chunk at a time (after offset/time and record filters; ``decoded`` as in ``BatchEvent``)."""
+
+    path: str
+    batch: RecordBatch
+    records: list[Record]
     decoded: list[tuple[str | None, str | None]] | None = None
 
 
@@ -190,7 +216,7 @@ class Finding:
     data: dict[str, Any] = field(default_factory=dict)
 
     def __str__(self) -> str:
-        where = self.path
+        where = shown(self.path)
         if self.position is not None:
             where += f" at byte {self.position}"
         return f"{self.severity.value}: {self.kind}: {where}: {self.message}"
@@ -221,6 +247,9 @@ class FileEnd:
     # (CorruptRecordException: a size field below 14) instead of stopping silently.
     reader_stop: int | None = None
     reader_throws: bool = False
+    # A range walk (``DumpEngine.dump_file`` with ``stop``) that reached its end: the first batch position at or after
+    # ``stop``, where the next range's walk goes on; None when the walk ended in the file (its end, or damage).
+    handoff: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,4 +271,4 @@ class Summary:
     entries: int = 0  # index, snapshot and checkpoint entries
 
 
-Event = FileStart | BatchEvent | IndexEntryEvent | Notice | Finding | Progress | FileEnd | Summary
+Event = FileStart | BatchEvent | RecordsEvent | IndexEntryEvent | Notice | Finding | Progress | FileEnd | Summary

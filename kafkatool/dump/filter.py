@@ -25,11 +25,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from kafkatool.decoders import DecoderError, MessageParser, problems_of, resolve_parser
 from kafkatool.errors import KafkaToolError, UsageError
 from kafkatool.record.batch import ControlRecordType, Record
 from kafkatool.record.default_records import parse_control_type_id
+
+if TYPE_CHECKING:
+    from kafkatool.decoders import MessageParser
 
 #: control type names: ``ControlRecordType`` in lower case with dashes.
 CONTROL_TYPES: dict[str, ControlRecordType] = {
@@ -102,6 +105,8 @@ class RecordSelector:
     def __init__(self, flt: RecordFilter | None, parser: MessageParser | None) -> None:
         self.flt = flt
         self.parser = parser
+        from kafkatool.decoders import resolve_parser  # a selector is made when records are filtered or decoded
+
         self.key_parser = parser if parser is not None else resolve_parser()
 
     def select(self, recs: list[Record], control: bool,
@@ -148,6 +153,8 @@ class RecordSelector:
                         failures.append(DecodeFailure(r, e))
                         pair = (None, None)
                 for text in pair:
+                    from kafkatool.decoders import DecoderError, problems_of
+
                     for problem in problems_of(text):  # the decoder printed Kafka's text and has more to say
                         failures.append(DecodeFailure(r, DecoderError(problem.describe(r.offset))))
                 texts.append(pair)

@@ -78,6 +78,8 @@ from kafkatool.record.batch import (
 from kafkatool.record.default_records import BASE_TIMESTAMP_OFFSET, LAST_OFFSET_DELTA_OFFSET
 from kafkatool.record.file_records import FileRecords, RecordBatch
 from kafkatool.record.legacy_records import RECORD_OVERHEAD_V0
+from kafkatool.util.printable import shown
+from kafkatool.util.regular import open_regular, read_regular
 
 ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 MAX_CLEAN_SHUTDOWN_READ = 1024 * 1024
@@ -92,12 +94,11 @@ class FindingSink(Protocol):
 
 def _read(path: Path) -> bytes:
     try:
-        size = os.path.getsize(path)
-        if size > MAX_INDEX_READ:
-            raise InputError(f"file of {size} bytes is larger than any Kafka index ({MAX_INDEX_READ} max)",
-                             path=path)
-        with open(path, "rb") as f:
-            return f.read()
+        with open_regular(path) as f:
+            if f.size > MAX_INDEX_READ:
+                raise InputError(f"file of {f.size} bytes is larger than any Kafka index ({MAX_INDEX_READ} max)",
+                                 path=path)
+            return f.read_all()
     except OSError as e:
         raise InputError(f"cannot read: {e.strerror}", path=path) from None
 
@@ -221,7 +222,8 @@ class IndexFiles:
     def _open_log(self, path: Path, display: str) -> Iterator[Event | FileRecords]:
         log = _sibling(path, LOG_SUFFIX)
         if not log.is_file():
-            yield self.finding("missing-log", WARNING, display, f"no {log.name} beside the index: entries not verified")
+            yield self.finding("missing-log", WARNING, display,
+                               f"no {shown(log.name)} beside the index: entries not verified")
             return
         yield FileRecords(log)
 
@@ -339,8 +341,9 @@ class IndexFiles:
                                              index_offset=off, log_offset=found)
                     else:
                         try:
-                            max_ts = max((r[1] for r in batch.records(limit=limit)), default=NO_TIMESTAMP)
-                            max_ts = max(max_ts, NO_TIMESTAMP)
+                            max_ts = NO_TIMESTAMP
+                            for chunk in batch.record_chunks(limit=limit):
+                                max_ts = max(max_ts, max((r[1] for r in chunk), default=NO_TIMESTAMP))
                         except KafkaToolError as e:
                             yield self.finding("time-index-unverifiable", ERROR, display,
                                                  f"entry {i} (offset {off}): records of the batch at byte "
@@ -441,7 +444,7 @@ class IndexFiles:
         if size > MAX_CLEAN_SHUTDOWN_READ:
             raise CorruptDataError(f"implausibly large {what}", path=path)
         try:
-            text = path.read_text(encoding="utf-8").strip()
+            text = read_regular(path, limit=MAX_CLEAN_SHUTDOWN_READ).decode("utf-8").strip()
         except (OSError, UnicodeDecodeError) as e:
             raise CorruptDataError(f"unreadable {what}: {e}", path=path) from None
         if not text:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 from kafkatool.dump.events import FileKind
 from kafkatool.log.layout import (
@@ -14,13 +15,17 @@ from kafkatool.log.layout import (
     INDEX_SUFFIX,
     LEADER_EPOCH_CHECKPOINT,
     LOG_DIR_CHECKPOINTS,
+    LOG_DIR_FILES,
     LOG_SUFFIX,
     META_PROPERTIES,
     PARTITION_METADATA,
     SNAPSHOT_SUFFIX,
     TIME_INDEX_SUFFIX,
     TXN_INDEX_SUFFIX,
+    LogDir,
     PartitionDir,
+    PartitionSelection,
+    parse_partition_dir_name,
     resolve_inputs,
 )
 
@@ -65,9 +70,12 @@ _SEGMENT_ORDER = {FileKind.LOG: 0, FileKind.INDEX: 1, FileKind.TIME_INDEX: 2, Fi
 def partition_files(part: PartitionDir) -> list[Path]:
     """A partition dir's files in dump order: per segment ``.log .index .timeindex .txnindex``, then producer
     snapshots, KRaft snapshots, ``leader-epoch-checkpoint``, ``partition.metadata``, then everything else
-    (index files without a ``.log``, ``.deleted``/``.cleaned``/``.swap`` files, unknown files)."""
+    (index files without a ``.log``, ``.deleted``/``.cleaned``/``.swap`` files, unknown files). Files named as
+    Kafka's that are not regular files (``part.not_regular``) are among them, to be reported; other entries that
+    are not regular files (a subdirectory) are not."""
     try:
-        names = sorted(n for n in os.listdir(part.path) if (part.path / n).is_file())
+        names = sorted({n for n in os.listdir(part.path) if (part.path / n).is_file()} |
+                       {f.path.name for f in part.not_regular})
     except OSError:
         names = []
     segment: list[tuple[int, int, Path]] = []
@@ -93,9 +101,11 @@ def partition_files(part: PartitionDir) -> list[Path]:
     return [f for _, _, f in sorted(segment)] + snapshots + kraft + meta + rest
 
 
-def log_dir_root_files(path: Path) -> list[Path]:
-    names = [META_PROPERTIES, *LOG_DIR_CHECKPOINTS, CLEAN_SHUTDOWN_FILE]
-    return [path / n for n in names if (path / n).is_file()]
+def log_dir_root_files(log_dir: LogDir) -> list[Path]:
+    """A log dir's own files (``meta.properties``, the checkpoints), those that are not regular files included."""
+    path = log_dir.path
+    irregular = {f.path.name for f in log_dir.not_regular}
+    return [path / n for n in LOG_DIR_FILES if n in irregular or (path / n).is_file()]
 
 
 # The files DumpLogSegments 3.9 dumps (by the text after the last '.'); it ignores or fails on the others.
@@ -103,22 +113,36 @@ KAFKA_DUMPED_KINDS = frozenset({FileKind.LOG, FileKind.KRAFT_SNAPSHOT, FileKind.
                                 FileKind.TXN_INDEX, FileKind.PRODUCER_SNAPSHOT})
 
 
-def plan_files(paths: Iterable[str | os.PathLike[str]], *, kafka_files_only: bool = False) -> Iterator[Path]:
+class PlannedFile(NamedTuple):
+    path: Path
+    walked: bool  # met in a walk of a partition or log dir (not named on the command line)
+
+
+def plan_files(paths: Iterable[str | os.PathLike[str]], *, kafka_files_only: bool = False,
+               selection: PartitionSelection | None = None) -> Iterator[PlannedFile]:
     """Every file to dump, in argument order; a dir expands to its files (``logdir.resolve_inputs``).
 
     ``kafka_files_only``: a dir expands only to the files Kafka's tool dumps (the dump-log format: the run is
-    then ``kafka-dump-log.sh --files`` over them); files named on the command line are always dumped."""
-    def expanded(files: Iterable[Path]) -> Iterator[Path]:
-        return (f for f in files if not kafka_files_only or classify(f) in KAFKA_DUMPED_KINDS)
+    then ``kafka-dump-log.sh --files`` over them); files named on the command line are always dumped.
+    ``selection``: only the partitions it selects (a file by the name of the dir it is in; a log dir's own files,
+    which are about every partition, only when it selects everything)."""
+    sel = selection or PartitionSelection()
+
+    def expanded(files: Iterable[Path]) -> Iterator[PlannedFile]:
+        return (PlannedFile(f, True) for f in files if not kafka_files_only or classify(f) in KAFKA_DUMPED_KINDS)
 
     for raw in paths:
         inputs = resolve_inputs([raw])
-        yield from inputs.files
-        for part in inputs.partitions:
+        for f in inputs.files:
+            parsed = parse_partition_dir_name(f.resolve().parent.name)
+            if sel.matches(parsed[0] if parsed else None):
+                yield PlannedFile(f, False)
+        for part in sel.select(inputs.partitions):
             yield from expanded(partition_files(part))
         for ld in inputs.log_dirs:
-            yield from expanded(log_dir_root_files(ld.path))
-            for part in ld.partitions:
+            if sel.everything:
+                yield from expanded(log_dir_root_files(ld))
+            for part in sel.select(ld.partitions):
                 yield from expanded(partition_files(part))
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
 from collections.abc import Callable
 from dataclasses import asdict, is_dataclass
@@ -24,7 +25,6 @@ from json.encoder import encode_basestring
 from typing import IO, Any
 
 from kafkatool import JSON_SCHEMA_VERSION
-from kafkatool.decoders import DecodedText
 from kafkatool.dump.control import describe_control
 from kafkatool.dump.dumplog import entry_line
 from kafkatool.dump.events import (
@@ -36,13 +36,16 @@ from kafkatool.dump.events import (
     IndexEntryEvent,
     Notice,
     NoticeKind,
+    RecordsEvent,
     Summary,
 )
 from kafkatool.dump.resync import batch_base_offset
+from kafkatool.log.layout import parse_partition_dir_name
 from kafkatool.record.batch import LOG_OVERHEAD
 from kafkatool.record.codecs import Codec
 from kafkatool.record.default_records import DefaultRecordBatch
 from kafkatool.util.jsonl import escape_separators, json_line
+from kafkatool.util.printable import shown
 from kafkatool.util.units import TimestampFormatter, format_size
 
 JsonValue = Callable[[bytes | None], str]
@@ -74,12 +77,20 @@ def _obj(kind: str, fields: dict[str, Any]) -> str:
     return json_line({"type": kind, "schema": _SCHEMA, **fields})
 
 
+def partition_of(path: str) -> tuple[str | None, int | None]:
+    """The topic and partition of a file, from the name of the partition dir it is in (None, None: not in one)."""
+    parsed = parse_partition_dir_name(os.path.basename(os.path.dirname(os.path.abspath(path)))) if path != "-" else None
+    return (parsed[0].topic, parsed[0].partition) if parsed else (None, None)
+
+
 def batch_fields(ev: BatchEvent, decompress_limit: int | None) -> dict[str, Any]:
     b = ev.batch
+    topic, partition = partition_of(ev.path)
     if type(b) is DefaultRecordBatch:
         h = b.h
         a = h.attributes
-        return {"path": ev.path, "position": b.position, "base_offset": h.base_offset,
+        return {"path": ev.path, "topic": topic, "partition": partition, "position": b.position,
+                "base_offset": h.base_offset,
                 "last_offset": h.base_offset + h.last_offset_delta, "magic": h.magic, "codec": codec_label(a & 7),
                 "size": h.length + LOG_OVERHEAD, "crc": h.crc, "crc_valid": ev.crc_valid,
                 "timestamp_type": "LogAppendTime" if a & 8 else "CreateTime", "max_timestamp": h.max_timestamp,
@@ -88,7 +99,8 @@ def batch_fields(ev: BatchEvent, decompress_limit: int | None) -> dict[str, Any]
                 "is_transactional": bool(a & 0x10), "is_control": bool(a & 0x20),
                 "partition_leader_epoch": h.partition_leader_epoch, "count": h.records_count,
                 "delete_horizon_ms": h.base_timestamp if a & 0x40 else None}
-    return {"path": ev.path, "position": b.position, "base_offset": batch_base_offset(ev, decompress_limit),
+    return {"path": ev.path, "topic": topic, "partition": partition, "position": b.position,
+            "base_offset": batch_base_offset(ev, decompress_limit),
             "last_offset": b.last_offset, "magic": b.magic, "codec": codec_label(b.codec_id), "size": b.size,
             "crc": b.crc, "crc_valid": ev.crc_valid, "timestamp_type": b.timestamp_type.label,
             "max_timestamp": b.max_timestamp, "base_timestamp": None, "producer_id": -1, "producer_epoch": -1,
@@ -110,6 +122,7 @@ class JsonWriter:
         self.limit = decompress_limit
         self.summary_only = summary_only
         self.file_ends = file_ends  # with summary_only: file_end objects too (a count's per-file numbers)
+        self._where: tuple[str, str] = ("", "")  # (path, the record lines' "path","topic","partition" fields)
 
     def handle(self, ev: Event) -> None:
         t = type(ev)
@@ -124,6 +137,11 @@ class JsonWriter:
                 lines += self.record_lines(ev)
             lines.append("")
             w(escape_separators("\n".join(lines)))  # record lines are assembled by hand: escape them here
+        elif t is RecordsEvent:
+            assert isinstance(ev, RecordsEvent)
+            lines = self.record_lines(ev)
+            lines.append("")
+            w(escape_separators("\n".join(lines)))
         elif t is FileStart:
             assert isinstance(ev, FileStart)
             f: dict[str, Any] = {"path": ev.path, "kind": ev.kind.value, "size": ev.size, "base_offset": ev.base_offset}
@@ -153,7 +171,7 @@ class JsonWriter:
             assert isinstance(ev, Summary)
             w(_obj("summary", summary_fields(ev)) + "\n")
 
-    def record_lines(self, ev: BatchEvent) -> list[str]:
+    def record_lines(self, ev: BatchEvent | RecordsEvent) -> list[str]:
         b = ev.batch
         enc = self.value
         hkey = encode_basestring
@@ -162,6 +180,11 @@ class JsonWriter:
         out: list[str] = []
         append = out.append
         decoded = ev.decoded
+        if self._where[0] != ev.path:
+            topic, partition = partition_of(ev.path)
+            self._where = (ev.path, f'"path":{json.dumps(ev.path, ensure_ascii=False)},"topic":'
+                                    f'{json.dumps(topic, ensure_ascii=False)},"partition":{json.dumps(partition)},')
+        where = self._where[1]
         for i, r in enumerate(ev.records or ()):
             key = r[2]
             value = r[3]
@@ -169,7 +192,7 @@ class JsonWriter:
                 headers = ",".join([f"[{hkey(h[0])},{enc(h[1])}]" for h in r[4]])
             else:
                 headers = ""
-            line = (f'{{"type":"record","schema":{_SCHEMA},"offset":{r[0]},"timestamp":{r[1]},'
+            line = (f'{{"type":"record","schema":{_SCHEMA},{where}"offset":{r[0]},"timestamp":{r[1]},'
                     f'"size":{r[6]},"key_size":{-1 if key is None else len(key)},'
                     f'"value_size":{-1 if value is None else len(value)},"key":{enc(key)},"value":{enc(value)},'
                     f'"headers":[{headers}]')
@@ -181,7 +204,7 @@ class JsonWriter:
                 kt, vt = decoded[i]
                 line += (f',"key_decoded":{"null" if kt is None else hkey(kt)}'
                          f',"value_decoded":{"null" if vt is None else hkey(vt)}')
-                if isinstance(vt, DecodedText) and vt.is_json:
+                if getattr(vt, "is_json", False):  # a DecodedText that is a JSON document
                     line += f',"value_json":{vt}'  # the decoder's JSON document itself (cluster-metadata)
             if control:
                 c = describe_control(key, value)
@@ -300,6 +323,11 @@ class TextWriter:
                 lines += self.record_lines(ev)
             lines.append("")
             self.out.write("\n".join(lines))
+        elif t is RecordsEvent:
+            assert isinstance(ev, RecordsEvent)
+            lines = self.record_lines(ev)
+            lines.append("")
+            self.out.write("\n".join(lines))
         elif t is FileStart:
             assert isinstance(ev, FileStart)
             self.gaps = 0
@@ -307,7 +335,7 @@ class TextWriter:
             if ev.snapshot_end_offset is not None:
                 extra += f", snapshot end offset {ev.snapshot_end_offset} epoch {ev.snapshot_epoch}"
             if not self.summary_only:
-                self.out.write(f"== {ev.path} ({ev.kind.value}, {format_size(ev.size)}{extra})\n")
+                self.out.write(f"== {shown(ev.path)} ({ev.kind.value}, {format_size(ev.size)}{extra})\n")
         elif t is IndexEntryEvent:
             assert isinstance(ev, IndexEntryEvent)
             self.out.write(f"  {entry_line(ev.kind, ev.entry)}\n")
@@ -321,8 +349,8 @@ class TextWriter:
         elif t is FileEnd:
             assert isinstance(ev, FileEnd)
             if self.gaps > self.MAX_GAPS_SHOWN:
-                self.err(f"kafkatool: info: offset-gap: {ev.path}: {self.gaps - self.MAX_GAPS_SHOWN} more offset gaps "
-                         "not shown (the JSON lines list every one)")
+                self.err(f"kafkatool: info: offset-gap: {shown(ev.path)}: {self.gaps - self.MAX_GAPS_SHOWN} more "
+                         "offset gaps not shown (the JSON lines list every one)")
             if self.summary_only:
                 return
             if ev.kind.is_records:
@@ -336,7 +364,7 @@ class TextWriter:
         elif t is Notice:
             assert isinstance(ev, Notice)
             if ev.kind == NoticeKind.UNKNOWN_FILE:
-                self.err(f"Ignoring unknown file {ev.path}")
+                self.err(f"Ignoring unknown file {shown(ev.path)}")
             elif self.summary_only:
                 return
             elif ev.kind == NoticeKind.INDEX_EMPTY:
@@ -369,7 +397,7 @@ class TextWriter:
         return (f"@{b.position} offset {offsets} v{b.magic} {codec_label(b.codec_id)} {b.size}B "
                 f"{b.timestamp_type.label} {self.ts(b.max_timestamp)} crc {crc}")
 
-    def record_lines(self, ev: BatchEvent) -> list[str]:
+    def record_lines(self, ev: BatchEvent | RecordsEvent) -> list[str]:
         b = ev.batch
         control = b.is_control
         legacy = type(b) is not DefaultRecordBatch

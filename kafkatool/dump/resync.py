@@ -10,8 +10,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-import crc32c as _crc32c
-
+from kafkatool._accel import crc32c as _crc32c
 from kafkatool.constants import INT32_MAX
 from kafkatool.dump.events import BatchEvent
 from kafkatool.errors import KafkaToolError
@@ -40,7 +39,6 @@ from kafkatool.record.legacy_records import ENTRY_ATTRIBUTES_OFFSET, ENTRY_CRC_O
 # byte 16. Used only to pick candidates for the resync scan; each one is then confirmed by its CRC.
 _CANDIDATE = re.compile(
     rb"(?s)(?=.{8}(?:[\x01-\x7f]...|\x00[\x01-\xff]..|\x00\x00[\x01-\xff].|\x00\x00\x00[\x0e-\xff])....[\x00-\x02])")
-_NONZERO = re.compile(rb"[^\x00]")
 
 # The largest batch a broker could have written: one produce request (socket.request.max.bytes, 100 MiB by
 # default) raised tenfold. A size field declaring more is not a batch cut short by a crash.
@@ -91,10 +89,6 @@ def not_a_batch_start(buf: Any, at: int, end: int, last_offset: int, base_offset
                                           or buf[at + ENTRY_ATTRIBUTES_OFFSET] & 0xF0):
         return f"v{magic} attributes 0x{buf[at + ENTRY_ATTRIBUTES_OFFSET]:02x}"
     return None
-
-def all_zero(buf: Any, start: int, end: int) -> bool:
-    return start >= end or _NONZERO.search(buf, start, end) is None
-
 
 def valid_batch_at(buf: Any, q: int, end: int, fr: FileRecords | None = None) -> bool:
     """Does a complete batch with a valid CRC start at ``q``? (v2: CRC-32C; v0/v1: CRC-32).
@@ -178,7 +172,7 @@ def batch_base_offset(ev: BatchEvent, limit: int | None) -> int | None:
     if ev.base_offset is not None:
         return ev.base_offset
     try:
-        recs = ev.batch.records(limit=limit)
+        recs = next(iter(ev.batch.record_chunks(limit=limit)))  # the first chunk: a wrapper may hold millions
     except KafkaToolError:
         return None
     return int(recs[0][0]) if recs else None

@@ -8,17 +8,22 @@ exit code.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from contextlib import ExitStack
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import BinaryIO
 
-from kafkatool.decoders import resolve_parser
 from kafkatool.dump.engine import DumpEngine
 from kafkatool.dump.events import DEFAULT_RESYNC_LIMIT, DumpOptions, Event, Summary
 from kafkatool.dump.filter import RecordFilter
-from kafkatool.errors import ExitCode, InputError, UsageError
+from kafkatool.errors import ExitCode, UsageError
+from kafkatool.log.layout import PartitionSelection, check_input, expand_paths
 from kafkatool.log.lock import check_read, live_notice
 from kafkatool.util import budget
+
+PROGRESS_EVERY = 4 << 20  # bytes between progress events when a listener shows progress
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +60,10 @@ class DumpRequest:
     count: bool = False
     kafka_compat: bool = False  # kafka-dump-log.sh 3.9's files, index checks and zero-padded slot 0
     live: bool = False  # read a log dir a live broker holds
+    topic: Sequence[str] = ()  # only topics matching these shell patterns (log dirs and partition dirs)
+    partition: Sequence[int] = ()  # only these partition numbers
+    kind: str | None = None  # what the file read from stdin (path ``-``) is; None: sniffed (dump.stdin.KINDS)
+    stdin: BinaryIO | None = None  # where path ``-`` is read from (None: the process's stdin)
     memory: str | None = None  # the run's budget as given (None: KAFKATOOL_MEMORY or the default)
 
     @property
@@ -77,6 +86,11 @@ class DumpListener:
 
     def warning(self, text: str) -> None:
         """A line for the operator that is not a finding (a live lock read anyway)."""
+
+    wants_totals: bool = False  # set by a listener that shows progress: it hears ``planned`` first
+
+    def planned(self, records_bytes: int) -> None:
+        """(``wants_totals``) The bytes of records files the walk will read, before it starts."""
 
     def start(self, options: DumpOptions) -> None:
         """The walk begins with these engine options (the memory budget's decompression limit among them)."""
@@ -108,6 +122,8 @@ def dump_options(request: DumpRequest) -> DumpOptions:
         raise UsageError(f"{req.from_offset} is after the last offset asked for ({req.to_offset})", field="from_offset")
     parser = None
     if any(d is not None for d in (req.decoder, req.key_decoder, req.value_decoder)):
+        from kafkatool.decoders import resolve_parser  # the decoders load only when asked for
+
         parser = resolve_parser(req.decoder, req.key_decoder, req.value_decoder)
     record_filter = RecordFilter.build(
         producer_id=req.producer_id, producer_epoch=req.producer_epoch, transactional=req.transactional,
@@ -115,6 +131,7 @@ def dump_options(request: DumpRequest) -> DumpOptions:
     mem = budget.resolve(req.memory)
     budget.activate(mem)
     return DumpOptions(
+        selection=PartitionSelection(tuple(req.topic), tuple(req.partition)),
         deep=req.walks_records, verify=req.verify, verify_index=req.verify_index,
         verify_index_only=req.verify_index_only, index_sanity_check=req.index_sanity_check, strict=req.strict,
         from_offset=req.from_offset, to_offset=req.to_offset, from_time=req.from_time, to_time=req.to_time,
@@ -125,18 +142,50 @@ def dump_options(request: DumpRequest) -> DumpOptions:
 
 def dump(request: DumpRequest, listener: DumpListener | None = None) -> DumpOutcome:
     """Walk ``request.paths`` as ``kafkatool dump`` does (locks, budget); the listener hears every event."""
+    from kafkatool.dump.stdin import KINDS, STDIN_NAME, stdin_file
+
     lis = listener or DumpListener()
-    for p in request.paths:
-        if not p.exists():
-            raise InputError("no such file or directory", path=p)
-    for lock in check_read(request.paths, live=request.live):
+    paths = expand_paths(request.paths)
+    if request.kind is not None and request.kind not in KINDS:
+        raise UsageError(f"{request.kind!r}: one of {', '.join(KINDS)}", field="kind")
+    if request.kind is not None and Path(STDIN_NAME) not in paths:
+        raise UsageError("says what the file read from stdin is: give - as a path", field="kind")
+    if paths.count(Path(STDIN_NAME)) > 1:
+        raise UsageError("stdin (-) can be read once", field="paths")
+    for p in paths:
+        if p != Path(STDIN_NAME):
+            check_input(p)  # there, and a regular file or a dir: a FIFO named here is refused (exit 2)
+    files = [p for p in paths if p != Path(STDIN_NAME)]
+    for lock in check_read(files, live=request.live):
         lis.warning(live_notice(lock))
     options = dump_options(request)
-    lis.start(options)
-    summary: Summary | None = None
-    for ev in DumpEngine(options).run(request.paths):
-        if type(ev) is Summary:
-            summary = ev
-        lis.event(ev)
+    with ExitStack() as stack:
+        named = {}
+        if Path(STDIN_NAME) in paths:
+            stream = request.stdin if request.stdin is not None else sys.stdin.buffer
+            named[STDIN_NAME] = stack.enter_context(stdin_file(stream, request.kind))
+        if lis.wants_totals:
+            lis.planned(_records_bytes(files, options))
+            options = replace(options, progress_every=PROGRESS_EVERY)
+        lis.start(options)
+        summary: Summary | None = None
+        for ev in DumpEngine(options).run(paths, named):
+            if type(ev) is Summary:
+                summary = ev
+            lis.event(ev)
     assert summary is not None  # the engine's last event
     return DumpOutcome(summary)
+
+
+def _records_bytes(paths: Sequence[Path], options: DumpOptions) -> int:
+    """The size of every records file the walk of ``paths`` reads (a listing and a stat per file, no read)."""
+    from kafkatool.dump.paths import classify, plan_files
+
+    total = 0
+    for f, _ in plan_files(paths, kafka_files_only=options.kafka_compat, selection=options.selection):
+        if classify(f).is_records:
+            try:
+                total += f.stat().st_size
+            except OSError:
+                pass
+    return total

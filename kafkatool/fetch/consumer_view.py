@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import chain
 
 from kafkatool.errors import KafkaToolError
 from kafkatool.record.batch import (
@@ -124,14 +125,15 @@ class ConsumerView:
             batch = LegacyRecordBatch(entry, 0, position) if magic < MAGIC_V2 else DefaultRecordBatch.at(entry, 0,
                                                                                                           position)
             batch.ensure_valid()
-            records = batch.records()
+            chunks = batch.record_chunks()  # a wrapper of millions of messages: a chunk of them at a time
+            first = next(chunks)
         except KafkaToolError as e:
             self._fail(f"{type(e).__name__}: {e}")
             return False
         r.complete_batches += 1
         r.complete_bytes = self._consumed
         control = magic >= MAGIC_V2 and batch.is_control
-        for rec in records:
+        for rec in chain(first, chain.from_iterable(chunks)):
             r.records_sent += 1
             off = rec.offset
             if self._max_seen is not None and off <= self._max_seen:

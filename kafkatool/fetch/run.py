@@ -31,12 +31,14 @@ from kafkatool.fetch.simulate import (
     to_magic_for_version,
     version_for_magic,
 )
-from kafkatool.log.layout import TopicPartition
+from kafkatool.log.layout import IrregularFile, PartitionSelection, TopicPartition, has_glob
 from kafkatool.log.lock import check_read, hold_for_write, live_notice, refuse_if_live
+from kafkatool.log.outputs import Output, refuse_aliasing
 from kafkatool.record.batch import Record
 from kafkatool.util import budget
 from kafkatool.util.atomic import atomic_write
 from kafkatool.util.png_chart import Series, bar_chart
+from kafkatool.util.printable import shown
 from kafkatool.util.units import format_size
 
 
@@ -44,9 +46,10 @@ from kafkatool.util.units import format_size
 class FetchSimRequest:
     """What to fetch. ``fetch_version`` 0..3, or ``to_magic`` (0: Fetch v1, 1: Fetch v3; the default is magic 1);
     ``fetch_offset``: one offset for every partition, one per partition in the order of ``paths`` (each item may
-    hold several, comma-separated), or ``topic-N=OFFSET`` (default: the log start offset). ``topic`` and
-    ``partition`` name a bare .log file outside a partition dir. ``out`` gets the whole FetchResponse (``raw``:
-    only the one partition's record bytes)."""
+    hold several, comma-separated), or ``topic-N=OFFSET`` (default: the log start offset). ``topic`` (shell
+    patterns) and ``partition`` (numbers) select the partitions of the dirs given; a bare .log file outside a
+    partition dir takes its name from them (one topic name, at most one partition: 0 by default). ``output``
+    gets the whole FetchResponse (``raw``: only the one partition's record bytes)."""
 
     paths: Sequence[Path]
     fetch_version: int | None = None
@@ -60,9 +63,9 @@ class FetchSimRequest:
     position: int | None = None  # slice from this byte of the segment holding the fetch offset (one partition)
     high_watermark: int | None = None  # None: the log end offset
     log_magic: int = 2  # the magic the broker takes the log to hold (2 from IBP 3.0 on; see FetchOptions)
-    topic: str | None = None
-    partition: int = 0
-    out: Path | None = None
+    topic: Sequence[str] = ()
+    partition: Sequence[int] = ()
+    output: Path | None = None
     raw: bool = False
     correlation_id: int = 0
     throttle_time_ms: int = 0
@@ -96,6 +99,10 @@ class FetchListener:
     def sweep(self, rows: Sequence[SweepRow]) -> None:
         """sweep_chunk_sizes: one row per chunk size, then the whole-slice conversion (chunk size 0)."""
 
+    def not_regular(self, file: IrregularFile) -> None:
+        """A file of a partition or log dir that is not a regular file (a FIFO, a device, a directory, a bad
+        symlink): never read; a finding (exit 1)."""
+
 
 @dataclass(slots=True)
 class FetchOutcome:
@@ -110,21 +117,36 @@ class FetchOutcome:
         return ExitCode.FINDINGS if self.problems else ExitCode.OK
 
 
+def _bare_file_name(req: FetchSimRequest) -> TopicPartition | None:
+    """The name of a .log file outside a partition dir: the one topic asked for (not a pattern) and partition."""
+    if not req.topic:
+        return None
+    if len(req.topic) > 1 or has_glob(req.topic[0]) or len(req.partition) > 1:
+        if any(p.is_file() and p.name.endswith(".log") for p in req.paths):
+            raise UsageError("names a bare .log file: give one topic name (not a pattern) and at most one partition",
+                             field="topic")
+        return None
+    return TopicPartition(req.topic[0], req.partition[0] if req.partition else 0)
+
+
 def fetch_sim(request: FetchSimRequest, listener: FetchListener | None = None) -> FetchOutcome:
     """Simulate the fetch as ``kafkatool fetch-sim`` does (locks, budget, atomic writes); the listener hears the
     results."""
     lis = listener or FetchListener()
     req = request
     version = _fetch_version(req)
-    if req.raw and req.out is None:
-        raise UsageError("writes into an output file: give one (out)", field="raw")
+    if req.raw and req.output is None:
+        raise UsageError("writes into an output file: give one (output)", field="raw")
     if req.plot is not None and req.sweep_chunk_sizes is None:
         raise UsageError("charts a sweep of chunk sizes: give them (sweep_chunk_sizes)", field="plot")
-    for target in (req.out, req.plot):
+    for target in (req.output, req.plot):
         if target is not None:
             refuse_if_live(target)  # never written into a live log dir, live reads or not
     for lock in check_read(req.paths, live=req.live):
         lis.warning(live_notice(lock))
+    refuse_aliasing(req.paths, [Output(name, target, "file") for name, target in (("output", req.output),
+                                                                                  ("plot", req.plot))
+                                if target is not None])
     options = FetchOptions(
         fetch_version=version, partition_max_bytes=req.partition_max_bytes, fetch_max_bytes=req.fetch_max_bytes,
         broker_fetch_max_bytes=req.broker_fetch_max_bytes, min_one_message=req.min_one_message,
@@ -140,12 +162,17 @@ def fetch_sim(request: FetchSimRequest, listener: FetchListener | None = None) -
     mem = budget.resolve(req.memory, chunk_bytes=max(chunks))  # a chunk that does not fit: the minimum
     budget.activate(mem)
     options = replace(options, decompress_limit=mem.worker.decompress_limit)
-    logs = partition_logs(req.paths, topic_partition=TopicPartition(req.topic, req.partition) if req.topic else None)
+    irregular: list[IrregularFile] = []
+    logs = partition_logs(req.paths, topic_partition=_bare_file_name(req),
+                          selection=PartitionSelection(tuple(req.topic), tuple(req.partition)), not_regular=irregular)
     if req.position is not None and len(logs) != 1:
         raise UsageError("applies to exactly one partition", field="position")
     requests = [PartitionRequest(log, log.log_start_offset if off is None else off, req.position, req.high_watermark)
                 for log, off in zip(logs, iter_fetch_offsets(req.fetch_offset, logs), strict=True)]
     outcome = FetchOutcome(options)
+    for bad in irregular:
+        outcome.problems.append(f"{shown(bad.path)}: {bad.message}")
+        lis.not_regular(bad)
     if req.sweep_chunk_sizes is not None:
         outcome.sweep = sweep(options, requests, _sweep_sizes(req.sweep_chunk_sizes), progress=lis.note)
         lis.sweep(outcome.sweep)
@@ -155,8 +182,8 @@ def fetch_sim(request: FetchSimRequest, listener: FetchListener | None = None) -
         return outcome
 
     on_record = lis.record if req.consumer_view else None
-    if req.out is not None:
-        with hold_for_write(req.out), atomic_write(req.out) as f:
+    if req.output is not None:
+        with hold_for_write(req.output), atomic_write(req.output) as f:
             plans = simulate(options, requests, f, raw=req.raw, on_record=on_record)
     else:
         plans = simulate(options, requests, on_record=on_record)
@@ -173,7 +200,7 @@ def fetch_sim(request: FetchSimRequest, listener: FetchListener | None = None) -
         "partitions": len(plans), "response_size": response_size(options.fetch_version, headers),
         "response_max_bytes": options.response_max_bytes,
         "records_bytes": sum(max(0, h.records_size) for h in headers),
-        "out": str(req.out) if req.out is not None else None, "raw": req.raw}
+        "out": str(req.output) if req.output is not None else None, "raw": req.raw}
     lis.response(outcome.response)
     return outcome
 

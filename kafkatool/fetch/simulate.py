@@ -54,14 +54,18 @@ from kafkatool.log.index import lookup_offset, read_offset_index
 from kafkatool.log.layout import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
+    IrregularFile,
     PartitionDir,
+    PartitionSelection,
     TopicPartition,
+    irregular_siblings,
     parse_partition_dir_name,
     resolve_inputs,
 )
 from kafkatool.record.batch import Record
 from kafkatool.record.down_convert import ZstdDownConversionError
 from kafkatool.record.file_records import FileRecords
+from kafkatool.util.printable import shown
 
 DEFAULT_PARTITION_MAX_BYTES = 1024 * 1024  # consumer max.partition.fetch.bytes
 DEFAULT_FETCH_MAX_BYTES = 50 * 1024 * 1024  # consumer fetch.max.bytes (the request's max_bytes, Fetch v3+)
@@ -106,7 +110,7 @@ class PartitionLog:
 
     @classmethod
     def from_partition_dir(cls, pd: PartitionDir) -> PartitionLog:
-        segs = [SegmentFiles(s.base_offset, s.log, s.index if s.index.exists() else None) for s in pd.segments]
+        segs = [SegmentFiles(s.base_offset, s.log, s.index if s.has(INDEX_SUFFIX) else None) for s in pd.segments]
         tp = pd.topic_partition or TopicPartition(pd.path.name, 0)
         return cls(tp, pd.path, segs)
 
@@ -119,25 +123,35 @@ class PartitionLog:
         if name.endswith(LOG_SUFFIX) and prefix.isdigit() and len(prefix) == 20:
             base = int(prefix)
             idx = path.with_name(prefix + INDEX_SUFFIX)
-            index = idx if idx.exists() else None
+            index = idx if idx.is_file() else None  # not a regular file: as missing (``not_regular`` says so)
         if topic_partition is None:
             parsed = parse_partition_dir_name(path.resolve().parent.name)
             topic_partition = parsed[0] if parsed else TopicPartition("topic", 0)
         return cls(topic_partition, path, [SegmentFiles(base, path, index)])
 
 
-def partition_logs(paths: Sequence[str | os.PathLike[str]], *,
-                   topic_partition: TopicPartition | None = None) -> list[PartitionLog]:
-    """PATH arguments -> partitions, in the order given (log dirs expand to their partitions, sorted)."""
+def partition_logs(paths: Sequence[str | os.PathLike[str]], *, topic_partition: TopicPartition | None = None,
+                   selection: PartitionSelection | None = None,
+                   not_regular: list[IrregularFile] | None = None) -> list[PartitionLog]:
+    """PATH arguments -> partitions, in the order given (log dirs expand to their partitions, sorted); with a
+    ``selection``, only the partition dirs it selects (a bare file is named by ``topic_partition``). The files
+    of the dirs walked (and a named segment's ``.index``) that are not regular files are never read: they go
+    into ``not_regular``, each a finding."""
+    sel = selection or PartitionSelection()
     out: list[PartitionLog] = []
     for raw in paths:
         inputs = resolve_inputs([raw])
         for f in inputs.files:
             out.append(PartitionLog.from_file(f, topic_partition))
-        for pd in inputs.all_partitions():
+            if not_regular is not None:
+                not_regular.extend(irregular_siblings(f))
+        for pd in sel.select(inputs.all_partitions()):
             out.append(PartitionLog.from_partition_dir(pd))
+        if not_regular is not None:
+            not_regular.extend(inputs.not_regular())
     if not out:
-        raise InputError("no partition found in the given paths")
+        raise InputError("no partition found in the given paths" + ("" if sel.everything else
+                                                                    " (none of the topics and partitions asked for)"))
     return out
 
 
@@ -247,8 +261,8 @@ def read_partition(log: PartitionLog, fetch_offset: int, max_bytes: int, min_one
     if fetch_offset < log.log_start_offset or fetch_offset > end.offset:
         r.error_code = OFFSET_OUT_OF_RANGE
         r.error = (f"OffsetOutOfRangeException: Received request for offset {fetch_offset} for partition "
-                   f"{log.topic_partition}, but we only have log segments in the range {log.log_start_offset} to "
-                   f"{end.offset}.")
+                   f"{shown(str(log.topic_partition))}, but we only have log segments in the range "
+                   f"{log.log_start_offset} to {end.offset}.")
         r.high_watermark = INVALID_HIGH_WATERMARK
         return r
     if fetch_offset >= hw:
@@ -261,7 +275,7 @@ def read_partition(log: PartitionLog, fetch_offset: int, max_bytes: int, min_one
             try:
                 if position is not None:
                     if position > fr.size:
-                        raise UsageError(f"{position} is past the end of {seg.log} ({fr.size} bytes)",
+                        raise UsageError(f"{position} is past the end of {shown(seg.log)} ({fr.size} bytes)",
                                          field="position")
                     found: LogOffsetPosition | None = LogOffsetPosition(fetch_offset, position, 0)
                 else:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from kafkatool.errors import CorruptDataError, InputError
 from kafkatool.log.layout import TopicPartition
+from kafkatool.util.regular import open_regular
 
 CHECKPOINT_VERSION = 0
 MAX_TEXT_READ = 64 * 1024 * 1024
@@ -25,9 +26,11 @@ MAX_TEXT_READ = 64 * 1024 * 1024
 
 def _read_text(path: Path) -> str:
     try:
-        if os.path.getsize(path) > MAX_TEXT_READ:
-            raise InputError("checkpoint file is implausibly large", path=path)
-        return path.read_text(encoding="utf-8")
+        with open_regular(path) as f:
+            if f.size > MAX_TEXT_READ:
+                raise InputError("checkpoint file is implausibly large", path=path)
+            data = f.read_all()
+        return data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise CorruptDataError(f"checkpoint file is not UTF-8 text ({e.reason})", path=path,
                                position=e.start) from None

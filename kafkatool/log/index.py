@@ -20,6 +20,8 @@ from pathlib import Path
 from kafkatool.constants import DEFAULT_SEGMENT_INDEX_BYTES
 from kafkatool.errors import CorruptDataError, InputError
 from kafkatool.log.layout import offset_from_filename
+from kafkatool.util.printable import shown
+from kafkatool.util.regular import open_regular
 
 OFFSET_ENTRY = struct.Struct(
     ">i"  # relativeOffset    int32
@@ -72,12 +74,11 @@ class IndexContents:
 
 def _read_index_bytes(path: Path) -> bytes:
     try:
-        size = os.path.getsize(path)
-        if size > MAX_INDEX_READ:
-            raise InputError(f"index file of {size} bytes is larger than any Kafka index ({MAX_INDEX_READ} max)",
-                             path=path)
-        with open(path, "rb") as f:
-            return f.read()
+        with open_regular(path) as f:
+            if f.size > MAX_INDEX_READ:
+                raise InputError(f"index file of {f.size} bytes is larger than any Kafka index ({MAX_INDEX_READ} "
+                                 "max)", path=path)
+            return f.read_all()
     except OSError as e:
         raise InputError(f"cannot read: {e.strerror}", path=path) from None
 
@@ -137,7 +138,7 @@ def offset_index_sanity_check(path: str | os.PathLike[str], base_offset: int | N
     base = offset_from_filename(p.name) if base_offset is None else base_offset
     data = _read_index_bytes(p)
     if len(data) % OFFSET_ENTRY_SIZE:
-        raise CorruptDataError(f"Index file {p.name} is corrupt, found {len(data)} bytes which is neither "
+        raise CorruptDataError(f"Index file {shown(p.name)} is corrupt, found {len(data)} bytes which is neither "
                                f"positive nor a multiple of {OFFSET_ENTRY_SIZE}.", path=p,
                                position=len(data) - len(data) % OFFSET_ENTRY_SIZE)
     slots = len(data) // OFFSET_ENTRY_SIZE
@@ -145,7 +146,7 @@ def offset_index_sanity_check(path: str | os.PathLike[str], base_offset: int | N
         rel, _ = OFFSET_ENTRY.unpack_from(data, (slots - 1) * OFFSET_ENTRY_SIZE)
         last = base + rel
         if last < base:
-            raise CorruptDataError(f"Corrupt index found, index file ({p}) has non-zero size but the last "
+            raise CorruptDataError(f"Corrupt index found, index file ({shown(p)}) has non-zero size but the last "
                                    f"offset is {last} which is less than the base offset {base}.", path=p,
                                    position=(slots - 1) * OFFSET_ENTRY_SIZE)
 
@@ -160,16 +161,16 @@ def time_index_sanity_check(path: str | os.PathLike[str], base_offset: int | Non
         first_ts, _ = TIME_ENTRY.unpack_from(data, 0)
         last_ts, last_rel = TIME_ENTRY.unpack_from(data, (slots - 1) * TIME_ENTRY_SIZE)
         if last_ts < first_ts:
-            raise CorruptDataError(f"Corrupt time index found, time index file ({p}) has non-zero size but the "
+            raise CorruptDataError(f"Corrupt time index found, time index file ({shown(p)}) has non-zero size but the "
                                    f"last timestamp is {last_ts} which is less than the first entry "
                                    f"{first_ts}", path=p, position=(slots - 1) * TIME_ENTRY_SIZE)
         if base + last_rel < base:
-            raise CorruptDataError(f"Corrupt time index found, time index file ({p}) has non-zero size but the "
+            raise CorruptDataError(f"Corrupt time index found, time index file ({shown(p)}) has non-zero size but the "
                                    f"last offset is {base + last_rel} which is less than the first offset "
                                    f"{base}", path=p,
                                    position=(slots - 1) * TIME_ENTRY_SIZE + TIME_ENTRY_RELATIVE_OFFSET)
     if len(data) % TIME_ENTRY_SIZE:
-        raise CorruptDataError(f"Time index file {p.name} is corrupt, found {len(data)} bytes which is neither "
+        raise CorruptDataError(f"Time index file {shown(p.name)} is corrupt, found {len(data)} bytes which is neither "
                                f"positive nor a multiple of {TIME_ENTRY_SIZE}.", path=p,
                                position=len(data) - len(data) % TIME_ENTRY_SIZE)
 

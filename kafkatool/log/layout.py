@@ -8,13 +8,16 @@ and ``.lock``.
 
 from __future__ import annotations
 
+import fnmatch
+import glob
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafkatool.errors import InputError
+from kafkatool.errors import InputError, NotRegularFileError, UsageError
+from kafkatool.util.regular import irregular
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -28,6 +31,7 @@ SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFI
 
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 PARTITION_METADATA = "partition.metadata"
+PARTITION_FILES = (LEADER_EPOCH_CHECKPOINT, PARTITION_METADATA)
 LOCK_FILE = ".lock"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 META_PROPERTIES = "meta.properties"
@@ -37,6 +41,8 @@ LOG_DIR_CHECKPOINTS = (
     "replication-offset-checkpoint",
     "cleaner-offset-checkpoint",
 )
+
+LOG_DIR_FILES = (META_PROPERTIES, *LOG_DIR_CHECKPOINTS, CLEAN_SHUTDOWN_FILE)
 
 _PARTITION_RE = re.compile(
     r"^(?P<topic>.+)-(?P<partition>\d+)(?P<tag>\.[0-9a-f]{32}-(?:delete|future|stray)|-future|-stray)?$")
@@ -65,6 +71,58 @@ class TopicPartition:
         return f"{self.topic}-{self.partition}"
 
 
+@dataclass(frozen=True, slots=True)
+class PartitionSelection:
+    """Which partitions a run acts on: topic patterns (shell globs over whole topic names, case-sensitive as
+    topic names are; a plain name matches only itself) and partition numbers. Empty: every partition."""
+
+    topics: tuple[str, ...] = ()
+    partitions: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        for n in self.partitions:
+            if n < 0:
+                raise UsageError(f"{n}: a partition number is 0 or more", field="partition")
+
+    @property
+    def everything(self) -> bool:
+        return not self.topics and not self.partitions
+
+    def matches(self, tp: TopicPartition | None) -> bool:
+        """``tp`` is selected (a file outside a partition dir, ``tp`` None, only when nothing is asked for)."""
+        if self.everything:
+            return True
+        if tp is None:
+            return False
+        if self.topics and not any(fnmatch.fnmatchcase(tp.topic, t) for t in self.topics):
+            return False
+        return not self.partitions or tp.partition in self.partitions
+
+    def select(self, parts: Iterable[PartitionDir]) -> list[PartitionDir]:
+        return [p for p in parts if self.matches(p.topic_partition)]
+
+
+def has_glob(text: str) -> bool:
+    return glob.has_magic(text)
+
+
+def expand_paths(paths: Sequence[str | os.PathLike[str]]) -> list[Path]:
+    """The PATH arguments with each quoted glob (``'demo/orders-*'``, ``'*.log'``) expanded here, sorted, as a
+    shell would; a name that exists as written is taken as it is, ``-`` (stdin) too. A pattern that matches
+    nothing is an error naming it (it may have been meant as a name: ``[`` is a legal character of one)."""
+    out: list[Path] = []
+    for raw in paths:
+        text = os.fspath(raw)
+        if text == "-" or os.path.lexists(text) or not has_glob(text):
+            out.append(Path(text))
+            continue
+        found = sorted(glob.glob(text))
+        if not found:
+            raise InputError("no such file or directory, nor a match of it as a pattern", path=text)
+        out += [Path(f) for f in found]
+    return out
+
+
 def parse_partition_dir_name(name: str) -> tuple[TopicPartition, str] | None:
     """``orders-3`` -> (orders, 3), ""; ``orders-3.<uuid>-delete`` -> (orders, 3), "delete"; else None."""
     m = _PARTITION_RE.match(name)
@@ -75,12 +133,37 @@ def parse_partition_dir_name(name: str) -> tuple[TopicPartition, str] | None:
     return TopicPartition(m.group("topic"), int(m.group("partition"))), kind
 
 
+@dataclass(frozen=True, slots=True)
+class IrregularFile:
+    """A file of a partition or log dir, named as Kafka names its files, that is not a regular file (a FIFO, a
+    directory, a device, a socket, a dangling symlink, a loop): never read, reported as a ``not-a-regular-file``
+    finding by every command that walks the dir."""
+
+    path: Path
+    kind: str  # "a FIFO", "a dangling symbolic link", ... (``util.regular.irregular``)
+
+    def error(self) -> NotRegularFileError:
+        """The finding as an error (exit 1), for a command that refuses the dir it is in."""
+        return NotRegularFileError(self.kind, path=self.path, walked=True)
+
+    @property
+    def message(self) -> str:
+        return self.error().message
+
+
 @dataclass(slots=True)
 class Segment:
-    """One segment's files (any may be missing, e.g. a ``.txnindex`` exists only after an abort)."""
+    """One segment's files (any may be missing, e.g. a ``.txnindex`` exists only after an abort). A segment
+    whose ``.log`` is not a regular file is no segment (its dir's ``not_regular`` says so); ``irregular`` holds
+    the suffixes of its other files that are not regular files (never read, as if missing)."""
 
     base_offset: int
     dir: Path
+    irregular: frozenset[str] = frozenset()
+
+    def has(self, suffix: str) -> bool:
+        """The segment's file with this suffix is there and a regular file."""
+        return suffix not in self.irregular and self.file(suffix).is_file()
 
     def file(self, suffix: str) -> Path:
         return self.dir / (filename_prefix_from_offset(self.base_offset) + suffix)
@@ -113,6 +196,7 @@ class PartitionDir:
     snapshots: list[Path] = field(default_factory=list)
     pending: list[Path] = field(default_factory=list)  # .swap / .cleaned / .deleted files
     other: list[Path] = field(default_factory=list)
+    not_regular: list[IrregularFile] = field(default_factory=list)  # Kafka's file names, not regular files
 
     @property
     def name(self) -> str:
@@ -131,7 +215,7 @@ class PartitionDir:
         return self.path / PARTITION_METADATA
 
     def segment_files(self) -> list[Path]:
-        return [p for s in self.segments for p in (s.log, s.index, s.time_index, s.txn_index) if p.exists()]
+        return [s.file(x) for s in self.segments for x in SEGMENT_SUFFIXES if s.has(x)]
 
     @classmethod
     def scan(cls, path: str | os.PathLike[str]) -> PartitionDir:
@@ -142,26 +226,51 @@ class PartitionDir:
         tp, kind = parsed if parsed else (None, "")
         part = cls(p, tp, kind)
         bases: set[int] = set()
-        try:
-            names = sorted(os.listdir(p))
-        except OSError as e:
-            raise InputError(f"cannot list: {e.strerror}", path=p) from None
-        for name in names:
+        irregular_suffixes: dict[int, set[str]] = {}
+        for name, what in _listing(p):
             f = p / name
-            if name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX)):
+            m = _SEGMENT_RE.match(name)
+            pending = name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX))
+            suffix = "." + m.group("rest") if m else None
+            if what is not None:
+                # Kafka's loader lists regular files only (``File.isFile``) and would pass over it; we say so.
+                if pending or suffix in SEGMENT_SUFFIXES or suffix == SNAPSHOT_SUFFIX or name in PARTITION_FILES:
+                    part.not_regular.append(IrregularFile(f, what))
+                    if m and suffix in SEGMENT_SUFFIXES:
+                        irregular_suffixes.setdefault(int(m.group("offset")), set()).add(suffix or "")
+                else:
+                    part.other.append(f)
+                continue
+            if pending:
                 part.pending.append(f)
                 continue
-            m = _SEGMENT_RE.match(name)
-            if m and "." + m.group("rest") in SEGMENT_SUFFIXES:
-                if "." + m.group("rest") == LOG_SUFFIX:
+            if m and suffix in SEGMENT_SUFFIXES:
+                if suffix == LOG_SUFFIX:
                     bases.add(int(m.group("offset")))
                 continue
-            if m and "." + m.group("rest") == SNAPSHOT_SUFFIX:
+            if m and suffix == SNAPSHOT_SUFFIX:
                 part.snapshots.append(f)
                 continue
             part.other.append(f)
-        part.segments = [Segment(b, p) for b in sorted(bases)]
+        part.segments = [Segment(b, p, frozenset(irregular_suffixes.get(b, ()))) for b in sorted(bases)]
         return part
+
+
+def _listing(path: Path) -> list[tuple[str, str | None]]:
+    """The names in dir ``path``, sorted, each with what it is when not a regular file (``util.regular``)."""
+    out = []
+    try:
+        with os.scandir(path) as it:
+            for e in it:
+                try:
+                    plain = e.is_file(follow_symlinks=False)
+                except OSError:
+                    plain = False
+                out.append((e.name, None if plain else irregular(e.path)))
+    except OSError as e:
+        raise InputError(f"cannot list: {e.strerror}", path=path) from None
+    out.sort()
+    return out
 
 
 @dataclass(slots=True)
@@ -170,6 +279,7 @@ class LogDir:
 
     path: Path
     partitions: list[PartitionDir] = field(default_factory=list)
+    not_regular: list[IrregularFile] = field(default_factory=list)  # its own files (checkpoints...), not regular
 
     @property
     def lock_file(self) -> Path:
@@ -190,8 +300,25 @@ class LogDir:
             sub = p / name
             if sub.is_dir() and parse_partition_dir_name(name) is not None:
                 d.partitions.append(PartitionDir.scan(sub))
+            elif name in LOG_DIR_FILES and (kind := irregular(sub)) is not None:
+                d.not_regular.append(IrregularFile(sub, kind))
         d.partitions.sort(key=lambda x: (x.topic_partition or TopicPartition(x.path.name, -1), x.kind))
         return d
+
+
+def irregular_siblings(log: Path) -> list[IrregularFile]:
+    """The files of the segment ``log`` (its ``.index``, ``.timeindex``, ``.txnindex``) that are there but are not
+    regular files: what a segment named on the command line brings along, each a finding as in a dir walk."""
+    stem = log.name[:-len(LOG_SUFFIX)] if log.name.endswith(LOG_SUFFIX) else None
+    if stem is None:
+        return []
+    out = []
+    for suffix in SEGMENT_SUFFIXES[1:]:
+        p = log.with_name(stem + suffix)
+        kind = irregular(p)
+        if kind is not None:
+            out.append(IrregularFile(p, kind))
+    return out
 
 
 def is_partition_dir(path: Path) -> bool:
@@ -225,20 +352,37 @@ class Inputs:
     def all_partitions(self) -> list[PartitionDir]:
         return [*self.partitions, *(p for d in self.log_dirs for p in d.partitions)]
 
+    def not_regular(self) -> list[IrregularFile]:
+        """Every file the dir walks met, named as Kafka's files are, that is not a regular file: each a
+        ``not-a-regular-file`` finding of the command (exit 1)."""
+        return [*(f for d in self.log_dirs for f in d.not_regular), *(f for p in self.all_partitions()
+                                                                       for f in p.not_regular)]
+
+
+def check_input(path: Path) -> None:
+    """A PATH argument must be there, and be a regular file or a directory (symlinks followed): else
+    ``NotRegularFileError`` (a FIFO, a device, a dangling symlink, a loop) or ``InputError``, exit 2."""
+    kind = irregular(path)
+    if kind is not None and kind != "a directory":
+        raise NotRegularFileError(kind, path=path)
+    if not path.exists():
+        raise InputError("no such file or directory", path=path)
+
 
 def resolve_inputs(paths: Iterable[str | os.PathLike[str]]) -> Inputs:
     """Classify each PATH as a file, a partition dir or a log dir (a dir of partition dirs)."""
     out = Inputs()
     for raw in paths:
         p = Path(raw)
-        if not p.exists():
-            raise InputError("no such file or directory", path=p)
+        check_input(p)
         if p.is_file():
             out.files.append(p)
         elif is_partition_dir(p) or (parse_partition_dir_name(p.name) and not is_log_dir(p)):
             out.partitions.append(PartitionDir.scan(p))
         elif is_log_dir(p):
             out.log_dirs.append(LogDir.scan(p))
+        elif (m := _SEGMENT_RE.match(p.name)) and "." + m.group("rest") in (*SEGMENT_SUFFIXES, SNAPSHOT_SUFFIX):
+            raise NotRegularFileError("a directory", path=p)  # named as a segment's file: given as one
         else:
             raise InputError("neither a Kafka log dir, a partition dir nor a segment file", path=p)
     return out

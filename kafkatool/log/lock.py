@@ -12,7 +12,12 @@ for a live read (``live``, :func:`check_read`): kafkatool is an offline tool, an
 reads as torn. A command that writes into a log dir holds its ``.lock`` the whole time
 (:func:`hold_log_dir`, :func:`hold_for_write`), so a broker starting meanwhile fails to lock it.
 
-An existing ``.lock`` is never deleted or recreated (its inode stays); one we had to create goes again.
+An existing ``.lock`` is never deleted or recreated (its inode stays); one we had to create goes again when the
+run ends, but only if it is still the very file we created (device, inode and ctime: a ``.lock`` recreated
+meanwhile is not ours). A ``.lock`` kafkatool creates holds :data:`LOCK_MARK` (a broker's is empty, and Kafka's
+``FileLock`` never reads it): a run SIGKILLed while holding one leaves it behind, and the next run that holds it
+knows it for ours and removes it when it ends. The log dir is held by a directory descriptor, so a symlink to it
+replaced mid-run (an output written over the link) cannot make the ``.lock`` be looked for elsewhere.
 
 POSIX record locks belong to the process, and closing *any* descriptor of the file drops them all: so a
 probe never opens a ``.lock`` this process holds (:data:`_HELD`, keyed by device and inode).
@@ -29,11 +34,13 @@ from pathlib import Path
 
 from kafkatool.errors import BrokerLockHeldError, InputError
 from kafkatool.log.layout import LOCK_FILE, LOG_DIR_CHECKPOINTS, META_PROPERTIES
+from kafkatool.util.printable import shown
 
 WRITE_REFUSAL = "a live broker holds this log dir's .lock: stop the broker first (nothing was changed)"
 READ_REFUSAL = ("a live broker holds this log dir's .lock: kafkatool reads stopped brokers' log dirs (a segment "
                 "being appended reads as torn); stop the broker, or read it live anyway")
 
+LOCK_MARK = b"kafkatool\n"  # the content of a .lock kafkatool created (a broker's own .lock is empty)
 _HELD: dict[tuple[int, int], int] = {}  # (st_dev, st_ino) of each .lock this process holds -> nesting depth
 
 
@@ -42,7 +49,7 @@ def _dirs_up(path: str | os.PathLike[str]) -> Iterator[Path]:
     resolved form (a partition dir may be a symlink into another disk's log dir)."""
     seen: set[Path] = set()
     given = Path(os.path.abspath(path))
-    for start in (given, given.resolve()):
+    for start in (given, Path(os.path.realpath(given))):  # realpath: a symlink loop resolves as far as it goes
         d = start if start.is_dir() else start.parent
         for p in (d, *d.parents):
             if p not in seen:
@@ -132,7 +139,7 @@ def check_read(paths: Iterable[str | os.PathLike[str]], *, live: bool) -> list[P
 
 def live_notice(lock: Path) -> str:
     """The warning of a live read: what a torn or growing tail there means."""
-    return (f"warning: reading live: a live broker holds {lock}: reading anyway; its active segments may be "
+    return (f"warning: reading live: a live broker holds {shown(lock)}: reading anyway; its active segments may be "
             "mid-write (a torn or growing tail there is not damage)")
 
 
@@ -150,50 +157,109 @@ def log_dir_above(path: str | os.PathLike[str]) -> Path | None:
 def hold_log_dir(log_dir: str | os.PathLike[str]) -> Iterator[None]:
     """Hold the log dir's ``.lock`` while writing into it, as a broker would.
 
-    Refuses (exit 3) while a broker holds it. An existing ``.lock`` is never deleted or recreated; one
-    we had to create is removed again afterwards. Holding a lock this process already holds is a no-op.
+    Refuses (exit 3) while a broker holds it. An existing ``.lock`` is never deleted or recreated, unless a
+    killed kafkatool run created it (:data:`LOCK_MARK`); one we had to create is removed again afterwards (if it
+    is still the same file). Holding a lock this process already holds is a no-op.
     """
     d = Path(log_dir)
     if not d.is_dir():
         raise InputError("log dir does not exist", path=d)
-    path = d / LOCK_FILE
+    dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        st = path.stat()
-    except FileNotFoundError:
-        pass
-    else:
-        key = (st.st_dev, st.st_ino)
-        if key in _HELD:  # already ours: opening (and closing) it again would drop the lock
-            _HELD[key] += 1
-            try:
-                yield
-            finally:
-                _HELD[key] -= 1
-            return
-    created = False
+        try:
+            st = os.stat(LOCK_FILE, dir_fd=dfd)
+        except FileNotFoundError:
+            pass
+        else:
+            key = (st.st_dev, st.st_ino)
+            if key in _HELD:  # already ours: opening (and closing) it again would drop the lock
+                _HELD[key] += 1
+                try:
+                    yield
+                finally:
+                    _HELD[key] -= 1
+                return
+        with _locked(d, dfd):
+            yield
+    finally:
+        os.close(dfd)
+
+
+@contextmanager
+def _locked(d: Path, dfd: int) -> Iterator[None]:
+    ours = False
     try:
-        fd = os.open(path, os.O_RDWR)
+        fd = os.open(LOCK_FILE, os.O_RDWR, dir_fd=dfd)
     except FileNotFoundError:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
-        created = True
+        made = _create_marked(dfd)
+        ours = made is not None
+        fd = made if made is not None else os.open(LOCK_FILE, os.O_RDWR, dir_fd=dfd)
     try:
         if not _lock(fd):
-            raise BrokerLockHeldError(WRITE_REFUSAL, path=path)
-        st = os.fstat(fd)
+            raise BrokerLockHeldError(WRITE_REFUSAL, path=d / LOCK_FILE)
+        if not ours:
+            ours = _left_by_a_killed_run(fd)
+        st = os.fstat(fd)  # after the mark and the link, which moved the ctime
         key = (st.st_dev, st.st_ino)
         _HELD[key] = 1
         try:
             yield
         finally:
             del _HELD[key]
-            if created:
-                try:
-                    os.unlink(path)
-                except OSError:
-                    pass
+            if ours:
+                _unlink_if_same(dfd, st)
             fcntl.lockf(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+def _create_marked(dfd: int) -> int | None:
+    """Create the ``.lock`` already holding :data:`LOCK_MARK`, or None when another process made one meanwhile.
+
+    The mark is written into an unnamed file (``O_TMPFILE``) that is then linked as ``.lock``: a kill at any moment
+    leaves either no ``.lock`` or a marked one that the next run removes, never an empty one nobody would claim.
+    Where ``O_TMPFILE`` or ``/proc`` is missing the file is created, then marked (a kill in between leaves it empty).
+    """
+    tmpfile = getattr(os, "O_TMPFILE", 0)
+    if tmpfile:
+        try:
+            fd = os.open(".", os.O_RDWR | tmpfile, 0o644, dir_fd=dfd)
+        except OSError:
+            pass  # the filesystem cannot make unnamed files
+        else:
+            try:
+                os.write(fd, LOCK_MARK)
+                os.link(f"/proc/self/fd/{fd}", LOCK_FILE, dst_dir_fd=dfd)
+                return fd
+            except FileExistsError:
+                os.close(fd)
+                return None
+            except OSError:
+                os.close(fd)  # no /proc to link through: the two-step way below
+    try:
+        fd = os.open(LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644, dir_fd=dfd)
+    except FileExistsError:
+        return None
+    os.write(fd, LOCK_MARK)
+    return fd
+
+
+def _left_by_a_killed_run(fd: int) -> bool:
+    """A ``.lock`` we hold that holds our mark: a kafkatool run created it and was killed before removing it."""
+    try:
+        return os.fstat(fd).st_size == len(LOCK_MARK) and os.pread(fd, len(LOCK_MARK), 0) == LOCK_MARK
+    except OSError:
+        return False
+
+
+def _unlink_if_same(dfd: int, st: os.stat_result) -> None:
+    """Remove the ``.lock`` only while it is the file we created (or adopted): same device, inode and ctime."""
+    try:
+        now = os.stat(LOCK_FILE, dir_fd=dfd, follow_symlinks=False)
+        if (now.st_dev, now.st_ino, now.st_ctime_ns) == (st.st_dev, st.st_ino, st.st_ctime_ns):
+            os.unlink(LOCK_FILE, dir_fd=dfd)
+    except OSError:
+        pass
 
 
 @contextmanager

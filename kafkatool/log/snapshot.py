@@ -14,10 +14,10 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-import crc32c as _crc32c
-
+from kafkatool._accel import crc32c as _crc32c
 from kafkatool.constants import INT32_MAX
 from kafkatool.errors import CorruptDataError, InputError
+from kafkatool.util.regular import open_regular
 
 VERSION = 1
 HEADER = struct.Struct(
@@ -59,9 +59,10 @@ def read_snapshot(path: str | os.PathLike[str]) -> list[ProducerSnapshotEntry]:
     """``ProducerStateManager.readSnapshot``: version and CRC checked (``CorruptSnapshotException``)."""
     p = Path(path)
     try:
-        if os.path.getsize(p) > MAX_SNAPSHOT_READ:
-            raise InputError("producer snapshot is implausibly large", path=p)
-        data = p.read_bytes()
+        with open_regular(p) as f:
+            if f.size > MAX_SNAPSHOT_READ:
+                raise InputError("producer snapshot is implausibly large", path=p)
+            data = f.read_all()
     except OSError as e:
         raise InputError(f"cannot read: {e.strerror}", path=p) from None
     if len(data) < HEADER.size:

@@ -16,6 +16,8 @@ from pathlib import Path
 
 from kafkatool.errors import CorruptDataError, InputError
 from kafkatool.log.layout import offset_from_filename
+from kafkatool.util.printable import shown
+from kafkatool.util.regular import open_regular
 
 ENTRY = struct.Struct(">hqqqq")
 ENTRY_SIZE = ENTRY.size  # 34
@@ -37,9 +39,10 @@ def read_txn_index(path: str | os.PathLike[str], *, strict: bool = True) -> list
     partial transaction index entry"), else ignored."""
     p = Path(path)
     try:
-        if os.path.getsize(p) > MAX_TXN_INDEX_READ:
-            raise InputError("transaction index is implausibly large", path=p)
-        data = p.read_bytes()
+        with open_regular(p) as f:
+            if f.size > MAX_TXN_INDEX_READ:
+                raise InputError("transaction index is implausibly large", path=p)
+            data = f.read_all()
     except OSError as e:
         raise InputError(f"cannot read: {e.strerror}", path=p) from None
     out = []
@@ -68,5 +71,5 @@ def txn_index_sanity_check(path: str | os.PathLike[str], base_offset: int | None
     base = offset_from_filename(p.name) if base_offset is None else base_offset
     for i, e in enumerate(read_txn_index(p)):
         if e.last_offset < base:
-            raise CorruptDataError(f"Last offset of aborted transaction {e} in index {p.name} is less than start "
-                                   f"offset {base}", path=p, position=i * ENTRY_SIZE)
+            raise CorruptDataError(f"Last offset of aborted transaction {e} in index {shown(p.name)} is less than "
+                                   f"start offset {base}", path=p, position=i * ENTRY_SIZE)

@@ -32,6 +32,7 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -43,10 +44,11 @@ from kafkatool.decoders import (
     read_control_value,
     read_metadata_record,
 )
-from kafkatool.errors import InputError, KafkaToolError, UsageError
+from kafkatool.errors import InputError, KafkaToolError, NotRegularFileError, UsageError
 from kafkatool.metadata.image import MetadataImage
 from kafkatool.record.default_records import parse_control_type_id
 from kafkatool.record.file_records import FileRecords
+from kafkatool.util.regular import irregular, read_regular
 
 SNAPSHOT_RE = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")  # Snapshots.parse
 SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
@@ -94,6 +96,8 @@ class MetadataLog:
     def locate(cls, path: str | Path) -> MetadataLog:
         """``path`` is the partition dir itself or a log dir (``metadata.log.dir``) holding it."""
         p = Path(path)
+        if (kind := irregular(p)) is not None and kind != "a directory":
+            raise NotRegularFileError(kind, path=p)
         if not p.exists():
             raise InputError("no such file or directory", path=p)
         if not p.is_dir():
@@ -102,10 +106,15 @@ class MetadataLog:
             p = p / METADATA_PARTITION_DIR
         snaps, segs = [], []
         for child in sorted(p.iterdir()):
-            if (m := SNAPSHOT_RE.match(child.name)) and child.is_file():
-                snaps.append(SnapshotFile(child, int(m.group(1)), int(m.group(2))))
-            elif (m := SEGMENT_RE.match(child.name)) and child.is_file():
-                segs.append((int(m.group(1)), child))
+            snap, seg = SNAPSHOT_RE.match(child.name), SEGMENT_RE.match(child.name)
+            if (snap or seg) and (kind := irregular(child)) is not None:
+                # A FIFO, a device or a broken symlink named as a snapshot or a segment: the log cannot be read
+                # whole (a finding, exit 1), and never is read.
+                raise NotRegularFileError(kind, path=child, walked=True)
+            if snap and child.is_file():
+                snaps.append(SnapshotFile(child, int(snap.group(1)), int(snap.group(2))))
+            elif seg and child.is_file():
+                segs.append((int(seg.group(1)), child))
         if not snaps and not segs:
             raise InputError(f"no KRaft metadata here (no *.checkpoint snapshot, no *.log segment; a "
                              f"{METADATA_PARTITION_DIR} dir or the log dir holding it is expected)", path=p)
@@ -115,9 +124,8 @@ class MetadataLog:
         """The ``quorum-state`` file (``FileQuorumStateStore``: leaderId, leaderEpoch, votedId, currentVoters...),
         or None when it is missing or not a JSON object."""
         try:
-            with open(self.path / QUORUM_STATE, "rb") as f:
-                doc = json.loads(f.read(1 << 20))
-        except (OSError, ValueError):
+            doc = json.loads(read_regular(self.path / QUORUM_STATE, limit=1 << 20))
+        except (OSError, ValueError, NotRegularFileError):
             return None
         return doc if isinstance(doc, dict) else None
 
@@ -168,14 +176,15 @@ def read_entries(path: Path, findings: list[MetadataFinding], *, last_segment: b
                         "(Kafka's recovery truncates the log here)", pos, batch.last_offset))
                     raise _Stop()
                 try:
-                    records = batch.records()
+                    chunks = batch.record_chunks()  # a chunk of records at a time: a batch may hold millions
+                    first = next(chunks)
                 except KafkaToolError as e:
                     findings.append(MetadataFinding("invalid-records", "error", display,
                                                     f"records of the batch do not decode: {e.message}", pos))
                     raise _Stop() from None
                 h = batch.h  # type: ignore[union-attr]
                 control = batch.is_control
-                for r in records:
+                for r in chain(first, chain.from_iterable(chunks)):
                     ctype = None
                     if control:
                         try:
@@ -433,7 +442,8 @@ def _replay_log(log: MetadataLog, result: ImageResult, rep: _Replayer, start: in
     for i, (_, seg) in enumerate(segments):
         try:
             for e in read_entries(seg, result.findings, last_segment=i == len(segments) - 1):
-                if e.offset < start:
+                if e.offset < start:  # in the snapshot already, but still where the log ends
+                    result.log_end_offset = e.offset + 1
                     continue
                 if rep.past_end(e):
                     return

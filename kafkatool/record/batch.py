@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import enum
 import struct
+from bisect import bisect_left
+from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 from kafkatool.constants import INT32_MAX
+from kafkatool.util import budget as _budget
 
 # In front of every log entry, whatever its magic (Records.java).
 LOG_HEADER = struct.Struct(
@@ -119,6 +122,62 @@ def increment_sequence(sequence: int, increment: int) -> int:
     if sequence > INT32_MAX - increment:
         return increment - (INT32_MAX - sequence) - 1
     return sequence + increment
+
+
+class RecordSource:
+    """The records of one batch, decoded a chunk at a time from its records area (decompressed once), never
+    all at once: a valid batch of a few MB can hold millions of records.
+
+    ``batch.record_source()`` makes one after checking the whole batch, so reading it does not raise: a damaged
+    record fails the batch before any record is handed out, as ``batch.records()`` fails it. ``read(position,
+    n)`` decodes the ``n`` records that start at byte ``position`` of the area and returns them with the
+    position after them; a record's ``size`` is its length in the area, so the position of any record read is
+    known (``start`` plus the sizes before it) and a run of records can be read again from there.
+    """
+
+    __slots__ = ("count", "start", "held", "_read")
+
+    def __init__(self, count: int, start: int, read: Callable[[int, int], tuple[list[Record], int]],
+                 held: list[Record] | None = None) -> None:
+        self.count = count
+        self.start = start
+        self.held = held  # every record, when they were few enough to decode at once
+        self._read = read
+
+    @classmethod
+    def of(cls, records: list[Record]) -> RecordSource:
+        """A source over records already decoded (``held``; positions are the sums of their sizes)."""
+        starts = [0]
+        for r in records:
+            starts.append(starts[-1] + r.size)
+
+        def read(position: int, n: int) -> tuple[list[Record], int]:
+            i = bisect_left(starts, position)
+            out = records[i:i + n]
+            return out, starts[i + len(out)]
+
+        return cls(len(records), 0, read, records)
+
+    def read(self, position: int, n: int) -> tuple[list[Record], int]:
+        return self._read(position, n)
+
+    def chunks(self, size: int | None = None, *, position: int | None = None,
+               count: int | None = None) -> Iterator[list[Record]]:
+        """``count`` records (default: all) from ``position`` (default: the first), ``size`` at a time (default:
+        the memory budget's ``record_chunk``)."""
+        n = _budget.record_chunk() if size is None else max(1, size)
+        p = self.start if position is None else position
+        left = self.count if count is None else count
+        while left > 0:
+            recs, p = self._read(p, min(n, left))
+            if not recs:
+                return
+            left -= len(recs)
+            yield recs
+
+    def __iter__(self) -> Iterator[Record]:
+        for chunk in self.chunks():
+            yield from chunk
 
 
 def _configure_speedups() -> None:

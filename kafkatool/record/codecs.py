@@ -23,14 +23,12 @@ from __future__ import annotations
 
 import enum
 import functools
+import importlib
 import struct
 import zlib
 from collections.abc import Callable
-from typing import Any
-
-import cramjam
-import lz4.block
-import zstandard
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
 
 try:
     # zlib-ng for reading: the same formats and zlib's API, ~1.5x faster inflate and a vectorised CRC-32
@@ -42,6 +40,43 @@ except ImportError:  # pragma: no cover - a declared dependency; stdlib zlib giv
 
 from kafkatool.errors import CorruptRecordError, LimitExceededError, UnsupportedCodecError
 from kafkatool.util import budget as _budget
+
+
+class _LazyModule:
+    """A codec library imported at its first use: a run that meets no compressed batch (``kafkatool dump`` of an
+    uncompressed segment, ``--version``) loads none of them."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(importlib.import_module(self._name), attr)
+
+
+class _LazyFunction:
+    """A codec library's function, looked up (and its library imported) at the first call."""
+
+    __slots__ = ("_get", "_fn")
+
+    def __init__(self, get: Callable[[], Callable[..., Any]]) -> None:
+        self._get = get
+        self._fn: Callable[..., Any] | None = None
+
+    def __call__(self, *args: Any, **kw: Any) -> Any:
+        fn = self._fn
+        if fn is None:
+            fn = self._fn = self._get()
+        return fn(*args, **kw)
+
+
+if TYPE_CHECKING:
+    import cramjam
+    import lz4.block
+    import zstandard
+else:
+    cramjam = _LazyModule("cramjam")
+    lz4 = SimpleNamespace(block=_LazyModule("lz4.block"))
+    zstandard = _LazyModule("zstandard")
 
 Buffer = bytes | bytearray | memoryview
 
@@ -126,6 +161,86 @@ def compress(codec: Codec | int, data: Buffer, *, magic: int = 2, level: int | N
     raise UnsupportedCodecError(f"unknown compression codec id {int(codec)}")
 
 
+class StreamCompressor:
+    """:func:`compress` fed a piece at a time, for a batch built from records read a chunk at a time: ``feed``
+    returns the compressed bytes made so far, ``finish`` the rest. gzip, snappy, lz4 and none give exactly the
+    bytes :func:`compress` gives for the whole input (deflate's output does not depend on how its input is cut;
+    snappy and lz4 frames are made of independent fixed-size blocks); zstd gives a valid frame that may differ
+    (the one-shot compressor picks its parameters from the input's size)."""
+
+    def __init__(self, codec: Codec | int, *, magic: int = 2, level: int | None = None) -> None:
+        self.codec = Codec.from_id(int(codec))
+        self.magic = magic
+        self.level = level
+        self._pending = bytearray()  # snappy/lz4: input of the block being filled
+        self._started = False
+        self._crc = 0
+        self._size = 0
+        self._deflate: Any = None
+        self._zstd: Any = None
+        if self.codec == Codec.GZIP:
+            self._deflate = zlib.compressobj(-1 if level is None else level, zlib.DEFLATED, -zlib.MAX_WBITS)
+        elif self.codec == Codec.ZSTD:
+            if magic < 2:
+                raise UnsupportedCodecError(f"ZStandard compression is not supported for magic {magic}")
+            self._zstd = _zstd_compressor(3 if level is None else level).compressobj()
+        elif self.codec == Codec.LZ4 and (9 if level is None else level) != 9:
+            raise UnsupportedCodecError("lz4 streams are built at Kafka's default level only")
+
+    def feed(self, data: Buffer) -> bytes:
+        codec = self.codec
+        if codec == Codec.NONE:
+            return bytes(data)
+        if codec == Codec.GZIP:
+            head = b"" if self._started else _GZIP_HEADER
+            self._started = True
+            self._crc = crc32(data, self._crc)
+            self._size += len(data)
+            return head + bytes(self._deflate.compress(data))
+        if codec == Codec.ZSTD:
+            return bytes(self._zstd.compress(data))
+        block = XERIAL_BLOCK if codec == Codec.SNAPPY else LZ4_BLOCK
+        self._pending += data
+        out = []
+        if not self._started:
+            self._started = True
+            out.append(XERIAL_HEADER if codec == Codec.SNAPPY else (_LZ4_HEAD_V0 if self.magic == 0 else _LZ4_HEAD))
+        if len(self._pending) >= block:
+            mv = memoryview(self._pending)
+            n = len(mv) // block * block
+            out += [self._block(mv[i:i + block]) for i in range(0, n, block)]
+            mv.release()
+            del self._pending[:n]
+        return b"".join(out)
+
+    def _block(self, block: Buffer) -> bytes:
+        if self.codec == Codec.SNAPPY:
+            packed = bytes(snappy_block(block))
+            return _I32.pack(len(packed)) + packed
+        packed = bytes(lz4_fast_block(block))
+        if len(packed) >= len(block):
+            return _LE32.pack(len(block) | 0x80000000) + bytes(block)
+        return _LE32.pack(len(packed)) + packed
+
+    def finish(self) -> bytes:
+        codec = self.codec
+        if codec == Codec.NONE:
+            return b""
+        if codec == Codec.GZIP:
+            head = b"" if self._started else _GZIP_HEADER
+            return b"".join((head, bytes(self._deflate.flush()),
+                             struct.pack("<II", self._crc & 0xFFFFFFFF, self._size & 0xFFFFFFFF)))
+        if codec == Codec.ZSTD:
+            return bytes(self._zstd.flush())
+        out = [self.feed(b"")]  # the frame header, if nothing was fed
+        if self._pending:
+            out.append(self._block(bytes(self._pending)))
+            self._pending.clear()
+        if codec == Codec.LZ4:
+            out.append(b"\x00\x00\x00\x00")
+        return b"".join(out)
+
+
 def _too_big(limit: int) -> LimitExceededError:
     return LimitExceededError(
         f"decompressed data exceeds the limit of {limit} bytes (decompression bomb, or a larger memory budget)")
@@ -183,16 +298,15 @@ _XERIAL_MAGIC_HEAD = struct.unpack(">i", XERIAL_MAGIC[:4])[0]
 _I32 = struct.Struct(">i")
 
 
-# The raw block compressors the framings below call (and the compiled down-conversion run frames itself).
-snappy_block: Callable[..., Any] = cramjam.snappy.compress_raw
+# The raw block compressors the framings below call (and the compiled down-conversion run frames itself), and the
+# block decompressors of the readers below: cramjam's functions, looked up at their first call.
+snappy_block: Callable[..., Any] = _LazyFunction(lambda: cramjam.snappy.compress_raw)
 # lz4-java 1.8.0's fast compressor (Kafka's default level): cramjam's block compressor gives the same bytes
 # (tests/vectors/lz4_java); python-lz4 1.10's default mode picks other matches.
-lz4_fast_block: Callable[..., Any] = functools.partial(cramjam.lz4.compress_block, store_size=False)
-
-
-# ... and the block decompressors of the readers below.
-snappy_block_len: Callable[..., int] = cramjam.snappy.decompress_raw_len
-snappy_unblock: Callable[..., Any] = cramjam.snappy.decompress_raw
+lz4_fast_block: Callable[..., Any] = _LazyFunction(
+    lambda: functools.partial(cramjam.lz4.compress_block, store_size=False))
+snappy_block_len: Callable[..., int] = _LazyFunction(lambda: cramjam.snappy.decompress_raw_len)
+snappy_unblock: Callable[..., Any] = _LazyFunction(lambda: cramjam.snappy.decompress_raw)
 
 
 def snappy_xerial_compress(data: Buffer) -> bytes:
@@ -308,7 +422,8 @@ def lz4_kafka_compress(data: Buffer, *, magic: int = 2, level: int = 9) -> bytes
 _LE32_PAIR = struct.Struct("<IH")
 # One block of Kafka's lz4 frame (at most LZ4_BLOCK bytes out): the fast path below, and the compiled
 # down-conversion run's.
-lz4_unblock: Callable[..., bytes] = functools.partial(lz4.block.decompress, uncompressed_size=LZ4_BLOCK)
+lz4_unblock: Callable[..., bytes] = _LazyFunction(
+    lambda: functools.partial(lz4.block.decompress, uncompressed_size=LZ4_BLOCK))
 
 
 def _lz4_decompress(data: Buffer, limit: int, magic: int) -> bytes:
@@ -452,8 +567,12 @@ def xxh32(data: bytes, seed: int = 0) -> int:
 
 # ---------------------------------------------------------------------------------------------- zstd
 
-_ZSTD_D = zstandard.ZstdDecompressor()
 _ZSTD_C: dict[int, zstandard.ZstdCompressor] = {}
+
+
+@functools.cache
+def _zstd_d() -> zstandard.ZstdDecompressor:
+    return zstandard.ZstdDecompressor()
 
 
 def _zstd_compressor(level: int) -> zstandard.ZstdCompressor:
@@ -477,7 +596,7 @@ def _zstd_decompress(data: Buffer, limit: int) -> bytes:
         # One frame without a content size (what zstd-jni's stream writes): one call into a buffer of
         # a bounded guess, shrunk to fit; output beyond the guess falls back to the stream below.
         try:
-            return bytes(_ZSTD_D.decompress(data, max_output_size=min(limit, max(_ZSTD_GUESS, 8 * len(data))),
+            return bytes(_zstd_d().decompress(data, max_output_size=min(limit, max(_ZSTD_GUESS, 8 * len(data))),
                                             allow_extra_data=False))
         except zstandard.ZstdError:
             pass
@@ -485,7 +604,7 @@ def _zstd_decompress(data: Buffer, limit: int) -> bytes:
     produced = 0
     step = min(limit + 1, max(_ZSTD_GUESS, 8 * len(data)))
     try:
-        with _ZSTD_D.stream_reader(data, read_across_frames=True) as reader:
+        with _zstd_d().stream_reader(data, read_across_frames=True) as reader:
             while True:
                 chunk = reader.read(min(step, limit + 1 - produced))
                 if not chunk:

@@ -13,11 +13,10 @@ Record::
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
-import crc32c as _crc32c
-
+from kafkatool._accel import crc32c as _crc32c
 from kafkatool._accel import speedups as _C
 from kafkatool.constants import INT32_MAX
 from kafkatool.errors import (
@@ -38,6 +37,7 @@ from kafkatool.record.batch import (
     ControlRecordType,
     Header,
     Record,
+    RecordSource,
     TimestampType,
     increment_sequence,
 )
@@ -51,6 +51,7 @@ from kafkatool.record.varint import (
     read_varint,
     read_varlong,
 )
+from kafkatool.util import budget as _budget
 
 Buffer = bytes | bytearray | memoryview
 
@@ -291,6 +292,62 @@ class DefaultRecordBatch:
                 e.position = self.position
             raise
 
+    def record_chunks(self, *, limit: int | None = None, size: int | None = None) -> Iterator[list[Record]]:
+        """:meth:`records` a chunk of at most ``size`` records at a time (default: the memory budget's
+        ``record_chunk``): one list for a batch that fits a chunk, else the whole batch is checked first (a
+        damaged record raises before any chunk is handed out) and its records decoded chunk by chunk."""
+        n = _budget.record_chunk() if size is None else size
+        if self.h.records_count <= n:
+            yield self.records(limit=limit)
+            return
+        yield from self.record_source(limit=limit).chunks(n)
+
+    def record_source(self, *, limit: int | None = None, stored_timestamps: bool = False) -> RecordSource:
+        """The batch's records to read a chunk at a time, after checking them all (errors as :meth:`records`
+        raises them); a batch that fits a chunk is decoded at once (``held``). ``stored_timestamps``: base
+        timestamp + delta also in a LogAppendTime batch (:func:`stored_records`)."""
+        h = self.h
+        count = h.records_count
+        if count < 0:
+            raise InvalidRecordError(f"Found invalid record count {count} in magic v{h.magic} batch",
+                                     position=self.position)
+        if count <= _budget.record_chunk():
+            return RecordSource.of(stored_records(self, limit=limit) if stored_timestamps
+                                   else self.records(limit=limit))
+        data = self.records_bytes(limit=limit)
+        end = len(data)
+        lat = h.max_timestamp if h.attributes & TIMESTAMP_TYPE_MASK and not stored_timestamps else None
+        base_offset, base_ts, base_seq = h.base_offset, h.base_timestamp, h.base_sequence
+        try:
+            if _C is None or _C.validate_records(data, 0, end, count, base_offset) is None:
+                # Each chunk decoded and dropped: the exact error where there is one, in bounded memory.
+                _check_count(0, end, count)
+                p, left, n = 0, count, _budget.record_chunk()
+                while left > 0:
+                    got, p = parse_records_chunk_py(data, p, end, min(n, left), base_offset, base_ts, lat, base_seq)
+                    left -= len(got)
+                _check_end(p, end)
+        except KafkaToolError as e:
+            raise self._locate(e, stored_timestamps) from None
+
+        def read(position: int, n: int) -> tuple[list[Record], int]:
+            try:
+                return parse_records_chunk(data, position, end, n, base_offset, base_ts, lat, base_seq)
+            except KafkaToolError as e:  # pragma: no cover - the whole area was checked above
+                raise self._locate(e, stored_timestamps) from None
+
+        return RecordSource(count, 0, read)
+
+    def _locate(self, e: KafkaToolError, stored: bool = False) -> KafkaToolError:
+        """A records-area error as :meth:`records` (``stored``: :func:`stored_records`) reports it."""
+        compressed = self.h.attributes & COMPRESSION_CODEC_MASK
+        if e.position is not None and not compressed and not stored:
+            e.position += self.position + RECORDS_OFFSET
+        elif e.position is None or compressed or stored:
+            e.message += f" (in the batch at byte {self.position})"
+            e.position = self.position
+        return e
+
     def __repr__(self) -> str:
         return (f"DefaultRecordBatch(position={self.position}, base_offset={self.base_offset}, "
                 f"last_offset={self.last_offset}, count={self.records_count}, codec={self.codec_id}, "
@@ -321,10 +378,41 @@ def parse_records_py(d: bytes, p: int, end: int, count: int, base_offset: int, b
     records are built as tuples. The inline two-byte path only reads ``d[p + 1]`` when it lies before ``end``, so
     truncations raise exactly what ``read_varint`` raises. Errors carry a position relative to ``d``.
     """
+    _check_count(p, end, count)
+    out, p = parse_records_chunk_py(d, p, end, count, base_offset, base_timestamp, log_append_time, base_sequence)
+    _check_end(p, end)
+    return out
+
+
+def _check_count(p: int, end: int, count: int) -> None:
     if count * MIN_RECORD_SIZE > end - p:
         raise InvalidRecordError(
             f"Incorrect declared batch size, premature EOF reached (record count {count} cannot fit in "
             f"{end - p} bytes)", position=p)
+
+
+def _check_end(p: int, end: int) -> None:
+    if p != end:
+        raise InvalidRecordError("Incorrect declared batch size, records still remaining in file", position=p)
+
+
+def parse_records_chunk(d: bytes, p: int, end: int, count: int, base_offset: int, base_timestamp: int,
+                        log_append_time: int | None, base_sequence: int) -> tuple[list[Record], int]:
+    """The first ``count`` records from ``d[p:end]`` and the position after them: one chunk of a batch whose
+    records are read a chunk at a time (:meth:`DefaultRecordBatch.record_source`). The compiled twin when it is
+    built, else (or where it declines) :func:`parse_records_chunk_py`."""
+    if _C is not None:
+        out: tuple[list[Record], int] | None = _C.parse_records_chunk(d, p, end, count, base_offset, base_timestamp,
+                                                                       log_append_time, base_sequence)
+        if out is not None:
+            return out
+    return parse_records_chunk_py(d, p, end, count, base_offset, base_timestamp, log_append_time, base_sequence)
+
+
+def parse_records_chunk_py(d: bytes, p: int, end: int, count: int, base_offset: int, base_timestamp: int,
+                           log_append_time: int | None, base_sequence: int) -> tuple[list[Record], int]:
+    """:func:`parse_records_py`'s loop: ``count`` records from ``p`` (more may follow before ``end``), without
+    the checks of the whole area (its size against the count, nothing left after the last record)."""
     out: list[Record] = []
     append = out.append
     new = tuple.__new__
@@ -426,9 +514,7 @@ def parse_records_py(d: bytes, p: int, end: int, count: int, base_offset: int, b
         # A varint cut by its record's end: DefaultRecord.readFrom turns the BufferUnderflowException into
         # InvalidRecordException("Found invalid record structure") (checked against kafka-clients 3.9.1).
         raise InvalidRecordError(f"Found invalid record structure ({e.message})", position=e.position) from None
-    if p != end:
-        raise InvalidRecordError("Incorrect declared batch size, records still remaining in file", position=p)
-    return out
+    return out, p
 
 
 def _parse_headers(d: bytes, p: int, rec_end: int, start: int) -> tuple[tuple[Header, ...], int]:

@@ -28,7 +28,16 @@ from dataclasses import dataclass
 from kafkatool._accel import speedups as _C
 from kafkatool.constants import DOWN_CONVERSION_READ_SIZE
 from kafkatool.errors import InvalidRecordError, KafkaToolError, UnsupportedCodecError
-from kafkatool.record.batch import LOG_OVERHEAD, MAGIC_V0, MAGIC_V1, MAGIC_V2, NO_TIMESTAMP, Record, TimestampType
+from kafkatool.record.batch import (
+    LOG_OVERHEAD,
+    MAGIC_V0,
+    MAGIC_V1,
+    MAGIC_V2,
+    NO_TIMESTAMP,
+    Record,
+    RecordSource,
+    TimestampType,
+)
 from kafkatool.record.codecs import Codec, compress
 from kafkatool.record.codecs import crc32 as _crc32
 from kafkatool.record.default_records import (
@@ -44,7 +53,9 @@ from kafkatool.record.default_records import (
 from kafkatool.record.estimator import batch_header_size, legacy_entry_size, v2_record_size
 from kafkatool.record.file_records import RecordBatch
 from kafkatool.record.legacy_records import ENTRY_PREFIX, HEAD_V0, HEAD_V1, build_entries
+from kafkatool.record.streamed import legacy_messages, legacy_wrapper
 from kafkatool.record.varint import read_varint, read_varlong
+from kafkatool.util import budget as _budget
 
 
 @dataclass(slots=True)
@@ -131,6 +142,8 @@ def down_convert_batch(batch: RecordBatch, to_magic: int, first_offset: int, out
     if to_magic < MAGIC_V2 and codec_override is None and type(batch) is DefaultRecordBatch:
         attrs = batch.h.attributes
         if not attrs & CONTROL_FLAG_MASK and (attrs & 7) < Codec.ZSTD:
+            if batch.h.records_count > _budget.record_chunk():
+                return _streamed_v2(batch, to_magic, first_offset, out, limit)
             return _reframe_v2(batch, to_magic, first_offset, out, limit)
     if to_magic < MAGIC_V2:
         if batch.is_control:
@@ -177,7 +190,15 @@ def down_convert_batch(batch: RecordBatch, to_magic: int, first_offset: int, out
             batch_header_size(to_magic, codec) if codec != Codec.NONE else 0)
         return ConvertedBatch(r.data, r.first_offset, r.last_offset, r.records, codec, False, r.inner_bytes,
                               to_magic)
-    source = batch.records(limit=limit) if records is None else list(records)
+    if records is not None:
+        source = list(records)
+    elif to_magic < MAGIC_V2 and batch.is_compressed:
+        held = batch.record_source(limit=limit)
+        if held.held is None:  # more records than a run holds: written as they are read
+            return _streamed_records(batch, held, to_magic, codec, ts_type, log_append_time, out)
+        source = held.held
+    else:
+        source = batch.records(limit=limit)
     if to_magic > MAGIC_V1 or batch.is_compressed:
         records = source
     else:
@@ -248,6 +269,83 @@ def _reframe_v2(batch: DefaultRecordBatch, to_magic: int, first_offset: int, out
     return ConvertedBatch(data, first, last, records, _CODECS[codec_id], False, inner_bytes, to_magic)
 
 
+def _streamed_records(batch: RecordBatch, source: RecordSource, to_magic: int, codec: Codec, ts_type: TimestampType,
+                      lat: int, out: DownConverted) -> ConvertedBatch | None:
+    """:func:`down_convert_batch`'s general path for a compressed batch of more records than a run holds: the
+    messages (or one wrapper, compressed as they come) written from its records a chunk at a time."""
+    if codec == Codec.NONE:
+        parts: list[bytes] = []
+        first = last = -1
+        for d, f, f_last, _ in legacy_messages(source.chunks(), magic=to_magic, timestamp_type=ts_type,
+                                               log_append_time=lat, position=batch.position):
+            parts.append(d)
+            first = f if first < 0 else first
+            last = f_last
+        data = b"".join(parts)
+        del parts
+        written = inner = len(data)
+    else:
+        built = legacy_wrapper(source.chunks(), cap=NO_CAP, magic=to_magic, codec=codec, timestamp_type=ts_type,
+                               log_append_time=lat, position=batch.position)
+        assert built.data is not None
+        data, first, last, inner = built.data, built.first_offset, built.last_offset, built.uncompressed
+        written = inner + batch_header_size(to_magic, codec)
+    out.batches_converted += 1
+    out.records_converted += source.count
+    out.temporary_memory_bytes += batch.size + written
+    return ConvertedBatch(data, first, last, source.count, codec, False, inner, to_magic)
+
+
+def _streamed_v2(batch: DefaultRecordBatch, to_magic: int, first_offset: int, out: DownConverted,
+                 limit: int | None) -> ConvertedBatch | None:
+    """:func:`_reframe_v2` for a batch of more records than a run holds (a few MB can carry millions): the
+    legacy messages written a chunk of records at a time, and compressed as they come (the wrapper holds the
+    compressed bytes only, never the uncompressed messages). The same bytes and statistics."""
+    h = batch.h
+    codec = _CODECS[h.attributes & 7]
+    lat = h.max_timestamp if h.attributes & 0x08 else NO_TIMESTAMP
+    ts_type = TimestampType.LOG_APPEND_TIME if h.attributes & 0x08 else TimestampType.CREATE_TIME
+    source = batch.record_source(limit=limit)
+    with_headers = filtered = 0
+    if codec == Codec.NONE:  # an uncompressed source: records below first_offset dropped, one message each
+        parts: list[bytes] = []
+        first = last = -1
+        n = 0
+        for chunk in source.chunks():
+            kept = [r for r in chunk if r[0] >= first_offset]
+            filtered += len(chunk) - len(kept)
+            with_headers += sum(1 for r in kept if r[4])
+            for data, f, f_last, k in legacy_messages([kept], magic=to_magic, timestamp_type=ts_type,
+                                                      log_append_time=lat, position=batch.position):
+                parts.append(data)
+                n += k
+                last = f_last
+                if first < 0:
+                    first = f
+        data = b"".join(parts)
+        del parts
+        inner = len(data)
+    else:
+        for chunk in source.chunks():
+            with_headers += sum(1 for r in chunk if r[4])
+        built = legacy_wrapper(source.chunks(), cap=NO_CAP, magic=to_magic, codec=codec, timestamp_type=ts_type,
+                               log_append_time=lat, position=batch.position)
+        assert built.data is not None
+        data, n, first, last, inner = built.data, built.count, built.first_offset, built.last_offset, built.uncompressed
+    out.records_filtered += filtered
+    if not n:
+        out.batches_empty += 1
+        return None
+    out.headers_dropped += with_headers
+    if h.producer_id >= 0 or h.attributes & TRANSACTIONAL_FLAG_MASK:
+        out.producer_fields_dropped += 1
+    out.batches_converted += 1
+    out.records_converted += n
+    out.temporary_memory_bytes += h.length + LOG_OVERHEAD + inner + (WRAPPER_HEADER[to_magic] if codec else 0)
+    return ConvertedBatch(data, first, last, n, codec, False, inner, to_magic)
+
+
+NO_CAP = 1 << 62  # a wrapper kept whatever its size (what Kafka's conversion for a fetch builds)
 _CODECS = tuple(Codec)
 # batch_header_size(magic, codec) of a compressed legacy wrapper: log overhead plus the message header.
 WRAPPER_HEADER = (batch_header_size(MAGIC_V0, Codec.GZIP), batch_header_size(MAGIC_V1, Codec.GZIP))

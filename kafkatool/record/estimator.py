@@ -18,12 +18,13 @@ Sources (kafka-clients 3.9): ``CompressionRatioEstimator``, ``MemoryRecordsBuild
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 from kafkatool.errors import LimitExceededError
-from kafkatool.record.batch import LOG_OVERHEAD, MAGIC_V0, MAGIC_V2
+from kafkatool.record.batch import LOG_OVERHEAD, MAGIC_V0, MAGIC_V2, RecordSource
 from kafkatool.record.codecs import Codec
 from kafkatool.record.default_records import MAX_RECORD_OVERHEAD, RECORD_BATCH_OVERHEAD
 from kafkatool.record.legacy_records import RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1
@@ -261,3 +262,118 @@ def build_within_limit(records: list[Any], data: bytes, uncompressed: int, *, ma
             groups = [(recs[:half], unc // 2), (recs[half:], unc - unc // 2)]
         pending[0:0] = [(g, build(g), u) for g, u in groups]
     return out
+
+
+# ---------------------------------------------------------------------------------------------- split, streamed
+
+@dataclass(frozen=True, slots=True)
+class RecordRange:
+    """A run of a batch's records, read again from its ``RecordSource`` when needed instead of held: what
+    :func:`stream_within_limit` plans, builds and splits."""
+
+    position: int  # where its first record starts in the source
+    index: int  # its first record's index in the source
+    count: int
+    uncompressed: int  # the size the planner charged for it (KIP-126's ratio divides by it)
+
+
+@dataclass(slots=True)
+class Built:
+    """One batch built from a ``RecordRange`` (``kafkatool.record.streamed``): its bytes while they fit the output
+    limit it was built under, else only its size."""
+
+    data: bytes | None  # None: larger than the limit
+    size: int
+    uncompressed: int  # the records before compression
+    first_offset: int
+    last_offset: int  # its last record's (a v2 batch may say a later one: override_last_offset)
+    count: int
+
+
+@dataclass(slots=True)
+class SplitStats:
+    splits: int = 0  # batches (or parts of one) that came out too large and were split
+    batches: int = 0  # batches in the end
+
+
+def payload_size(magic: int, size: int) -> int:
+    """:func:`compressed_payload` of a batch of ``size`` bytes."""
+    return size - (batch_header_size(magic, Codec.GZIP) if magic < MAGIC_V2 else RECORD_BATCH_OVERHEAD)
+
+
+def plan_ranges(source: RecordSource, rng: RecordRange, *, magic: int, codec: Codec, write_limit: int,
+                ratio: float, split: bool) -> Iterator[RecordRange]:
+    """:func:`plan_groups` over the records of ``rng``, read a chunk at a time: the same groups, as ranges."""
+    planner: BatchPlanner | None = None
+    base = 0
+    last: int | None = None
+    base_ts: int | None = None
+    pos, index = rng.position, rng.index
+    start = start_index = 0
+    size = 0
+    for chunk in source.chunks(position=rng.position, count=rng.count):
+        for rec in chunk:
+            if planner is not None:
+                size = record_size(magic, rec, base, last, base_ts)
+                if not planner.has_room_for(size):
+                    yield RecordRange(start, start_index, index - start_index, planner.uncompressed_bytes)
+                    planner = None
+            if planner is None:
+                limit = write_limit
+                if split:
+                    limit = max(write_limit, upper_bound_size(magic, codec, rec[2], rec[3], rec[4]))
+                planner = BatchPlanner(magic, codec, limit, ratio)
+                start, start_index = pos, index
+                base, last, base_ts = rec[0], None, None
+                size = record_size(magic, rec, base, None, None)
+            planner.append(size)
+            last = rec[0]
+            if base_ts is None:
+                base_ts = rec[1]
+            pos += rec[6]
+            index += 1
+    if planner is not None and index > start_index:
+        yield RecordRange(start, start_index, index - start_index, planner.uncompressed_bytes)
+
+
+def stream_within_limit(source: RecordSource, whole: RecordRange, built: Built, *, magic: int, codec: Codec,
+                        max_bytes: int, split_size: int, estimator: CompressionRatioEstimator, topic: str,
+                        build: Callable[[RecordRange], Built], stats: SplitStats) -> Iterator[Built]:
+    """:func:`build_within_limit` for a batch too large to hold its records: ``built`` is ``whole`` built under
+    ``max_bytes``; parts are planned, built (``build``) and checked one after the other, in the order and with
+    the estimates ``build_within_limit`` gives, each holding at most a chunk of records and one built batch."""
+
+    def process(rng: RecordRange, b: Built) -> Iterator[Built]:
+        ratio = payload_size(magic, b.size) / rng.uncompressed if rng.uncompressed > 0 else 1.0
+        if b.data is not None and b.size <= max_bytes:
+            if codec != Codec.NONE:
+                estimator.update_estimation(topic, codec, ratio)
+            stats.batches += 1
+            yield b
+            return
+        if rng.count <= 1:
+            raise LimitExceededError(
+                f"record at offset {b.first_offset} needs a batch of {b.size} bytes, more than max.message.bytes "
+                f"{max_bytes} (Kafka: RecordTooLargeException); raise the limit to convert it",
+                field="max_message_bytes")
+        stats.splits += 1
+        estimator.set_estimation(topic, codec, max(1.0, ratio))
+        groups = plan_ranges(source, rng, magic=magic, codec=codec, write_limit=split_size,
+                             ratio=estimator.estimation(topic, codec), split=True)
+        first = next(groups)
+        second = next(groups, None)
+        parts: Iterable[RecordRange]
+        if second is None:  # the estimate says it fits but it does not: halve, as a last resort
+            half = rng.count // 2
+            mid = rng.position
+            for chunk in source.chunks(position=rng.position, count=half):
+                mid += sum(r[6] for r in chunk)
+            unc = rng.uncompressed
+            parts = (RecordRange(rng.position, rng.index, half, unc // 2),
+                     RecordRange(mid, rng.index + half, rng.count - half, unc - unc // 2))
+        else:
+            parts = chain((first, second), groups)
+        for part in parts:
+            yield from process(part, build(part))
+
+    yield from process(whole, built)

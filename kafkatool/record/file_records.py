@@ -9,21 +9,25 @@ by ``batch.ensure_valid()`` and records decoded by ``batch.records()``, only whe
 Files are memory-mapped read-only. Pages already walked past are dropped from the process (clean
 file pages, refetched from the page cache if touched again) every ``window`` bytes, so resident memory
 does not grow with the file size: mapped pages count in RSS, and the window is the active memory
-budget's (``kafkatool.util.budget``: ``window_bytes``) unless the caller gives one.
+budget's (``kafkatool.util.budget``: ``window_bytes``) unless the caller gives one. Zeros after the last
+batch (a preallocated segment: ``log.preallocate`` makes the active segment ``segment.bytes`` long) are
+checked by :meth:`FileRecords.first_nonzero`, which skips the file's holes without touching them
+(``SEEK_DATA``/``SEEK_HOLE``) and scans the rest a window at a time.
 """
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
+import re
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Literal
+from typing import BinaryIO, Literal
 
-import crc32c as _crc32c
-
+from kafkatool._accel import crc32c as _crc32c
 from kafkatool._accel import speedups as _C
 from kafkatool.errors import CorruptRecordError, InputError, KafkaToolError
 from kafkatool.record.batch import HEADER_SIZE_UP_TO_MAGIC, LOG_HEADER, LOG_OVERHEAD, MAGIC_OFFSET, MAGIC_V2
@@ -46,11 +50,17 @@ from kafkatool.record.legacy_records import (
     LegacyRecordBatch,
 )
 from kafkatool.util import budget as _budget
+from kafkatool.util.regular import open_regular
 
 Buffer = bytes | bytearray | memoryview
 RecordBatch = DefaultRecordBatch | LegacyRecordBatch
 
 _PAGE = mmap.PAGESIZE
+_SEEK_DATA: int | None = getattr(os, "SEEK_DATA", None)
+_SEEK_HOLE: int = getattr(os, "SEEK_HOLE", 4)
+_NONZERO = re.compile(rb"[^\x00]")
+_ZERO_BLOCK = 1 << 16
+_ZEROS = memoryview(bytes(_ZERO_BLOCK))
 
 StopKind = Literal["end", "short-tail", "size-past-end", "corrupt"]
 
@@ -158,26 +168,26 @@ class FileRecords:
         self.path = os.fspath(path)
         # Mapped pages kept resident before the walk hands them back (None: the memory budget's).
         self.window = max(_PAGE, _budget.window_bytes() if window is None else window)
+        # A regular file only (never a FIFO or a device), mapped to its size at open: a file that grows
+        # meanwhile is read to that size.
         try:
-            fd = os.open(self.path, os.O_RDONLY)
+            f = open_regular(self.path)
         except OSError as e:
             raise InputError(f"cannot open: {e.strerror}", path=self.path) from None
-        try:
-            st = os.fstat(fd)
-            if not _is_regular(st.st_mode):
-                raise InputError("not a regular file", path=self.path)
-            self.file_size = st.st_size
+        with f:
+            self.file_size = f.size
             self.size = self.file_size if max_bytes is None else min(self.file_size, max_bytes)
             self._mm: mmap.mmap | None = None
             if self.size > 0:
-                self._mm = mmap.mmap(fd, self.file_size, access=mmap.ACCESS_READ)
+                self._mm = f.map()
+            if self._mm is not None:
                 if hasattr(mmap, "MADV_SEQUENTIAL"):
                     self._mm.madvise(mmap.MADV_SEQUENTIAL)
                 self.buf: Buffer = memoryview(self._mm)
             else:
                 self.buf = b""
-        finally:
-            os.close(fd)
+            # Kept for SEEK_DATA (first_nonzero), closed with the mapping (or when collected: a file object owns it).
+            self._file: BinaryIO | None = os.fdopen(os.dup(f.fd), "rb", buffering=0)
 
     @classmethod
     def open(cls, path: str | os.PathLike[str], *, max_bytes: int | None = None,
@@ -212,7 +222,45 @@ class FileRecords:
                 except (OSError, ValueError):
                     pass
 
+    def first_nonzero(self, start: int, end: int | None = None) -> int | None:
+        """The position of the first byte that is not zero in ``[start, end)`` (default: to ``size``), else None.
+
+        Holes (a sparse or preallocated file's unwritten ranges) are skipped without being read, where the file
+        system reports them (``SEEK_DATA``/``SEEK_HOLE``); data is scanned a window at a time, each window's
+        pages handed back after it, so an 8 GiB preallocated segment costs neither 8 GiB of mapped pages nor a
+        read of 8 GiB of zeros."""
+        stop = self.size if end is None else min(end, self.size)
+        p = start
+        while p < stop:
+            region_end = stop
+            if self._file is not None and _SEEK_DATA is not None:
+                fd = self._file.fileno()
+                try:
+                    p = max(p, os.lseek(fd, p, _SEEK_DATA))
+                    region_end = min(stop, os.lseek(fd, p, _SEEK_HOLE))
+                except OSError as e:
+                    if e.errno == errno.ENXIO:  # no data from p to the end of the file: a hole
+                        return None
+                    # the file system cannot tell: scan everything
+                if p >= stop:
+                    return None
+            buf = self.buf if isinstance(self.buf, memoryview) else memoryview(self.buf)
+            while p < region_end:
+                w = min(region_end, p + self.window)
+                for q in range(p, w, _ZERO_BLOCK):  # a memcmp a block, the regex only where one differs
+                    qe = min(w, q + _ZERO_BLOCK)
+                    if buf[q:qe] != _ZEROS[:qe - q]:
+                        m = _NONZERO.search(buf, q, qe)
+                        if m is not None:
+                            return m.start()
+                self.drop_range(p, w)
+                p = w
+        return None
+
     def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
         buf = self.buf
         self.buf = b""
         if isinstance(buf, memoryview):
@@ -232,6 +280,35 @@ class FileRecords:
 
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
         self.close()
+
+
+def data_end(path: str | os.PathLike[str], *, max_regions: int = 4096) -> int:
+    """Where the data of a regular file ends: its size less a trailing hole (the unwritten tail of a preallocated
+    segment), where the file system reports holes (``SEEK_DATA``/``SEEK_HOLE``); else, or past ``max_regions``
+    data regions, the size. 0 for a file that cannot be opened or is not a regular file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return 0
+    try:
+        st = os.fstat(fd)
+        if not _is_regular(st.st_mode):
+            return 0
+        size = st.st_size
+        if _SEEK_DATA is None:
+            return size
+        p = end = 0
+        for _ in range(max_regions):
+            try:
+                p = os.lseek(fd, p, _SEEK_DATA)
+                end = p = os.lseek(fd, p, _SEEK_HOLE)
+            except OSError as e:
+                return end if e.errno == errno.ENXIO else size
+            if p >= size:
+                return size
+        return size
+    finally:
+        os.close(fd)
 
 
 def _is_regular(mode: int) -> bool:

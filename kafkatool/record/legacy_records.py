@@ -11,7 +11,7 @@ an inner message set; the wrapper offset is the last inner offset; v1 inner offs
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 from kafkatool.errors import CorruptRecordError, InvalidRecordError, KafkaToolError
@@ -26,9 +26,11 @@ from kafkatool.record.batch import (
     NO_SEQUENCE,
     NO_TIMESTAMP,
     Record,
+    RecordSource,
     TimestampType,
 )
 from kafkatool.record.codecs import Codec, compress, crc32, decompress
+from kafkatool.util import budget as _budget
 
 Buffer = bytes | bytearray | memoryview
 
@@ -129,7 +131,7 @@ class LegacyRecordBatch:
         """``AbstractLegacyRecordBatch.baseOffset``: the first inner offset (decompresses a wrapper)."""
         if not self.attributes & COMPRESSION_CODEC_MASK:
             return int(self.offset)
-        return self.records()[0].offset
+        return next(iter(self.record_chunks()))[0].offset
 
     @property
     def codec_id(self) -> int:
@@ -211,9 +213,47 @@ class LegacyRecordBatch:
             ts = int(self.timestamp) if self.magic != MAGIC_V0 else NO_TIMESTAMP
             return [Record(int(self.offset), ts, key, value, (), NO_SEQUENCE, self.size, int(self.crc),
                            self.is_valid())]
-        return self._deep_records(value, limit)
+        data, count, base = self._inner(value, limit)
+        return self._deep_records(data, base, 0, count)[0]
 
-    def _deep_records(self, value: bytes | None, limit: int | None) -> list[Record]:
+    def record_chunks(self, *, limit: int | None = None, size: int | None = None) -> Iterator[list[Record]]:
+        """:meth:`records` a chunk of at most ``size`` inner messages at a time (default: the memory budget's
+        ``record_chunk``): one list for an entry or a wrapper that fits a chunk, else the whole wrapper is
+        checked first (a damaged inner message raises before any chunk is handed out)."""
+        key, value = self.key_value()
+        if not self.attributes & COMPRESSION_CODEC_MASK:
+            yield self.records()
+            return
+        n = _budget.record_chunk() if size is None else size
+        data, count, base = self._inner(value, limit)
+        if count <= n:
+            yield self._deep_records(data, base, 0, count)[0]
+            return
+        yield from self._source(data, count, base).chunks(n)
+
+    def record_source(self, *, limit: int | None = None) -> RecordSource:
+        """The entry's records (a wrapper's inner messages) to read a chunk at a time, after checking them all
+        (errors as :meth:`records` raises them); as few as fit a chunk are decoded at once (``held``).
+        Positions are those of the inner entries in the decompressed value."""
+        key, value = self.key_value()
+        if not self.attributes & COMPRESSION_CODEC_MASK:
+            return RecordSource.of(self.records())
+        data, count, base = self._inner(value, limit)
+        if count <= _budget.record_chunk():
+            return RecordSource.of(self._deep_records(data, base, 0, count)[0])
+        return self._source(data, count, base)
+
+    def _source(self, data: bytes, count: int, base: int) -> RecordSource:
+        p, left, n = 0, count, _budget.record_chunk()
+        while left > 0:  # every inner message decoded and dropped: the exact error where there is one
+            got, p = self._deep_records(data, base, p, min(n, left))
+            left -= len(got)
+        return RecordSource(count, 0, lambda position, k: self._deep_records(data, base, position, k))
+
+    def _inner(self, value: bytes | None, limit: int | None) -> tuple[bytes, int, int]:
+        """A wrapper's decompressed inner message set, how many whole inner entries it holds and the base their
+        offsets are relative to (v1), with ``AbstractLegacyRecordBatch.DeepRecordsIterator``'s checks of the
+        wrapper and of the entries' framing."""
         wrapper_magic = self.magic
         pos = self.position
         if wrapper_magic not in (MAGIC_V0, MAGIC_V1):
@@ -233,12 +273,11 @@ class LegacyRecordBatch:
             data = decompress(codec_id, value, limit=limit, magic=wrapper_magic)
         except KafkaToolError as e:
             raise (e.at(base=pos) if e.position is None else e) from None
-        wrapper_lat = wrapper_magic == MAGIC_V1 and bool(self.attributes & TIMESTAMP_TYPE_MASK)
-        inner: list[tuple[int, int, int]] = []  # (offset, start, length)
-        append_inner = inner.append
         unpack_log = LOG_HEADER.unpack_from
         p, end = 0, len(data)
         self.inner_cut = None
+        count = 0
+        last_inner = 0
         while end - p >= LOG_OVERHEAD:
             offset, size = unpack_log(data, p)
             if size < RECORD_OVERHEAD_V0:
@@ -247,7 +286,8 @@ class LegacyRecordBatch:
                     f"(inner message at decompressed byte {p} of the wrapper)", position=pos)
             if end - p - LOG_OVERHEAD < size:
                 break  # a truncated tail inside the decompressed data is silently dropped, as Kafka does
-            append_inner((offset, p + LOG_OVERHEAD, size))
+            count += 1
+            last_inner = offset
             p += LOG_OVERHEAD + size
         if p < end:
             # DataLogInputStream.nextBatch: an EOFException inside the next entry ends the set without an error.
@@ -257,14 +297,13 @@ class LegacyRecordBatch:
             elif end - p >= LOG_HEADER.size - I32.size:
                 cut_offset = TIMESTAMP.unpack_from(data, p)[0]
             self.inner_cut = InnerCut(p, end - p, cut_offset, cut_size)
-        if not inner:
+        if not count:
             raise InvalidRecordError("Found invalid compressed record set with no inner records", position=pos)
         if wrapper_magic == MAGIC_V1:
             wrapper_offset = int(self.offset)
             if wrapper_offset == 0:
                 base = 0  # produce data from some librdkafka versions
             else:
-                last_inner = inner[-1][0]
                 if wrapper_offset < last_inner:
                     raise InvalidRecordError(
                         "Found invalid wrapper offset in compressed v1 message set, wrapper offset "
@@ -273,9 +312,17 @@ class LegacyRecordBatch:
                 base = wrapper_offset - last_inner
         else:
             base = 0
+        return data, count, base
+
+    def _deep_records(self, data: bytes, base: int, at: int, count: int) -> tuple[list[Record], int]:
+        """The ``count`` inner messages from byte ``at`` of the decompressed set (``_inner``), as records, and the
+        position after them."""
+        wrapper_magic = self.magic
+        pos = self.position
         out: list[Record] = []
         append = out.append
         new = tuple.__new__
+        unpack_log = LOG_HEADER.unpack_from
         wrapper_ts = int(self.timestamp)
         wrapper_lat = wrapper_magic == MAGIC_V1 and bool(self.attributes & TIMESTAMP_TYPE_MASK)
         add_base = wrapper_magic == MAGIC_V1
@@ -284,7 +331,10 @@ class LegacyRecordBatch:
         unpack_v0 = MESSAGE_HEADER_V0.unpack_from
         unpack_i32 = I32.unpack_from
         head_v1, head_v0 = MESSAGE_HEADER_V1.size, MESSAGE_HEADER_V0.size
-        for offset, start, size in inner:
+        for _ in range(count):
+            offset, size = unpack_log(data, at)
+            start = at + LOG_OVERHEAD
+            at = start + size
             # The message header in one unpack: crc, magic, attributes (+ timestamp for v1), key length.
             msg_end = start + size
             magic = data[start + MAGIC_OFFSET]
@@ -338,7 +388,7 @@ class LegacyRecordBatch:
             crc_ok = stored_crc == crc32(mv[start + MAGIC_OFFSET:msg_end])
             append(new(Record, (base + offset if add_base else offset, ts, key, val, (), NO_SEQUENCE,
                                 size + LOG_OVERHEAD, stored_crc, crc_ok)))
-        return out
+        return out, at
 
     def __repr__(self) -> str:
         return (f"LegacyRecordBatch(position={self.position}, offset={self.offset}, magic={self.magic}, "

@@ -20,19 +20,33 @@ and base offset = the first retained record's offset. So:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from itertools import chain
 
 from kafkatool.errors import LimitExceededError
-from kafkatool.record.batch import MAGIC_V2, NO_SEQUENCE, NO_TIMESTAMP, Record, TimestampType, increment_sequence
+from kafkatool.record import streamed
+from kafkatool.record.batch import (
+    MAGIC_V2,
+    NO_SEQUENCE,
+    NO_TIMESTAMP,
+    Record,
+    RecordSource,
+    TimestampType,
+    increment_sequence,
+)
 from kafkatool.record.codecs import Codec
-from kafkatool.record.default_records import DefaultRecordBatch, build_batch, stored_records, with_codec
+from kafkatool.record.default_records import DefaultRecordBatch, build_batch, with_codec
 from kafkatool.record.estimator import (
     BatchPlanner,
+    Built,
     CompressionRatioEstimator,
+    RecordRange,
+    SplitStats,
     build_within_limit,
     compressed_payload,
     record_size,
+    stream_within_limit,
     v2_record_size,
 )
 from kafkatool.record.file_records import RecordBatch
@@ -83,17 +97,18 @@ class UpConverter:
         self._pending_source_codec = Codec.NONE
         self._planner: BatchPlanner | None = None
 
-    def add(self, batch: RecordBatch, records: list[Record] | None = None, dropped: int = 0) -> list[Unit]:
+    def add(self, batch: RecordBatch, records: list[Record] | None = None, dropped: int = 0,
+            source: RecordSource | None = None) -> Iterable[Unit]:
         """Units completed by ``batch`` (a pending group of messages is completed by anything that
         cannot join it). ``records``: a legacy batch's records, already decoded (and checked: those left out
-        are not among them, ``dropped`` says how many); v2 batches are read from their bytes."""
+        are not among them, ``dropped`` says how many); ``source``: instead, for a wrapper of more inner messages
+        than a run holds, its checked ones to read a chunk at a time; v2 batches are read from their bytes."""
         c = self.c
         if batch.magic >= MAGIC_V2:
             units = self.flush()
             if (self.codec is not None and self.codec != batch.codec and isinstance(batch, DefaultRecordBatch)
                     and not batch.is_control and batch.records_count > 0):
-                units.extend(self._with_codec(batch, self.codec))
-                return units
+                return chain(units, self._with_codec(batch, self.codec))
             if batch.size > self.max_bytes:
                 raise oversized_copy(batch, self.max_bytes)
             n = int(batch.count or 0)
@@ -103,9 +118,11 @@ class UpConverter:
             c.batches_out += 1
             units.append((bytes(batch.raw()), batch.base_offset, batch.last_offset, 1))
             return units
-        if records is None:
-            records = batch.records(limit=self.limit)
-        c.records_in += len(records)
+        if records is not None:
+            source = RecordSource.of(records)
+        elif source is None:
+            source = batch.record_source(limit=self.limit)  # a wrapper may hold millions of inner messages
+        c.records_in += source.count
         ts_type = batch.timestamp_type
         if ts_type == TimestampType.NO_TIMESTAMP_TYPE:
             ts_type = TimestampType.CREATE_TIME
@@ -115,13 +132,16 @@ class UpConverter:
             codec = batch.codec if self.codec is None else self.codec
             if codec != batch.codec:
                 c.codec_changed_batches += 1
-            units.extend(self._build(records, codec, ts_type, lat))
+            if source.held is None:
+                return chain(units, self._build_streamed(source, codec, ts_type, lat, batch.position))
+            units.extend(self._build(source.held, codec, ts_type, lat))
             return units
         # One uncompressed legacy message.
         codec = Codec.NONE if self.codec is None else self.codec
         if codec != Codec.NONE:
             c.codec_changed_batches += 1
-        (rec,) = records
+        assert source.held is not None
+        (rec,) = source.held
         key = (ts_type, lat)
         units = []
         if self._pending and (key != self._pending_key or self._planner is None or not self._planner.has_room_for(
@@ -144,7 +164,7 @@ class UpConverter:
             units.extend(self.flush())
         return units
 
-    def _with_codec(self, batch: DefaultRecordBatch, codec: Codec) -> list[Unit]:
+    def _with_codec(self, batch: DefaultRecordBatch, codec: Codec) -> Iterable[Unit]:
         """A v2 batch re-encoded with the requested codec: every header field kept, CRC recomputed
         (:func:`kafkatool.record.default_records.with_codec`). One that comes out larger than the limit is split as
         the producer splits (KIP-126): each part keeps the producer id/epoch, flags and leader epoch, starts
@@ -163,11 +183,14 @@ class UpConverter:
             if codec != Codec.NONE:
                 c.recompressed_batches += 1
             return [(data, batch.base_offset, batch.last_offset, 1)]
-        records = stored_records(batch, limit=self.limit)
-        first, last = records[0], records[-1]
         ts_type = batch.timestamp_type
         lat = batch.max_timestamp if ts_type == TimestampType.LOG_APPEND_TIME else NO_TIMESTAMP
         base_seq = batch.base_sequence
+        source = batch.record_source(limit=self.limit, stored_timestamps=True)
+        if source.held is None:
+            return self._with_codec_streamed(batch, source, codec, data, uncompressed)
+        records = source.held
+        first, last = records[0], records[-1]
 
         def build(recs: list[Record]) -> bytes:
             base = batch.base_offset if recs[0] is first else recs[0].offset
@@ -182,6 +205,62 @@ class UpConverter:
                                override_last_offset=batch.last_offset if recs[-1] is last else None)
 
         return self._emit(records, data, uncompressed, codec, build)
+
+    def _with_codec_streamed(self, batch: DefaultRecordBatch, source: RecordSource, codec: Codec, data: bytes,
+                             uncompressed: int) -> Iterator[Unit]:
+        """:meth:`_with_codec`'s split for a batch of more records than a run holds: the parts built from
+        ranges of its records read a chunk at a time, each keeping the batch's header fields as there."""
+        ts_type = batch.timestamp_type
+        lat = batch.max_timestamp if ts_type == TimestampType.LOG_APPEND_TIME else NO_TIMESTAMP
+        base_seq = batch.base_sequence
+
+        def build(rng: RecordRange) -> Built:
+            base = batch.base_offset if rng.index == 0 else source.read(rng.position, 1)[0][0].offset
+            seq = NO_SEQUENCE if base_seq == NO_SEQUENCE else increment_sequence(base_seq, base - batch.base_offset)
+            return streamed.v2_batch(source.chunks(position=rng.position, count=rng.count), cap=self.max_bytes,
+                                     codec=codec, base_offset=base, timestamp_type=ts_type, log_append_time=lat,
+                                     producer_id=batch.producer_id, producer_epoch=batch.producer_epoch,
+                                     base_sequence=seq, is_transactional=batch.is_transactional,
+                                     partition_leader_epoch=batch.partition_leader_epoch,
+                                     delete_horizon_ms=batch.delete_horizon_ms,
+                                     override_last_offset=batch.last_offset
+                                     if rng.index + rng.count == source.count else None, position=batch.position)
+
+        whole = RecordRange(source.start, 0, source.count, uncompressed)
+        built = Built(None, len(data), uncompressed, batch.base_offset, batch.last_offset, source.count)
+        return self._emit_streamed(source, whole, built, codec, build)
+
+    def _build_streamed(self, source: RecordSource, codec: Codec, ts_type: TimestampType, lat: int,
+                        position: int) -> Iterator[Unit]:
+        """:meth:`_build` for a wrapper of more inner messages than a run holds: built as they are read, a chunk
+        at a time, and split by KIP-126 over ranges of them."""
+        def build(rng: RecordRange) -> Built:
+            return streamed.v2_batch(source.chunks(position=rng.position, count=rng.count), cap=self.max_bytes,
+                                     codec=codec, keep_headers=False, timestamp_type=ts_type, log_append_time=lat,
+                                     position=position)
+
+        built = build(RecordRange(source.start, 0, source.count, 0))
+        whole = RecordRange(source.start, 0, source.count, built.uncompressed)
+        return self._emit_streamed(source, whole, built, codec, build)
+
+    def _emit_streamed(self, source: RecordSource, whole: RecordRange, built: Built, codec: Codec,
+                       build: Callable[[RecordRange], Built]) -> Iterator[Unit]:
+        c = self.c
+        stats = SplitStats()
+        for b in stream_within_limit(source, whole, built, magic=MAGIC_V2, codec=codec, max_bytes=self.max_bytes,
+                                     split_size=self.max_bytes, estimator=self.estimator, topic=self.topic,
+                                     build=build, stats=stats):
+            assert b.data is not None
+            c.records_out += b.count
+            c.batches_out += 1
+            c.batches_built += 1
+            if codec != Codec.NONE:
+                c.recompressed_batches += 1
+            yield b.data, b.first_offset, b.last_offset, 1
+        if stats.splits:
+            c.splits += stats.splits
+            c.split_batches += stats.batches
+            c.batches_split += 1
 
     def flush(self) -> list[Unit]:
         """Complete the pending group of uncompressed messages (at a segment end, or before other data)."""

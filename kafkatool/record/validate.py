@@ -29,7 +29,7 @@ from kafkatool._accel import speedups as _C
 from kafkatool.constants import INT64_MAX
 from kafkatool.errors import CorruptDataError, CorruptRecordError, InvalidRecordError, KafkaToolError
 from kafkatool.errors import LimitExceededError as _LimitExceeded
-from kafkatool.record.batch import MAGIC_V1, MAGIC_V2, ControlRecordType, Record
+from kafkatool.record.batch import MAGIC_V1, MAGIC_V2, ControlRecordType, Record, RecordSource
 from kafkatool.record.default_records import (
     COMPRESSION_CODEC_MASK,
     RECORDS_OFFSET,
@@ -148,46 +148,74 @@ def record_problems(batch: RecordBatch, records: Sequence[Record], *, crc: bool 
     """The record-level problems of ``batch`` whose ``records`` were decoded. ``crc``: legacy inner CRCs;
     ``order``: offsets increase within the batch (a caller following offsets itself, as ``dump`` does, turns it
     off); ``control``: how a control record is checked (None: not at all)."""
-    out: list[Problem] = []
-    pos = batch.position
-    last = int(batch.last_offset)
-    if isinstance(batch, LegacyRecordBatch):
-        cut = batch.inner_cut
-        if cut is not None:
-            out.append(Problem(INNER_SET_TRUNCATED, _describe_cut(batch, records, cut), pos, last))
-        if crc:
+    return RecordChecks(batch, crc=crc, order=order, control=control).feed(records)
+
+
+class RecordChecks:
+    """:func:`record_problems` over a batch's records fed a chunk at a time (a batch of more records than a run
+    holds, ``batch.record_source().chunks()``): the same problems, in the same order, as one call over all of
+    them. Each kind said once per batch as there (an order or range problem stops its own check)."""
+
+    __slots__ = ("batch", "crc", "order", "control", "first", "last", "prev", "order_done", "range_done", "started")
+
+    def __init__(self, batch: RecordBatch, *, crc: bool = True, order: bool = True,
+                 control: ControlCheck | None = control_record_problem) -> None:
+        self.batch = batch
+        self.crc = crc
+        self.order = order
+        self.control = control if isinstance(batch, DefaultRecordBatch) and batch.is_control else None
+        self.first = None if isinstance(batch, LegacyRecordBatch) else int(batch.base_offset)
+        self.last = int(batch.last_offset)
+        self.prev: int | None = None
+        self.order_done = not order
+        # a negative lastOffsetDelta is the header's problem, said once
+        self.range_done = not (self.first is None or self.first <= self.last)
+        self.started = False
+
+    def feed(self, records: Sequence[Record]) -> list[Problem]:
+        out: list[Problem] = []
+        batch = self.batch
+        pos = batch.position
+        last = self.last
+        if isinstance(batch, LegacyRecordBatch):
+            if not self.started and batch.inner_cut is not None:
+                out.append(Problem(INNER_SET_TRUNCATED, _describe_cut(batch, records, batch.inner_cut), pos, last))
+            if self.crc:
+                for r in records:
+                    if r.crc_valid is False:
+                        out.append(Problem(
+                            RECORD_CRC_MISMATCH, f"inner message of the wrapper at byte {pos} (offsets ..{last}) is "
+                            f"corrupt: its stored crc {r.crc} does not match its bytes", pos, r.offset, record=True))
+        self.started = True
+        if not self.order_done:
+            prev = self.prev
             for r in records:
-                if r.crc_valid is False:
-                    out.append(Problem(
-                        RECORD_CRC_MISMATCH, f"inner message of the wrapper at byte {pos} (offsets ..{last}) is "
-                        f"corrupt: its stored crc {r.crc} does not match its bytes", pos, r.offset, record=True))
-        first = None
-    else:
-        first = int(batch.base_offset)
-    if order:
-        prev = None
-        for r in records:
-            o = r.offset
-            if prev is not None and o <= prev:
-                out.append(Problem(OFFSET_ORDER, f"offset {prev} is followed by {o} inside the batch at byte {pos}",
-                                   pos, o))
-                break
-            prev = o
-    if first is None or first <= last:  # a negative lastOffsetDelta is the header's problem, said once
-        for r in records:
-            o = r.offset
-            if (first is not None and o < first) or o > last:
-                lo = "" if first is None else f"{first}"
-                out.append(Problem(OFFSET_RANGE, f"record offset {o} lies outside the offsets of its batch at byte "
-                                   f"{pos} ({lo}..{last})", pos, o))
-                break
-    if control is not None and isinstance(batch, DefaultRecordBatch) and batch.is_control:
-        for r in records:
-            why = control(r.key, r.value)
-            if why is not None:
-                out.append(Problem(INVALID_CONTROL_RECORD, f"control record of the batch at byte {pos} does not "
-                                   f"parse: {why}", pos, r.offset))
-    return out
+                o = r.offset
+                if prev is not None and o <= prev:
+                    out.append(Problem(OFFSET_ORDER, f"offset {prev} is followed by {o} inside the batch at byte "
+                                       f"{pos}", pos, o))
+                    self.order_done = True
+                    break
+                prev = o
+            self.prev = prev
+        if not self.range_done:
+            first = self.first
+            for r in records:
+                o = r.offset
+                if (first is not None and o < first) or o > last:
+                    lo = "" if first is None else f"{first}"
+                    out.append(Problem(OFFSET_RANGE, f"record offset {o} lies outside the offsets of its batch at "
+                                       f"byte {pos} ({lo}..{last})", pos, o))
+                    self.range_done = True
+                    break
+        control = self.control
+        if control is not None:
+            for r in records:
+                why = control(r.key, r.value)
+                if why is not None:
+                    out.append(Problem(INVALID_CONTROL_RECORD, f"control record of the batch at byte {pos} does not "
+                                       f"parse: {why}", pos, r.offset))
+        return out
 
 
 def _describe_cut(batch: LegacyRecordBatch, records: Sequence[Record], cut: InnerCut) -> str:
@@ -207,10 +235,12 @@ def _describe_cut(batch: LegacyRecordBatch, records: Sequence[Record], cut: Inne
 
 @dataclass(slots=True)
 class Checked:
-    """What :func:`check_batch` found: the records (when decoded) and the problems."""
+    """What :func:`check_batch` found: the records (when decoded at once) or, for a batch of more records than a
+    run holds, the source to read them a chunk at a time again; and the problems."""
 
     records: list[Record] | None
     problems: list[Problem]
+    source: RecordSource | None = None
 
     @property
     def batch_problem(self) -> Problem | None:
@@ -221,7 +251,9 @@ class Checked:
 def check_batch(batch: RecordBatch, *, limit: int | None = None, need_records: bool = True,
                 crc: bool = True) -> Checked:
     """Every check of ``dump --deep --verify`` on ``batch``. ``need_records`` False: the caller only needs the
-    verdict, so a v2 batch is checked by the compiled walk when it can (no record objects)."""
+    verdict, so a v2 batch is checked by the compiled walk when it can (no record objects). A batch of more records
+    than a run holds (``budget.record_chunk``) is checked a chunk at a time, never decoded into one list: its
+    ``records`` are None and its ``source`` reads them again."""
     problems = batch_problems(batch)
     if any(p.kind == CRC_MISMATCH for p in problems):
         return Checked(None, problems)
@@ -229,14 +261,20 @@ def check_batch(batch: RecordBatch, *, limit: int | None = None, need_records: b
             and _v2_records_sound(batch, limit):
         return Checked(None, problems)
     try:
-        records = batch.records(limit=limit)
+        source = batch.record_source(limit=limit)
+        if source.held is not None:
+            records = source.held
+            problems += record_problems(batch, records, crc=crc)
+            return Checked(records, problems)
+        checks = RecordChecks(batch, crc=crc)
+        for chunk in source.chunks():
+            problems += checks.feed(chunk)
     except KafkaToolError as e:
         kind = DECOMPRESS_LIMIT if isinstance(e, _LimitExceeded) else INVALID_RECORDS
         problems.append(Problem(kind, f"records of the batch at byte {batch.position} (offsets ..{batch.last_offset}) "
                                 f"do not decode: {e.message}", batch.position, int(batch.last_offset)))
         return Checked(None, problems)
-    problems += record_problems(batch, records, crc=crc)
-    return Checked(records, problems)
+    return Checked(None, problems, source)
 
 
 def _v2_records_sound(batch: DefaultRecordBatch, limit: int | None) -> bool:

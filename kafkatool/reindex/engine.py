@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from kafkatool.constants import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_SEGMENT_INDEX_BYTES
-from kafkatool.errors import InputError, UsageError
+from kafkatool.errors import InputError, NotRegularFileError, UsageError
 from kafkatool.log.index import OFFSET_ENTRY_SIZE
 from kafkatool.log.layout import (
     INDEX_SUFFIX,
@@ -41,11 +41,14 @@ from kafkatool.log.layout import (
 from kafkatool.log.recovery import SegmentRecovery
 from kafkatool.log.recovery.fast import ChunkObserver, recover_fast
 from kafkatool.reindex.verify import (
+    NOT_REGULAR,
     OK,
     VALID_DIFFERENT,
     Finding,
     IndexCheck,
+    IndexType,
     OffsetEntriesCheck,
+    OnDiskIndex,
     SegmentFacts,
     Severity,
     TimeEntriesCheck,
@@ -56,6 +59,7 @@ from kafkatool.reindex.verify import (
 from kafkatool.util import budget as _budget
 from kafkatool.util import crash
 from kafkatool.util.atomic import TEMP_PREFIX, atomic_write_bytes, replace_with_backup
+from kafkatool.util.regular import open_regular
 
 Mode = Literal["check", "output", "in-place"]
 ZERO_TAIL_PROBE = 1 << 20
@@ -154,19 +158,39 @@ def _log_findings(task: SegmentTask, r: SegmentRecovery) -> list[Finding]:
 
 
 def _zeros_follow(path: Path, start: int, end: int) -> bool:
-    with open(path, "rb") as f:
-        f.seek(start)
-        probe = f.read(min(end - start, ZERO_TAIL_PROBE))
+    with open_regular(path) as f:
+        probe = f.pread(start, min(end - start, ZERO_TAIL_PROBE))
     return not probe.strip(b"\0")
+
+
+def _load(path: Path, index_type: IndexType, base_offset: int,
+          irregular: dict[Path, NotRegularFileError]) -> OnDiskIndex | None:
+    """The on-disk index, as ``load_index``; one that is not a regular file is never read: it goes into
+    ``irregular`` and reads as missing."""
+    try:
+        return load_index(path, index_type, base_offset)
+    except NotRegularFileError as e:
+        irregular[path] = e
+        return None
+
+
+def _not_regular(check: IndexCheck, e: NotRegularFileError) -> IndexCheck:
+    """The verdict on an index that is not a regular file: that alone (what a rebuild would put there does not
+    matter while a FIFO, a device or a broken symlink holds the name), and never written over."""
+    check.findings[:] = [Finding(NOT_REGULAR, Severity.ERROR, NOT_REGULAR,
+                                 f"{e.message}: the broker cannot open it; remove it, and the broker rebuilds it")]
+    check.on_disk_entries = None
+    return check
 
 
 def check_segment(task: SegmentTask, options: ReindexOptions) -> SegmentResult:
     """Rebuild, judge and (by mode) write one segment's indexes."""
     started = time.perf_counter()
     index_path, time_path = task.file(INDEX_SUFFIX), task.file(TIME_INDEX_SUFFIX)
-    index_exists = index_path.exists()
-    disk_index = load_index(index_path, "offset", task.base_offset) if options.offset_index else None
-    disk_time = load_index(time_path, "time", task.base_offset)
+    irregular: dict[Path, NotRegularFileError] = {}
+    disk_index = _load(index_path, "offset", task.base_offset, irregular) if options.offset_index else None
+    disk_time = _load(time_path, "time", task.base_offset, irregular)
+    index_exists = index_path.is_file() and index_path not in irregular
     observers: list[ChunkObserver] = []
     offset_answers = time_answers = None
     if disk_index is not None and disk_index.entries:
@@ -185,6 +209,10 @@ def check_segment(task: SegmentTask, options: ReindexOptions) -> SegmentResult:
     index_check = (check_offset_index(disk_index, offset_answers, rebuilt_index, facts, index_path)
                    if options.offset_index else None)
     time_check = check_time_index(disk_time, time_answers, rebuilt_time, facts, time_path)
+    if index_check is not None and index_path in irregular:
+        index_check = _not_regular(index_check, irregular[index_path])
+    if time_path in irregular:
+        time_check = _not_regular(time_check, irregular[time_path])
     result = SegmentResult(task, r.batches, r.valid_bytes, r.last_offset, r.max_timestamp,
                            r.stop.kind if r.stop else "end", _log_findings(task, r), index_check, time_check)
     if options.mode != "check":
@@ -192,6 +220,9 @@ def check_segment(task: SegmentTask, options: ReindexOptions) -> SegmentResult:
         if index_check is not None:
             files.insert(0, (index_check, rebuilt_index))
         for check, data in files:
+            if check.status == NOT_REGULAR and options.mode == "in-place":
+                result.actions.append(Action(check.path, "skipped", reason="not a regular file: never written over"))
+                continue
             result.actions.append(_write(task, check, data, options, r.fatal is not None))
     result.seconds = time.perf_counter() - started
     return result
@@ -396,11 +427,12 @@ class SegmentVerdict:
 
 
 def verify_segment(log_path: str | Path, base_offset: int, *, active: bool = False,
-                   index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES) -> SegmentVerdict:
-    """The ``reindex-time`` check's verdict for one segment, read-only."""
+                   index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, verify: bool = False) -> SegmentVerdict:
+    """The ``reindex-time`` check's verdict for one segment, read-only; ``verify``: CRCs checked as the broker's
+    recovery checks them (``reindex-time --check --verify``)."""
     log = Path(log_path)
     task = SegmentTask(log, base_offset, log.stat().st_size, active, log.parent.name)
-    res = check_segment(task, ReindexOptions(index_interval_bytes=index_interval_bytes))
+    res = check_segment(task, ReindexOptions(index_interval_bytes=index_interval_bytes, verify=verify))
     findings = [*res.log_findings, *(f for c in res.checks for f in c.findings)]
     worst = max(findings, key=lambda f: f.severity.rank, default=None)
     index, time_index = res.index, res.time_index

@@ -15,9 +15,11 @@ from typing import Literal
 
 from kafkatool.constants import DEFAULT_INDEX_INTERVAL_BYTES, INT32_MAX
 from kafkatool.errors import ExitCode, UsageError
-from kafkatool.log.layout import Inputs, PartitionDir, resolve_inputs
+from kafkatool.log.layout import INDEX_SUFFIX, TIME_INDEX_SUFFIX, Inputs, IrregularFile, PartitionDir, resolve_inputs
 from kafkatool.log.loader import LogDirState, PartitionRecovery, log_dir_notes, report
 from kafkatool.log.lock import check_read, hold_for_write, hold_log_dir, live_notice, refuse_if_live
+from kafkatool.log.outputs import Output, refuse_aliasing
+from kafkatool.record.file_records import data_end
 from kafkatool.reindex.engine import (
     Mode,
     ReindexOptions,
@@ -31,6 +33,8 @@ from kafkatool.reindex.engine import (
 )
 from kafkatool.reindex.verify import Severity
 from kafkatool.util import budget
+from kafkatool.util.atomic import DirMaker
+from kafkatool.util.printable import shown
 from kafkatool.util.units import format_size
 
 RunMode = Literal["check", "output", "in-place", "recovery-report"]
@@ -77,6 +81,10 @@ class ReindexListener:
     def advance(self, nbytes: int) -> None:
         """``nbytes`` more of the planned total are done."""
 
+    def not_regular(self, file: IrregularFile) -> None:
+        """A file of a partition or log dir that is not a regular file (a FIFO, a device, a directory, a bad
+        symlink): never read; a finding (exit 1)."""
+
 
 @dataclass(slots=True)
 class ReindexOutcome:
@@ -88,10 +96,11 @@ class ReindexOutcome:
     files_written: int = 0
     errors_remain: bool = False  # an index (or log) error that this run did not fix
     loses_data: bool = False  # recovery-report: the broker would lose data or fail to load
+    not_regular: int = 0  # files of the dirs walked that are not regular files (never read)
 
     @property
     def exit_code(self) -> ExitCode:
-        return ExitCode.FINDINGS if self.errors_remain or self.loses_data else ExitCode.OK
+        return ExitCode.FINDINGS if self.errors_remain or self.loses_data or self.not_regular else ExitCode.OK
 
 
 def reindex_time(request: ReindexRequest, listener: ReindexListener | None = None) -> ReindexOutcome:
@@ -116,26 +125,50 @@ def reindex_time(request: ReindexRequest, listener: ReindexListener | None = Non
     if req.mode == "recovery-report":
         partitions = inputs.all_partitions() + _partitions_of_files(inputs)
         _use_budget(req, [_size(s.log) for p in partitions for s in p.segments])
-        return _recovery_report(req, lis, partitions)
+        return _recovery_report(req, lis, partitions, inputs.not_regular())
     mode: Mode = req.mode
-    if req.output is not None:
-        _refuse_output_inside(req.output, inputs)
     options = ReindexOptions(req.index_interval_bytes, req.verify, req.offset_index, mode,
                              req.output.resolve() if req.output else None, backup=req.backup,
                              keep_valid=req.keep_valid)
     tasks = plan(inputs, options)
-    _use_budget(req, [t.size for t in tasks])
+    # The index files of the segments checked are judged with them (a not-regular-file verdict); the others
+    # are reported here.
+    judged = {t.file(s) for t in tasks for s in ((INDEX_SUFFIX, TIME_INDEX_SUFFIX) if req.offset_index
+                                                  else (TIME_INDEX_SUFFIX,))}
+    irregular = [f for f in inputs.not_regular() if f.path not in judged]
+    if req.output is not None:  # the tree and each DIR/<partition> it receives: none may be an input's
+        mirrors = dict.fromkeys(t.mirror for t in tasks if t.mirror is not None)
+        refuse_aliasing(req.paths, [Output("output", req.output),
+                                    *(Output("output", m, given=req.output) for m in mirrors)])
+    _use_budget(req, [data_end(t.log) for t in tasks])
     if mode == "in-place":
-        return _locked(log_dirs_of(tasks), lambda: _run(req, lis, tasks, options))
+        return _locked(log_dirs_of(tasks), lambda: _run(req, lis, tasks, options, irregular))
     if req.output is not None:
         with hold_for_write(req.output):  # a stopped broker's log dir that the output is in stays locked meanwhile
-            return _run(req, lis, tasks, options)
-    return _run(req, lis, tasks, options)
+            return _run_into_mirrors(req, lis, tasks, options, irregular)
+    return _run(req, lis, tasks, options, irregular)
+
+
+def _run_into_mirrors(req: ReindexRequest, lis: ReindexListener, tasks: list[SegmentTask],
+                      options: ReindexOptions, irregular: list[IrregularFile]) -> ReindexOutcome:
+    """Mode output: the mirror dirs are made here (the workers write into them); a failed run (a full disk) removes
+    the ones it made, with what it wrote there, and a finished one those that stayed empty."""
+    made = DirMaker()
+    for mirror in dict.fromkeys(t.mirror for t in tasks if t.mirror is not None):
+        made.makedirs(mirror)
+    try:
+        out = _run(req, lis, tasks, options, irregular)
+    except BaseException:
+        made.remove()
+        raise
+    made.prune()
+    return out
 
 
 def _use_budget(req: ReindexRequest, sizes: list[int]) -> None:
     """The workers split the budget; each holds the index entries of one segment at a time (the largest decides
-    the minimum); pool workers activate the parent's budget."""
+    the minimum); pool workers activate the parent's budget. ``sizes``: where each segment's data ends (a
+    preallocated segment's unwritten tail holds no batch, so no index entry)."""
     largest = max(sizes, default=0)
     working = working_set(sizes, req.index_interval_bytes)
     budget.activate(budget.resolve(req.memory, workers=req.jobs, working_bytes=working,
@@ -143,10 +176,7 @@ def _use_budget(req: ReindexRequest, sizes: list[int]) -> None:
 
 
 def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
+    return data_end(path)
 
 
 def _locked(dirs: list[Path], body: Callable[[], ReindexOutcome]) -> ReindexOutcome:
@@ -167,22 +197,13 @@ def _partitions_of_files(inputs: Inputs) -> list[PartitionDir]:
     return out
 
 
-def _refuse_output_inside(output: Path, inputs: Inputs) -> None:
-    target = output.resolve()
-    roots = [d.path for d in inputs.log_dirs] + [p.path for p in inputs.partitions] + [f.parent for f in inputs.files]
-    for root in roots:
-        r = root.resolve()
-        if target == r or r in target.parents:
-            raise UsageError(f"{output} is inside the input {root}: write into a log dir in place instead",
-                             field="output")
-
-
-def _run(req: ReindexRequest, lis: ReindexListener, tasks: list[SegmentTask],
-         options: ReindexOptions) -> ReindexOutcome:
+def _run(req: ReindexRequest, lis: ReindexListener, tasks: list[SegmentTask], options: ReindexOptions,
+         irregular: list[IrregularFile]) -> ReindexOutcome:
     if options.mode == "in-place":
         for p in remove_stale_temp_files(tasks):
-            lis.note(f"removed {p}: a temp file an interrupted in-place run left")
+            lis.note(f"removed {shown(p)}: a temp file an interrupted in-place run left")
     out = ReindexOutcome(req.mode, units=len(tasks), bytes=sum(t.size for t in tasks))
+    _report_not_regular(lis, out, irregular)
     started = time.perf_counter()
     lis.start(out.bytes, len(tasks), "segments")
 
@@ -210,11 +231,20 @@ def _errors_remain(res: SegmentResult, options: ReindexOptions) -> bool:
     return any(c.severity == Severity.ERROR and c.path.name not in fixed for c in res.checks)
 
 
-def _recovery_report(req: ReindexRequest, lis: ReindexListener, partitions: list[PartitionDir]) -> ReindexOutcome:
+def _report_not_regular(lis: ReindexListener, out: ReindexOutcome, irregular: list[IrregularFile]) -> None:
+    for f in irregular:
+        out.not_regular += 1
+        out.counts[Severity.ERROR] += 1
+        lis.not_regular(f)
+
+
+def _recovery_report(req: ReindexRequest, lis: ReindexListener, partitions: list[PartitionDir],
+                     irregular: list[IrregularFile]) -> ReindexOutcome:
     for d, state in log_dir_notes(partitions):
         lis.log_dir(d, state)
     sizes = {p.path: sum(_size(s.log) for s in p.segments) for p in partitions}
     out = ReindexOutcome("recovery-report", units=len(partitions), bytes=sum(sizes.values()))
+    _report_not_regular(lis, out, irregular)
     started = time.perf_counter()
     lis.start(out.bytes, len(partitions), "partitions")
 

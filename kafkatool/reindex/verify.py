@@ -23,7 +23,6 @@ the log, chunk by chunk, so memory does not grow with the segment.
 from __future__ import annotations
 
 import enum
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -34,6 +33,7 @@ import numpy.typing as npt
 from kafkatool.errors import InputError
 from kafkatool.log.index import MAX_INDEX_READ, OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE
 from kafkatool.log.recovery.fast import BatchChunk
+from kafkatool.util.regular import open_regular
 
 I64 = npt.NDArray[np.int64]
 IndexType = Literal["offset", "time"]
@@ -58,6 +58,7 @@ UNTRIMMED = "untrimmed"
 CORRUPT = "corrupt"
 STALE = "stale"
 PAST_INVALID_BATCH = "past-invalid-batch"
+NOT_REGULAR = "not-a-regular-file"  # NotRegularFileError.finding: a FIFO, a device, a directory, a bad symlink
 VALID_DIFFERENT = "valid-different"
 OK = "ok"
 
@@ -91,16 +92,15 @@ class OnDiskIndex:
 
 
 def load_index(path: Path, index_type: IndexType, base_offset: int) -> OnDiskIndex | None:
-    """The file's entries, or None if it does not exist. Trailing all-zero slots are padding: Kafka
-    never writes an all-zero entry (position 0 is never indexed; a time entry needs a timestamp > -1
-    *and* relative offset 0 only for the first batch)."""
+    """The file's entries, or None if it does not exist (``NotRegularFileError`` if it is not a regular file).
+    Trailing all-zero slots are padding: Kafka never writes an all-zero entry (position 0 is never indexed; a
+    time entry needs a timestamp > -1 *and* relative offset 0 only for the first batch)."""
     size = TIME_ENTRY_SIZE if index_type == "time" else OFFSET_ENTRY_SIZE
     try:
-        length = os.path.getsize(path)
-        if length > MAX_INDEX_READ:
-            raise InputError(f"index file of {length} bytes is larger than any Kafka index", path=path)
-        with open(path, "rb") as f:
-            data = f.read()
+        with open_regular(path) as f:
+            if f.size > MAX_INDEX_READ:
+                raise InputError(f"index file of {f.size} bytes is larger than any Kafka index", path=path)
+            data = f.read_all()
     except FileNotFoundError:
         return None
     except OSError as e:

@@ -44,6 +44,7 @@ from kafkatool.sample.values import (
 )
 from kafkatool.util import crash
 from kafkatool.util.atomic import staged_directory
+from kafkatool.util.regular import irregular
 
 
 @dataclass(frozen=True, slots=True)
@@ -386,9 +387,10 @@ def generate_sample(path: str | os.PathLike[str], spec: SampleSpec, *,
 
 
 def _check_destination(dest: Path) -> None:
+    kind = irregular(dest)  # a FIFO, a device, a dangling symlink or a symlink loop (a regular file: below)
+    if kind is not None and kind != "a directory":
+        raise UsageError(f"is {kind}, not a directory (nothing was changed)", path=dest)
     if not dest.exists():
-        if dest.is_symlink():
-            raise UsageError("is a dangling symbolic link (nothing was changed)", path=dest)
         return
     if not dest.is_dir():
         raise UsageError("exists and is not a directory (nothing was changed)", path=dest)

@@ -47,7 +47,7 @@ class SampleRequest:
     partitions: int | None = None
     magic: str | None = None
     codec: str | None = None
-    level: int | None = None
+    compression_level: int | None = None  # gzip, lz4 or zstd level
     partition_bytes: int | None = None  # instead of records: stop at this size per partition
     batch_records: str | int | None = None
     value_bytes: IntRange | None = None
@@ -149,7 +149,9 @@ def _shape(req: SampleRequest) -> dict[str, Any]:
         c["batch_records"] = IntRange.parse(req.batch_records, "batch_records", minimum=1)
     if req.value_bytes is not None:
         c["value_bytes"] = req.value_bytes
-    for name in ("partitions", "level", "key_cardinality", "null_key_fraction", "headers", "abort_fraction",
+    if req.compression_level is not None:
+        c["level"] = req.compression_level
+    for name in ("partitions", "key_cardinality", "null_key_fraction", "headers", "abort_fraction",
                  "tombstone_fraction", "leader_epochs", "compressible", "idempotent", "producers"):
         if getattr(req, name) is not None:
             c[name] = getattr(req, name)

@@ -167,7 +167,7 @@ def _validate_topic(t: TopicSpec) -> None:
     if t.value_kind not in VALUE_KINDS:
         raise UsageError(f"{n}: unknown value kind {t.value_kind!r} ({', '.join(VALUE_KINDS)})")
     if t.level is not None and (len(t.codecs) != 1 or t.codecs[0] in (Codec.NONE, Codec.SNAPPY)):
-        raise UsageError(f"applies to one of gzip, lz4 or zstd (topic {n})", field="level")
+        raise UsageError(f"applies to one of gzip, lz4 or zstd (topic {n})", field="compression_level")
 
 
 def codecs_for_magic(t: TopicSpec, magic: int) -> tuple[Codec, ...]:

@@ -1,52 +1,43 @@
-"""The per-range scan behind ``spark-scan``, its mergeable statistics, and the single-process engine.
+"""The per-range scan behind ``spark-scan``: ``dump``'s own walk over a byte range, joined range by range into
+segments exactly as one walk of the file, then partitions, topics and the total; and the single-process engine.
 
-``scan_range(item)`` reads the batches one byte range owns (``kafkatool.scan.source``) and returns
-``RangeStats``: records, batches, bytes on disk and uncompressed, per (magic, codec), offset and
-timestamp ranges, out-of-order timestamps, CRC and decode failures with positions, the largest batch
-against ``max.message.bytes``, transactional/control batch counts, a distinct-key sketch and, with key
-sharing on, per-hash-range loads. The same function runs on Spark executors and here in one process
-(or a multiprocessing pool); ``merge_results`` folds ranges into segments, partitions and topics in
-plan order, so both engines give identical figures.
+``scan_range(item)`` walks the batches a range owns with ``dump``'s engine (``kafkatool.dump``: ``dump_file``
+with ``start``/``stop``, deep and verifying, as ``dump --deep --verify`` walks), a ``BatchStats`` observer adding
+up the figures (``kafkatool.scan.stats``). It returns the figures, dump's findings for the range, and where the
+walk handed off to the next range. The same function runs on Spark executors and here in one process (or a
+multiprocessing pool).
 
-Definitions (all per segment, partition or topic):
-
-* bytes: batch sizes including the 12-byte log overhead; uncompressed: Kafka's
-  ``MemoryRecordsBuilder.uncompressedBytesWritten`` for the batch (v2: 61 + records area; legacy
-  wrapper: wrapper header + inner entries; uncompressed batches: their size); undecodable batches
-  count their stored size.
-* timestamps: records with a timestamp >= 0 (v0 has none). Out of order: a record whose timestamp
-  is below the previous such record's in offset order.
-* CRC failures: batches whose stored checksum does not match (``isValid``), and legacy wrappers
-  with an inner message whose own CRC fails. Decode failures: batches whose records do not decode. Unknown
-  magic: batches of a magic other than 0, 1 and 2 (Kafka's reader takes them for v2, its consumers refuse them).
-* keys: of non-control records; ``distinct_keys`` is a HyperLogLog estimate (``kafkatool.scan.sketches``).
+``merge_segment`` joins a segment's ranges in order, by the rules of one walk from byte 0: a range's walk must
+hand off exactly where the next range starts (else the planned cut was not where the whole-file walk goes, and the
+segment is walked again whole); a range whose walk ended (the file's end, damage it did not resync past) ends the
+segment, later ranges are dropped; the offsets followed across a boundary are joined by dump's own rule
+(``DumpEngine.offset_step``); ``offset-overflow`` is reported once per file. So a segment's findings, counts and
+exit code are those of ``dump --deep --verify`` on the file, however it was cut.
 """
 
 from __future__ import annotations
 
-import operator
-import zlib
+import os
+import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kafkatool.constants import DEFAULT_MAX_MESSAGE_BYTES
-from kafkatool.errors import KafkaToolError
-from kafkatool.record.batch import MAGIC_V2
-from kafkatool.record.default_records import RECORD_BATCH_OVERHEAD
-from kafkatool.record.estimator import batch_header_size
-from kafkatool.scan.keyshare import hash64_many, slots_of_many
+from kafkatool.dump import DEFAULT_RESYNC_LIMIT, DumpEngine, DumpOptions, FileEnd, FileKind, Finding, Severity
+from kafkatool.errors import ExitCode, InputError
 from kafkatool.scan.plan import Plan, WorkItem, parent_of, whole_segment_item
-from kafkatool.scan.sketches import HotKeys, HyperLogLog
-from kafkatool.scan.source import DEFAULT_CHUNK_BYTES, DEFAULT_MAX_BATCH_BYTES, RangeBatches, RangeEnd
+from kafkatool.scan.source import DEFAULT_CHUNK_BYTES, DEFAULT_MAX_BATCH_BYTES, Mirror, host_name, is_url
+from kafkatool.scan.stats import BatchSink, BatchStats, KeyShareStats, ShareTarget, Stats
 from kafkatool.util.budget import MemoryBudget
+from kafkatool.util.printable import shown
 
-MAX_POSITIONS = 100  # CRC/decode failure positions kept per segment (counts are exact)
-_KEY_FLUSH = 65536
-# MemoryRecordsBuilder.uncompressedBytesWritten counts a legacy wrapper's header: log overhead + message overhead.
-_WRAPPER_OVERHEAD = {0: batch_header_size(0, 1), 1: batch_header_size(1, 1)}
-_size = operator.itemgetter(6)
-_lt = operator.lt
+# Findings a walk makes where it stops or skips bytes (the rest of the file judged, a resync): the place where the
+# walk of a range depends on bytes it may not have (a remote mirror) or on offsets followed before it.
+STOP_KINDS = frozenset({"corrupt-region", "corrupt", "torn-tail", "trailing-garbage", "trailing-zeros",
+                        "wrong-file-type", "io-error"})
+_GAP_KINDS = frozenset({"offset-gap", "offset-order"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +47,7 @@ class ScanOptions:
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     hot_key_capacity: int = 64
+    resync_limit: int = DEFAULT_RESYNC_LIMIT
     # The worker's share of the run's memory budget: Spark's Python workers activate it (a forked pool
     # inherits the parent's active one), so mapped-page windows and default limits follow the memory budget.
     budget: MemoryBudget | None = None
@@ -65,300 +57,98 @@ DEFAULT_OPTIONS = ScanOptions()
 
 
 @dataclass(slots=True)
-class Stats:
-    batches: int = 0
-    records: int = 0
-    bytes: int = 0
-    uncompressed_bytes: int = 0
-    formats: dict[tuple[int, int], list[int]] = field(default_factory=dict)  # (magic, codec) -> [b, r, by, unc]
-    first_offset: int | None = None
-    last_offset: int | None = None
-    min_timestamp: int | None = None
-    max_timestamp: int | None = None
-    first_timestamp: int | None = None  # first/last record timestamps in offset order (for merging)
-    last_timestamp: int | None = None
-    out_of_order: int = 0
-    crc_failures: int = 0
-    crc_positions: list[tuple[str, int]] = field(default_factory=list)  # (path, position)
-    decode_failures: int = 0
-    decode_errors: list[tuple[str, int, str]] = field(default_factory=list)  # (path, position, message)
-    unknown_magic: int = 0  # batches of a magic Kafka never writes (dump's unknown-magic)
-    magic_positions: list[tuple[str, int, int]] = field(default_factory=list)  # (path, position, magic)
-    largest_batch: int = 0
-    largest_batch_position: tuple[str, int] | None = None
-    oversized_batches: int = 0
-    transactional_batches: int = 0
-    control_batches: int = 0
-    null_keys: int = 0
-    hll: HyperLogLog | None = None
-
-    @property
-    def distinct_keys(self) -> int:
-        return self.hll.estimate() if self.hll is not None else 0
-
-    @property
-    def compression_ratio(self) -> float:
-        return self.uncompressed_bytes / self.bytes if self.bytes else 0.0
-
-    def merge(self, o: Stats, *, sequential: bool) -> None:
-        """Fold ``o`` in: ``sequential`` when ``o`` follows in offset order (same partition)."""
-        self.batches += o.batches
-        self.records += o.records
-        self.bytes += o.bytes
-        self.uncompressed_bytes += o.uncompressed_bytes
-        for k, v in o.formats.items():
-            mine = self.formats.setdefault(k, [0, 0, 0, 0])
-            for i in range(4):
-                mine[i] += v[i]
-        self.first_offset = _min(self.first_offset, o.first_offset)
-        self.last_offset = _max(self.last_offset, o.last_offset)
-        self.min_timestamp = _min(self.min_timestamp, o.min_timestamp)
-        self.max_timestamp = _max(self.max_timestamp, o.max_timestamp)
-        self.out_of_order += o.out_of_order
-        if sequential:
-            if self.last_timestamp is not None and o.first_timestamp is not None \
-                    and o.first_timestamp < self.last_timestamp:
-                self.out_of_order += 1
-            if self.first_timestamp is None:
-                self.first_timestamp = o.first_timestamp
-            if o.last_timestamp is not None:
-                self.last_timestamp = o.last_timestamp
-        else:
-            self.first_timestamp = self.last_timestamp = None
-        self.crc_failures += o.crc_failures
-        self.crc_positions = (self.crc_positions + o.crc_positions)[:MAX_POSITIONS]
-        self.decode_failures += o.decode_failures
-        self.decode_errors = (self.decode_errors + o.decode_errors)[:MAX_POSITIONS]
-        self.unknown_magic += o.unknown_magic
-        self.magic_positions = (self.magic_positions + o.magic_positions)[:MAX_POSITIONS]
-        if o.largest_batch > self.largest_batch:
-            self.largest_batch = o.largest_batch
-            self.largest_batch_position = o.largest_batch_position
-        self.oversized_batches += o.oversized_batches
-        self.transactional_batches += o.transactional_batches
-        self.control_batches += o.control_batches
-        self.null_keys += o.null_keys
-        if o.hll is not None:
-            if self.hll is None:
-                self.hll = HyperLogLog(o.hll.registers.copy())
-            else:
-                self.hll.merge(o.hll)
-
-
-def _min(a: int | None, b: int | None) -> int | None:
-    return b if a is None else a if b is None else min(a, b)
-
-
-def _max(a: int | None, b: int | None) -> int | None:
-    return b if a is None else a if b is None else max(a, b)
-
-
-@dataclass(slots=True)
-class KeyShareStats:
-    """One partition's (or range's) records per hash range, for ``slots`` consumers sharing it."""
-
-    slots: int
-    slot_records: list[int]
-    slot_bytes: list[int]
-    null_records: int = 0
-    null_bytes: int = 0
-    keyed_records: int = 0
-    keyed_bytes: int = 0
-    murmur2_match: int = 0  # keyed records whose murmur2 partition is the one they are in
-    crc32_match: int = 0  # ... whose librdkafka consistent (CRC32) partition is
-    hot: HotKeys = field(default_factory=HotKeys)
-
-    @classmethod
-    def empty(cls, slots: int, capacity: int) -> KeyShareStats:
-        return cls(slots, [0] * slots, [0] * slots, hot=HotKeys(capacity))
-
-    def merge(self, o: KeyShareStats) -> None:
-        if o.slots != self.slots:
-            raise ValueError(f"cannot merge key-sharing stats of {o.slots} and {self.slots} ranges")
-        for i in range(self.slots):
-            self.slot_records[i] += o.slot_records[i]
-            self.slot_bytes[i] += o.slot_bytes[i]
-        self.null_records += o.null_records
-        self.null_bytes += o.null_bytes
-        self.keyed_records += o.keyed_records
-        self.keyed_bytes += o.keyed_bytes
-        self.murmur2_match += o.murmur2_match
-        self.crc32_match += o.crc32_match
-        self.hot.merge(o.hot)
-
-
-@dataclass(slots=True)
 class RangeResult:
     item_id: int
     stats: Stats
-    end: RangeEnd
+    findings: list[Finding]
+    handoff: int | None  # where the walk handed off to the next range; None: it ended in the file
+    valid_bytes: int = 0  # bytes of the batches walked
+    invalid_bytes: int = 0  # bytes of the range in no batch walked (skipped or after the walk's end)
+    first_followed: tuple[int, int] | None = None  # (batch position, offset) of the first record followed
+    last_followed: int | None = None  # offset of the last record followed
     keyshare: KeyShareStats | None = None
-    bytes_scanned: int = 0
+    bytes_scanned: int = 0  # bytes read from storage
+    exported: int = 0  # records written by the export
+    export_txn_rows: int = 0  # ... of transactional data (their ``aborted`` is answered once every range is done)
+    markers: list[tuple[int, int, bool]] = field(default_factory=list)  # the export's (producer id, offset, abort)
+    index_check: dict[str, Any] | None = None  # the segment's index verdict (INDEX_CHECK_SCHEMA), on its first range
 
 
 # ---------------------------------------------------------------------------------------------- scanning
 
-def scan_range(item: WorkItem, opts: ScanOptions = DEFAULT_OPTIONS) -> RangeResult:
-    """Scan the batches ``item`` owns (see the module docstring for what is counted)."""
-    st = Stats(hll=HyperLogLog())
-    ks = KeyShareStats.empty(item.share_slots, opts.hot_key_capacity) if item.share_slots else None
-    src = RangeBatches(item.path, item.start, item.end, item.file_size, last=item.last,
-                       chunk_bytes=opts.chunk_bytes, max_batch_bytes=opts.max_batch_bytes)
-    path = item.path
-    limit = opts.decompress_limit
-    max_msg = opts.max_message_bytes
-    formats = st.formats
-    pend_keys: list[bytes] = []
-    pend_sizes: list[int] = []
-    last_ts: int | None = None
-    end: RangeEnd | None = None
-    try:
-        for batch in src:
-            size = batch.size
-            pos = batch.position
-            magic = batch.magic
-            codec = batch.codec_id
-            fm = formats.get((magic, codec))
-            if fm is None:
-                fm = formats[(magic, codec)] = [0, 0, 0, 0]
-            if size > st.largest_batch:
-                st.largest_batch = size
-                st.largest_batch_position = (path, pos)
-            if size > max_msg:
-                st.oversized_batches += 1
-            if not 0 <= magic <= MAGIC_V2:
-                # Kafka's segment reader takes it for v2 (or v0/v1), its consumers refuse it: dump's unknown-magic.
-                st.unknown_magic += 1
-                if len(st.magic_positions) < MAX_POSITIONS:
-                    st.magic_positions.append((path, pos, magic))
-            control = batch.is_control
-            if batch.is_transactional:
-                st.transactional_batches += 1
-            if control:
-                st.control_batches += 1
-            crc_ok = batch.is_valid()
-            try:
-                recs = batch.records(limit=limit)
-            except KafkaToolError as e:
-                recs = None
-                st.decode_failures += 1
-                if len(st.decode_errors) < MAX_POSITIONS:
-                    st.decode_errors.append((path, pos, e.message))
-            if recs is not None and crc_ok and magic < 2 and codec and any(r[8] is False for r in recs):
-                crc_ok = False
-            if not crc_ok:
-                st.crc_failures += 1
-                if len(st.crc_positions) < MAX_POSITIONS:
-                    st.crc_positions.append((path, pos))
-            n = 0
-            unc = size
-            first_off = batch.base_offset if magic >= 2 else batch.last_offset
-            if recs:
-                n = len(recs)
-                first_off = recs[0][0]
-                if codec:
-                    unc = (RECORD_BATCH_OVERHEAD if magic >= 2 else _WRAPPER_OVERHEAD[magic]) + sum(map(_size, recs))
-                tss = [r[1] for r in recs]
-                if min(tss) < 0:
-                    tss = [t for t in tss if t >= 0]
-                if tss:
-                    if last_ts is not None and tss[0] < last_ts:
-                        st.out_of_order += 1
-                    if len(tss) > 1:
-                        st.out_of_order += sum(map(_lt, tss[1:], tss))
-                    if st.first_timestamp is None:
-                        st.first_timestamp = tss[0]
-                    last_ts = tss[-1]
-                    lo, hi = min(tss), max(tss)
-                    if st.min_timestamp is None or lo < st.min_timestamp:
-                        st.min_timestamp = lo
-                    if st.max_timestamp is None or hi > st.max_timestamp:
-                        st.max_timestamp = hi
-                if not control:
-                    keys = [r[2] for r in recs]
-                    nulls = keys.count(None)
-                    if ks is None:
-                        if nulls:
-                            st.null_keys += nulls
-                            keys = [k for k in keys if k is not None]
-                        pend_keys.extend(keys)  # type: ignore[arg-type]
-                    else:
-                        if nulls:
-                            st.null_keys += nulls
-                            _null_keys(ks, recs)
-                            pend_keys.extend(r[2] for r in recs if r[2] is not None)
-                            pend_sizes.extend(r[6] for r in recs if r[2] is not None)
-                        else:
-                            pend_keys.extend(keys)  # type: ignore[arg-type]
-                            pend_sizes.extend(map(_size, recs))
-                    if len(pend_keys) >= _KEY_FLUSH:
-                        _flush_keys(item, st, ks, pend_keys, pend_sizes)
-                        pend_keys = []
-                        pend_sizes = []
-            fm[0] += 1
-            fm[1] += n
-            fm[2] += size
-            fm[3] += unc
-            st.batches += 1
-            st.records += n
-            st.bytes += size
-            st.uncompressed_bytes += unc
-            if st.first_offset is None or first_off < st.first_offset:
-                st.first_offset = first_off
-            last_off = batch.last_offset
-            if st.last_offset is None or last_off > st.last_offset:
-                st.last_offset = last_off
-        end = src.end
-    except (KafkaToolError, OSError) as e:
-        where = getattr(e, "position", None)
-        msg = e.message if isinstance(e, KafkaToolError) else f"{type(e).__name__}: {e}"
-        end = RangeEnd("error", where if where is not None else item.start, 0, msg)
-    if pend_keys:
-        _flush_keys(item, st, ks, pend_keys, pend_sizes)
-    st.last_timestamp = last_ts
-    if end is None:
-        end = RangeEnd("error", item.start, 0, "the range walk ended without a stop state")
-    return RangeResult(item.id, st, end, ks, max(src.bytes_read, 0))
+def scan_range(item: WorkItem, opts: ScanOptions = DEFAULT_OPTIONS, sink: BatchSink | None = None,
+               reset: Callable[[], None] | None = None, whole: Callable[[str], None] | None = None) -> RangeResult:
+    """Walk the batches ``item`` owns with ``dump``'s engine; ``sink`` also hears every batch (``reset``: forget
+    what it heard, when a remote range is walked again with more bytes). ``whole`` is then called with a local path
+    holding the whole segment (the file itself, or a remote segment's mirror) for checks that read all of it."""
+    if not is_url(item.path):
+        r = _walk(item, opts, item.path, None, sink)
+        if whole is not None and not any(f.kind == "io-error" for f in r.findings):
+            whole(item.path)
+        return r
+    with tempfile.TemporaryDirectory(prefix="kafkatool-range-") as tmp:
+        try:
+            mirror = Mirror(item.path, item.file_size, tmp, chunk_bytes=opts.chunk_bytes)
+        except InputError as e:
+            return unreadable(item, e.message)
+        try:
+            if item.last:
+                hi = mirror.size
+                mirror.fetch(item.start, hi)
+            else:
+                hi = mirror.cover_range(item.start, item.end, opts.max_batch_bytes)
+            while True:
+                r = _walk(item, opts, mirror.path, hi if hi < mirror.size else None, sink)
+                if hi >= mirror.size or (r.handoff is not None and not any(f.kind in STOP_KINDS for f in r.findings)):
+                    if whole is not None:
+                        mirror.fetch(0, mirror.size)  # nothing more when the segment is one range
+                        whole(mirror.path)
+                    r.bytes_scanned = mirror.bytes_read
+                    return r
+                # The walk went where the mirror has no bytes (damage, resync): again over the rest of the file.
+                hi = mirror.size
+                mirror.fetch(item.start, hi)
+                if reset is not None:
+                    reset()
+        except InputError as e:
+            return unreadable(item, e.message)
+        finally:
+            mirror.close()
 
 
-def _null_keys(ks: KeyShareStats, recs: Sequence[Any]) -> None:
-    """Null keys cannot be hash-ranged: they go round-robin by offset over the partition's consumers."""
-    k = ks.slots
-    for r in recs:
-        if r[2] is None:
-            slot = r[0] % k
-            ks.slot_records[slot] += 1
-            ks.slot_bytes[slot] += r[6]
-            ks.null_records += 1
-            ks.null_bytes += r[6]
+def _walk(item: WorkItem, opts: ScanOptions, local: str, max_bytes: int | None, sink: BatchSink | None) -> RangeResult:
+    share = ShareTarget(item.share_slots, item.partition, item.topic_partitions, opts.hot_key_capacity) \
+        if item.share_slots else None
+    obs = BatchStats(item.path, max_message_bytes=opts.max_message_bytes, share=share, sink=sink)
+    engine = DumpEngine(DumpOptions(deep=True, verify=True, emit_data=False, decompress_limit=opts.decompress_limit,
+                                    resync_limit=opts.resync_limit, observer=obs))
+    findings: list[Finding] = []
+    end: FileEnd | None = None
+    for ev in engine.dump_file(Path(local), FileKind.LOG, start=item.start, stop=None if item.last else item.end,
+                               display=item.path, max_bytes=max_bytes):
+        if isinstance(ev, Finding):
+            findings.append(ev)
+        elif isinstance(ev, FileEnd):
+            end = ev
+    if any(f.kind == "io-error" for f in findings):
+        return unreadable(item, next(f.message for f in findings if f.kind == "io-error"))
+    assert end is not None  # dump_file always ends a file
+    if end.stopped == "max-bytes":  # a batch runs past the mirrored bytes: not a finding, a fetch to make
+        end = FileEnd(end.path, end.kind, end.size, end.batches, end.records, 0, end.valid_bytes, end.invalid_bytes)
+        findings.append(Finding("io-error", Severity.ERROR, item.path, "the walk ran past the bytes read",
+                                end.valid_bytes + item.start))
+    stats = obs.flush()
+    return RangeResult(item.id, stats, findings, end.handoff, end.valid_bytes, end.invalid_bytes, obs.first_followed,
+                       obs.last_followed, obs.keyshare, end.valid_bytes + end.invalid_bytes)
 
 
-def _flush_keys(item: WorkItem, st: Stats, ks: KeyShareStats | None, keys: list[bytes], sizes: list[int]) -> None:
-    import numpy as np
-
-    h32, h64 = hash64_many(keys)
-    assert st.hll is not None
-    st.hll.add_hashes(h64)
-    if ks is None:
-        return
-    k = ks.slots
-    slots = slots_of_many(h32, k)
-    size_arr = np.asarray(sizes, dtype=np.int64)
-    recs = np.bincount(slots, minlength=k)
-    byts = np.zeros(k, dtype=np.int64)
-    np.add.at(byts, slots, size_arr)
-    for i in range(k):
-        ks.slot_records[i] += int(recs[i])
-        ks.slot_bytes[i] += int(byts[i])
-    ks.keyed_records += len(keys)
-    ks.keyed_bytes += int(size_arr.sum())
-    parts = item.topic_partitions
-    if parts > 0:
-        positive = h32 & np.uint32(0x7FFFFFFF)
-        ks.murmur2_match += int(np.count_nonzero(positive % np.uint32(parts) == item.partition))
-        crc = np.fromiter(map(zlib.crc32, keys), dtype=np.uint32, count=len(keys))
-        ks.crc32_match += int(np.count_nonzero(crc % np.uint32(parts) == item.partition))
-    ks.hot.update(keys, size_arr, h64, h32)
+def unreadable(item: WorkItem, message: str) -> RangeResult:
+    """A range whose file could not be opened or read here: one ``io-error`` (as dump reports an unreadable file,
+    exit 2) naming this host and the whole segment as not read."""
+    text = message if message.startswith("cannot") else f"cannot read: {message}"
+    return RangeResult(item.id, Stats(), [Finding(
+        "io-error", Severity.ERROR, item.path,
+        f"{text} (on host {host_name()}); {item.file_size} bytes not read", None)], None, 0, item.file_size)
 
 
 # ---------------------------------------------------------------------------------------------- merging
@@ -371,14 +161,26 @@ class SegmentResult:
     path: str
     file_size: int
     stats: Stats
-    end: RangeEnd
+    findings: list[Finding]
+    valid_bytes: int
+    invalid_bytes: int
     keyshare: KeyShareStats | None
     ranges: int
     rescanned: bool = False
+    used: list[RangeResult] = field(default_factory=list)  # the ranges whose walks make up the segment's walk
+
+    @property
+    def stop(self) -> Finding | None:
+        """The first finding where the walk stopped or skipped bytes (None: it read the file to its end)."""
+        return next((f for f in self.findings if f.kind in STOP_KINDS), None)
 
     @property
     def unread_bytes(self) -> int:
-        return self.end.trailing_bytes if self.end.abnormal else 0
+        return self.invalid_bytes
+
+    @property
+    def unreadable(self) -> bool:
+        return any(f.kind == "io-error" for f in self.findings)
 
 
 @dataclass(slots=True)
@@ -409,43 +211,83 @@ class ScanReport:
     notes: list[str] = field(default_factory=list)
 
     @property
-    def findings(self) -> int:
-        """CRC failures, decode failures, batches of an unknown magic and segments whose walk stopped before their
-        end."""
-        return self.total.crc_failures + self.total.decode_failures + self.total.unknown_magic + sum(
-            1 for s in self.segments if s.end.abnormal)
+    def findings(self) -> list[Finding]:
+        """dump's findings of every segment, in plan order."""
+        return [f for s in self.segments for f in s.findings]
+
+    def count(self, severity: Severity) -> int:
+        return sum(1 for f in self.findings if f.severity == severity)
+
+    @property
+    def io_errors(self) -> int:
+        return sum(1 for f in self.findings if f.kind == "io-error")
+
+    @property
+    def exit_code(self) -> ExitCode:
+        """As ``dump``'s: 2 when a file could not be read, 1 for errors and warnings, else 0."""
+        if self.io_errors:
+            return ExitCode.USAGE
+        if any(f.severity in (Severity.ERROR, Severity.WARNING) for f in self.findings):
+            return ExitCode.FINDINGS
+        return ExitCode.OK
 
 
 def merge_segment(items: Sequence[WorkItem], results: Mapping[int, RangeResult]) -> SegmentResult | None:
-    """Fold a segment's ranges in order, as one walk of the file would see them.
-
-    None when a range did not hand off exactly where the next starts (a cut that is not a batch
-    boundary): the caller rescans the segment as one range. Ranges after a range whose walk stopped
-    (corruption, torn batch) are dropped, as the whole-file walk would never reach them.
-    """
+    """Fold a segment's ranges in order, as one walk of the file would see them (see the module doc); None when the
+    ranges do not join as that walk (the caller walks the segment again, whole)."""
     ordered = sorted(items, key=lambda it: it.range_index)
     first = ordered[0]
     r0 = results[first.id]
-    stats, ks, end = r0.stats, r0.keyshare, r0.end
+    stats, ks = r0.stats, r0.keyshare
+    findings = list(r0.findings)
+    used = [r0]
+    valid, invalid, handoff, last = r0.valid_bytes, r0.invalid_bytes, r0.handoff, r0.last_followed
+    overflow = any(f.kind == "offset-overflow" for f in findings)
+    joiner: DumpEngine | None = None
     for it in ordered[1:]:
-        if end.kind != "handoff":
-            break
-        if end.position != it.start:
+        if handoff is None:
+            invalid += it.bytes  # the walk ended before this range: its bytes are not read, as in one walk
+            continue
+        if handoff != it.start:
             return None
         r = results[it.id]
+        if any(f.kind == "io-error" for f in r.findings):
+            return None
+        if r.first_followed is None and any(f.kind in STOP_KINDS for f in r.findings):
+            return None  # its walk judged a stop without the offsets followed before it
+        own = [f for f in r.findings if not (overflow and f.kind == "offset-overflow")]
+        overflow = overflow or any(f.kind == "offset-overflow" for f in own)
+        if last is not None and r.first_followed is not None:
+            if joiner is None:
+                joiner = DumpEngine(DumpOptions())
+            pos, nxt = r.first_followed
+            gap = joiner.offset_step(it.path, pos, last, nxt)
+            if gap is not None:
+                at = next((i for i, f in enumerate(own) if f.position is not None and (
+                    f.position > pos or (f.position == pos and f.kind in _GAP_KINDS))), len(own))
+                own.insert(at, gap)
+        findings.extend(own)
+        used.append(r)
         stats.merge(r.stats, sequential=True)
         if ks is not None and r.keyshare is not None:
             ks.merge(r.keyshare)
-        end = r.end
-    if end.kind == "handoff":
+        valid += r.valid_bytes
+        invalid += r.invalid_bytes
+        handoff = r.handoff
+        if r.last_followed is not None:
+            last = r.last_followed
+    if handoff is not None:
         return None  # the last range never hands off: the plan and results disagree
-    return SegmentResult(first.topic, first.partition, first.base_offset, first.path, first.file_size, stats, end,
-                         ks, len(ordered))
+    if any(f.kind == "io-error" for f in findings):
+        invalid = first.file_size
+    return SegmentResult(first.topic, first.partition, first.base_offset, first.path, first.file_size, stats,
+                         findings, valid, invalid, ks, len(ordered), used=used)
 
 
 def merge_results(plan: Plan, results: Mapping[int, RangeResult],
                   rescan: Callable[[WorkItem], RangeResult], notes: Iterable[str] = ()) -> ScanReport:
-    """Segments, partitions, topics and the total, merged in plan order (deterministic)."""
+    """Segments, partitions, topics and the total, merged in plan order (deterministic). ``rescan`` walks a segment
+    whole (an item covering it, with its first range's id) where its ranges do not join."""
     by_segment: dict[tuple[str, int, str, int], list[WorkItem]] = {}
     for it in plan.items:
         by_segment.setdefault(it.segment_key, []).append(it)
@@ -460,8 +302,14 @@ def merge_results(plan: Plan, results: Mapping[int, RangeResult],
             seg = merge_segment([whole], {whole.id: r})
             assert seg is not None
             seg.rescanned = True
-            out_notes.append(f"{whole.path}: a planned cut was not at a batch boundary; rescanned it whole")
+            out_notes.append(f"{shown(whole.path)}: the walks of its ranges did not join as one walk of the file "
+                             "(a cut the whole-file walk does not reach); walked it whole")
         segments.append(seg)
+    return summarize(segments, out_notes)
+
+
+def summarize(segments: Sequence[SegmentResult], notes: Iterable[str] = ()) -> ScanReport:
+    """Partitions, topics and the total of segments in plan order (sorted by topic, partition, dir, offset)."""
     partitions: list[PartitionResult] = []
     for seg in segments:
         pdir = parent_of(seg.path)
@@ -473,9 +321,10 @@ def merge_results(plan: Plan, results: Mapping[int, RangeResult],
                 p.keyshare.merge(seg.keyshare)
             p.segments += 1
         else:
-            p = PartitionResult(seg.topic, seg.partition, pdir, 1, _copy(seg.stats), _copy_ks(seg.keyshare), [])
+            p = PartitionResult(seg.topic, seg.partition, pdir, 1, seg.stats.copy(),
+                                seg.keyshare.copy() if seg.keyshare is not None else None, [])
             partitions.append(p)
-        if seg.end.abnormal:
+        if seg.stop is not None:
             p.abnormal.append(seg)
     topics: list[TopicResult] = []
     total = Stats()
@@ -489,21 +338,7 @@ def merge_results(plan: Plan, results: Mapping[int, RangeResult],
             t.stats.merge(p.stats, sequential=False)
             topics.append(t)
         total.merge(p.stats, sequential=False)
-    return ScanReport(segments, partitions, topics, total, out_notes)
-
-
-def _copy(s: Stats) -> Stats:
-    c = Stats()
-    c.merge(s, sequential=True)
-    return c
-
-
-def _copy_ks(k: KeyShareStats | None) -> KeyShareStats | None:
-    if k is None:
-        return None
-    c = KeyShareStats.empty(k.slots, k.hot.capacity)
-    c.merge(k)
-    return c
+    return ScanReport(list(segments), partitions, topics, total, list(notes))
 
 
 # ---------------------------------------------------------------------------------------------- engine
@@ -538,3 +373,7 @@ def run_local(plan: Plan, opts: ScanOptions = DEFAULT_OPTIONS, *, jobs: int = 1,
 def _scan_task(arg: tuple[list[WorkItem], ScanOptions]) -> list[RangeResult]:
     items, opts = arg
     return [scan_range(it, opts) for it in items]
+
+
+def local_path(path: str) -> bool:
+    return not is_url(path) and os.path.isabs(path)

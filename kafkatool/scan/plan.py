@@ -24,8 +24,10 @@ from kafkatool.log.index import read_offset_index
 from kafkatool.log.layout import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
+    IrregularFile,
     PartitionDir,
     filename_prefix_from_offset,
+    irregular_siblings,
     offset_from_filename,
     parse_partition_dir_name,
     resolve_inputs,
@@ -34,6 +36,7 @@ from kafkatool.record.batch import HEADER_SIZE_UP_TO_MAGIC, LOG_HEADER, LOG_OVER
 from kafkatool.record.file_records import FileRecords, iter_batches
 from kafkatool.record.legacy_records import RECORD_OVERHEAD_V0
 from kafkatool.scan.source import filesystem_for, is_url, join, local_copy, read_at
+from kafkatool.util.printable import shown
 
 DEFAULT_SPLIT_BYTES = 128 << 20
 MAX_INDEX_BYTES = 64 << 20
@@ -76,6 +79,7 @@ class WorkItem:
     range_count: int
     share_slots: int = 0
     topic_partitions: int = 0
+    active: bool = False  # the segment is its partition dir's last (the index check judges it so)
 
     @property
     def last(self) -> bool:
@@ -118,6 +122,7 @@ def parent_of(path: str) -> str:
 class Discovery:
     segments: list[SegmentFile] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    not_regular: list[IrregularFile] = field(default_factory=list)  # never read: each a finding
 
 
 # ---------------------------------------------------------------------------------------------- discovery
@@ -170,16 +175,27 @@ def _discover_local(paths: Sequence[str], out: Discovery) -> None:
                              path=f)
         topic, partition = _tp_of_dir(f.resolve().parent.name)
         index = f.with_name(f.name[:-len(LOG_SUFFIX)] + INDEX_SUFFIX)
-        out.segments.append(SegmentFile(topic, partition, str(f.resolve()), offset_from_filename(f.name),
-                                        f.stat().st_size, str(index.resolve()) if index.exists() else None))
+        out.not_regular.extend(irregular_siblings(f))
+        out.segments.append(SegmentFile(topic, partition, str(f.resolve()), _base_of(f.name),
+                                        f.stat().st_size, str(index.resolve()) if index.is_file() else None))
+    out.not_regular.extend(f for d in inputs.log_dirs for f in d.not_regular)
     for part in inputs.partitions:
         _add_partition(part, out)
     for d in inputs.log_dirs:
         for part in d.partitions:
             if part.kind:
-                out.notes.append(f"skipped {part.path.name} (marked {part.kind}; pass it as PATH to scan it)")
+                out.notes.append(f"skipped {shown(part.path.name)} (marked {part.kind}; pass it as PATH to scan it)")
                 continue
             _add_partition(part, out)
+
+
+def _base_of(name: str) -> int:
+    """A named segment's base offset from its file name; 0 for a file named otherwise (dump reads it too, without
+    the checks that need a base offset)."""
+    try:
+        return offset_from_filename(name)
+    except InputError:
+        return 0
 
 
 def _tp_of_dir(name: str) -> tuple[str, int]:
@@ -192,6 +208,7 @@ def _tp_of_dir(name: str) -> tuple[str, int]:
 def _add_partition(part: PartitionDir, out: Discovery) -> None:
     topic, partition = (part.topic_partition.topic, part.topic_partition.partition) if part.topic_partition \
         else (part.path.name, -1)
+    out.not_regular.extend(part.not_regular)
     for seg in part.segments:
         log = seg.log.resolve()
         try:
@@ -200,7 +217,7 @@ def _add_partition(part: PartitionDir, out: Discovery) -> None:
             raise InputError(f"cannot stat: {e.strerror}", path=log) from None
         index = seg.index
         out.segments.append(SegmentFile(topic, partition, str(log), seg.base_offset, size,
-                                        str(index.resolve()) if index.exists() else None))
+                                        str(index.resolve()) if seg.has(INDEX_SUFFIX) else None))
 
 
 def _discover_remote(url: str, out: Discovery) -> None:
@@ -219,7 +236,7 @@ def _discover_remote(url: str, out: Discovery) -> None:
             raise InputError("spark-scan reads .log segments", path=url)
         parent = url.rstrip("/").rsplit("/", 2)[-2] if url.count("/") > 3 else ""
         topic, partition = _tp_of_dir(parent)
-        out.segments.append(SegmentFile(topic, partition, url, offset_from_filename(name), int(info.size)))
+        out.segments.append(SegmentFile(topic, partition, url, _base_of(name), int(info.size)))
         return
     try:
         listing = fs.get_file_info(pafs.FileSelector(inner, recursive=True))
@@ -240,7 +257,7 @@ def _discover_remote(url: str, out: Discovery) -> None:
             continue  # deeper than a log dir's partition dirs
         parsed = parse_partition_dir_name(dir_name)
         if d and parsed and parsed[1]:
-            out.notes.append(f"skipped {dir_name} (marked {parsed[1]}; pass it as PATH to scan it)")
+            out.notes.append(f"skipped {shown(dir_name)} (marked {parsed[1]}; pass it as PATH to scan it)")
             continue
         topic, partition = _tp_of_dir(dir_name)
         base_url = join(url, d) if d else url.rstrip("/")
@@ -356,10 +373,12 @@ def _walk_cuts(segment: SegmentFile, targets: list[int]) -> list[int]:
 def make_plan(segments: Iterable[SegmentFile], *, split_bytes: int = DEFAULT_SPLIT_BYTES, parallelism: int = 2,
               share_slots: dict[tuple[str, int], int] | None = None,
               topic_partitions: dict[str, int] | None = None, notes: Iterable[str] = (),
-              task_bytes: int | None = None) -> Plan:
+              task_bytes: int | None = None, cut_remote: bool = True) -> Plan:
     """Ranges of at most about ``split_bytes``, packed into tasks of about equal bytes (longest first).
 
     Tasks aim at ``task_bytes`` each (default: the split size) and number at least ``3 x parallelism``.
+    ``cut_remote=False`` keeps remote segments whole (the index check then runs on the one mirror of the segment the
+    walk read, not on a second download).
     """
     if split_bytes < 1:
         raise UsageError("the split size must be positive")
@@ -367,16 +386,16 @@ def make_plan(segments: Iterable[SegmentFile], *, split_bytes: int = DEFAULT_SPL
     items: list[WorkItem] = []
     out_notes = list(notes)
     for seg in segs:
-        cuts, how = cut_points(seg, split_bytes)
+        cuts, how = cut_points(seg, split_bytes) if cut_remote or not is_url(seg.path) else ([], "whole")
         if how.startswith("uncut"):
-            out_notes.append(f"{seg.path}: {how}")
+            out_notes.append(f"{shown(seg.path)}: {how}")
         bounds = [0, *cuts, seg.size]
         n = len(bounds) - 1
         slots = (share_slots or {}).get((seg.topic, seg.partition), 0)
         tp = (topic_partitions or {}).get(seg.topic, 0)
         for r in range(n):
             items.append(WorkItem(len(items), seg.topic, seg.partition, seg.path, seg.base_offset, bounds[r],
-                                  bounds[r + 1], seg.size, r, n, slots, tp))
+                                  bounds[r + 1], seg.size, r, n, slots, tp, seg.active))
     return Plan(segs, tuple(items), balance(items, task_bytes or split_bytes, parallelism), tuple(out_notes))
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafkatool.record.codecs import CODEC_LABELS
-from kafkatool.scan.engine import PartitionResult, ScanReport, SegmentResult, Stats
+from kafkatool.scan.engine import PartitionResult, ScanReport, SegmentResult
 from kafkatool.scan.keyshare import (
     ConsumerLoad,
     ShareAssignment,
@@ -26,8 +26,9 @@ from kafkatool.scan.keyshare import (
     to_positive,
 )
 from kafkatool.scan.plan import SegmentFile
+from kafkatool.scan.stats import Stats
 from kafkatool.util import crash
-from kafkatool.util.atomic import atomic_write_bytes, fsync_dir
+from kafkatool.util.atomic import DirMaker, atomic_write_bytes, fsync_dir
 
 MATCH_THRESHOLD = 0.99  # a partitioner "explains" a partition when this share of its keys fits it
 
@@ -44,10 +45,10 @@ def stats_fields(s: Stats) -> dict[str, Any]:
         "first_offset": s.first_offset, "last_offset": s.last_offset,
         "min_timestamp": s.min_timestamp, "max_timestamp": s.max_timestamp,
         "out_of_order_timestamps": s.out_of_order,
-        "crc_failures": s.crc_failures, "decode_failures": s.decode_failures, "unknown_magic": s.unknown_magic,
+        "crc_failures": s.crc_failures, "decode_failures": s.decode_failures,
         "largest_batch": s.largest_batch, "oversized_batches": s.oversized_batches,
         "transactional_batches": s.transactional_batches, "control_batches": s.control_batches,
-        "null_keys": s.null_keys, "distinct_keys": s.distinct_keys,
+        "null_keys": s.null_keys, "distinct_keys": s.distinct_keys, "records_known": s.records_known,
     }
 
 
@@ -59,13 +60,15 @@ def format_rows(s: Stats) -> list[dict[str, Any]]:
 
 
 def segment_row(seg: SegmentResult) -> dict[str, Any]:
+    stop = seg.stop
     return {"topic": seg.topic, "partition": seg.partition, "base_offset": seg.base_offset, "path": seg.path,
             "file_size": seg.file_size, "ranges": seg.ranges, "rescanned": seg.rescanned,
             **stats_fields(seg.stats),
             "largest_batch_position": seg.stats.largest_batch_position[1] if seg.stats.largest_batch_position
             else None,
-            "end": seg.end.kind, "end_position": seg.end.position, "unread_bytes": seg.unread_bytes,
-            "end_message": seg.end.message}
+            "end": stop.kind if stop is not None else "ok", "end_position": stop.position if stop is not None else None,
+            "unread_bytes": seg.unread_bytes, "errors": sum(1 for f in seg.findings if f.severity.value == "error"),
+            "warnings": sum(1 for f in seg.findings if f.severity.value == "warning")}
 
 
 def partition_row(p: PartitionResult) -> dict[str, Any]:
@@ -73,26 +76,11 @@ def partition_row(p: PartitionResult) -> dict[str, Any]:
             "unread_bytes": sum(s.unread_bytes for s in p.abnormal)}
 
 
-def failure_rows(report: ScanReport) -> list[dict[str, Any]]:
-    """Every CRC/decode failure kept (up to 100 per segment) and every walk that stopped early."""
-    out: list[dict[str, Any]] = []
-    for seg in report.segments:
-        for path, pos in seg.stats.crc_positions:
-            out.append({"topic": seg.topic, "partition": seg.partition, "path": path, "position": pos,
-                        "kind": "crc", "message": "stored checksum does not match the batch"})
-        for path, pos, msg in seg.stats.decode_errors:
-            out.append({"topic": seg.topic, "partition": seg.partition, "path": path, "position": pos,
-                        "kind": "decode", "message": msg})
-        for path, pos, magic in seg.stats.magic_positions:
-            out.append({"topic": seg.topic, "partition": seg.partition, "path": path, "position": pos,
-                        "kind": "unknown-magic", "message": f"batch has magic {magic}: Kafka writes 0, 1 and 2 only; "
-                        "its segment reader takes it for v2 (or v0/v1), its consumers refuse it "
-                        f"(CorruptRecordException: Invalid magic found in record: {magic})"})
-        if seg.end.abnormal:
-            out.append({"topic": seg.topic, "partition": seg.partition, "path": seg.path,
-                        "position": seg.end.position, "kind": seg.end.kind,
-                        "message": f"{seg.end.message} ({seg.end.trailing_bytes} bytes not read)"})
-    return out
+def finding_rows(report: ScanReport) -> list[dict[str, Any]]:
+    """Every finding of the walks (``dump --deep --verify``'s own: kind, severity, where, what), in plan order."""
+    return [{"topic": seg.topic, "partition": seg.partition, "path": f.path, "position": f.position,
+             "offset": f.offset, "kind": f.kind, "severity": f.severity.value, "message": f.message}
+            for seg in report.segments for f in seg.findings]
 
 
 # ---------------------------------------------------------------------------------------------- key sharing
@@ -234,24 +222,39 @@ def consumer_range_text(load: ConsumerLoad) -> str:
 # ---------------------------------------------------------------------------------------------- Parquet
 
 def write_parquet(out_dir: str, tables: Mapping[str, list[dict[str, Any]]]) -> list[str]:
-    """Write each list of rows as ``out_dir/<name>.parquet`` (atomically, one file per table)."""
+    """Write each list of rows as ``out_dir/<name>.parquet`` (atomically, one file per table). A failure (a full
+    disk) removes what the run created: the files that were not there before, and the directories it made."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    if not os.path.isdir(out_dir):
-        os.makedirs(out_dir)
-        fsync_dir(os.path.dirname(os.path.abspath(out_dir)))
-    written = []
-    for name, rows in tables.items():
-        if not rows:
-            continue
-        table = pa.Table.from_pylist(list(rows))
-        sink = pa.BufferOutputStream()
-        pq.write_table(table, sink)
-        path = os.path.join(out_dir, f"{name}.parquet")
-        atomic_write_bytes(path, sink.getvalue().to_pybytes())
-        crash.point()
-        written.append(path)
+    made = DirMaker()
+    written: list[str] = []
+    new: list[str] = []
+    try:
+        if not os.path.isdir(out_dir):
+            made.makedirs(out_dir)
+            fsync_dir(os.path.dirname(os.path.abspath(out_dir)))
+        for name, rows in tables.items():
+            if not rows:
+                continue
+            table = pa.Table.from_pylist(list(rows))
+            sink = pa.BufferOutputStream()
+            pq.write_table(table, sink)
+            path = os.path.join(out_dir, f"{name}.parquet")
+            existed = os.path.lexists(path)
+            atomic_write_bytes(path, sink.getvalue().to_pybytes())
+            crash.point()
+            written.append(path)
+            if not existed:
+                new.append(path)
+    except BaseException:
+        for path in new:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        made.remove()
+        raise
     return written
 
 
@@ -266,7 +269,7 @@ def stats_tables(report: ScanReport) -> dict[str, list[dict[str, Any]]]:
         "topics": [{"topic": t.topic, "partitions": t.partitions, "segments": t.segments, **stats_fields(t.stats)}
                    for t in report.topics],
         "formats": formats,
-        "failures": failure_rows(report),
+        "findings": finding_rows(report),
     }
 
 

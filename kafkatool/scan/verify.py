@@ -1,66 +1,46 @@
-"""The index check (``verify_index``) without Spark: the same per-segment check in one process or a process pool."""
+"""The index check (``verify_index``): each segment's ``.index`` and ``.timeindex`` judged against a rebuild from its
+``.log`` by the broker's recovery rules, CRCs checked as the recovery checks them (``reindex-time --check
+--verify``'s verdict). It runs in the task that walks the segment's first range, on the bytes that walk read (a
+remote segment's mirror), so the check adds no read from storage."""
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-from collections.abc import Callable, Sequence
+import os
 from typing import Any
 
-from kafkatool.scan.plan import SegmentFile
-from kafkatool.scan.source import is_url, local_copy
+from kafkatool.scan.source import filesystem_for, is_url
+
+INDEX_SUFFIXES = (".index", ".timeindex")
 
 
-def verify_local(segments: Sequence[SegmentFile], index_interval_bytes: int, *, jobs: int = 1,
-                 progress: Callable[[int, int], None] | None = None) -> list[dict[str, Any]]:
-    """Index verdict rows (``INDEX_CHECK_SCHEMA``) in segment order."""
-    total = sum(s.size for s in segments)
-    done = 0
-    rows: list[dict[str, Any]] = []
-    if jobs <= 1 or len(segments) <= 1:
-        for s in segments:
-            rows.append(index_check_row(s, index_interval_bytes))
-            done += s.size
-            if progress:
-                progress(done, total)
-        return rows
-    import multiprocessing
-
-    with multiprocessing.get_context("fork").Pool(jobs) as pool:
-        for s, row in zip(segments, pool.imap(_check, [(s, index_interval_bytes) for s in segments]), strict=True):
-            rows.append(row)
-            done += s.size
-            if progress:
-                progress(done, total)
-    return rows
-
-
-def _check(arg: tuple[SegmentFile, int]) -> dict[str, Any]:
-    return index_check_row(*arg)
-
-
-def index_check_row(seg: SegmentFile, index_interval_bytes: int) -> dict[str, Any]:
-    """One segment's index verdict as an ``INDEX_CHECK_SCHEMA`` row (URLs are copied to a temp dir first)."""
+def index_check_row(topic: str, partition: int, base_offset: int, path: str, active: bool,
+                    index_interval_bytes: int, local_log: str | None = None) -> dict[str, Any]:
+    """One segment's index verdict as an ``INDEX_CHECK_SCHEMA`` row. ``local_log``: the segment's bytes here (a
+    remote segment's mirror; its index files are fetched beside it, small)."""
     from kafkatool.reindex import verify_segment
 
-    if is_url(seg.path):
-        tmp = tempfile.mkdtemp(prefix="kafkatool-verify-")
-        try:
-            log = local_copy(seg.path, tmp)
-            stem = seg.path[:-len(".log")]
-            for suffix in (".index", ".timeindex"):
-                try:
-                    local_copy(stem + suffix, tmp)
-                except Exception:
-                    pass  # missing files are part of the verdict
-            verdict = verify_segment(log, seg.base_offset, active=seg.active,
-                                     index_interval_bytes=index_interval_bytes)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    else:
-        verdict = verify_segment(seg.path, seg.base_offset, active=seg.active,
-                                 index_interval_bytes=index_interval_bytes)
-    return {"topic": seg.topic, "partition": seg.partition, "base_offset": seg.base_offset, "path": seg.path,
+    log = local_log or path
+    if is_url(path):
+        assert local_log is not None, "a remote segment is checked on its mirror"
+        stem = path[:-len(".log")]
+        local_stem = local_log[:-len(".log")]
+        for suffix in INDEX_SUFFIXES:
+            fs, inner = filesystem_for(stem + suffix)
+            try:
+                with fs.open_input_file(inner) as f:
+                    data = f.read()
+            except Exception:
+                continue  # a missing index is part of the verdict
+            with open(local_stem + suffix, "wb") as out:
+                out.write(data)
+    verdict = verify_segment(log, base_offset, active=active, index_interval_bytes=index_interval_bytes, verify=True)
+    if local_log is not None and local_log != path:
+        for suffix in INDEX_SUFFIXES:
+            try:
+                os.unlink(local_log[:-len(".log")] + suffix)
+            except FileNotFoundError:
+                pass
+    return {"topic": topic, "partition": partition, "base_offset": base_offset, "path": path,
             "classification": verdict.classification, "severity": verdict.severity, "detail": verdict.detail,
             "offset_entries_on_disk": verdict.offset_entries_on_disk,
             "offset_entries_rebuilt": verdict.offset_entries_rebuilt,

@@ -1,30 +1,27 @@
-"""The functions Spark runs on executors (``mapInArrow``): task ids in, Arrow batches out.
+"""The function Spark runs on executors: task ids in, the task's figures out, as Arrow IPC bytes.
 
-Each job is ``spark.range(0, T, 1, T)`` (one row per task, one task per Spark partition); the function
-receives its task id, looks up the task's work items in the plan shipped with the closure, runs the
-same library function the single-process engine runs, and yields ``pyarrow.RecordBatch``es of the
-job's schema (``kafkatool.scan.schemas``).
+A job is ``sc.parallelize(range(T), T).mapPartitions(fn)``: one task id per Spark partition (the RDD API: no
+Spark SQL, no pandas and no Arrow on the JVM side, so the first job costs a Python worker and no more; the figures
+are one small row per range). The function looks up the task's work items in the plan shipped with the closure,
+runs the same library function the single-process engine runs (``kafkatool.scan.task.run_range``: the range's walk
+with the export and index check riding along), and returns the task's ranges as one Arrow IPC stream of
+``STATS_SCHEMA`` rows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 import pyarrow as pa
 
-from kafkatool.scan.engine import ScanOptions, scan_range
-from kafkatool.scan.export import ExportFilter, export_range
-from kafkatool.scan.plan import SegmentFile, WorkItem
-from kafkatool.scan.schemas import INDEX_CHECK_SCHEMA, stats_batch
-from kafkatool.scan.verify import index_check_row
+from kafkatool.scan.engine import ScanOptions
+from kafkatool.scan.plan import WorkItem
+from kafkatool.scan.schemas import STATS_SCHEMA, stats_batch
+from kafkatool.scan.task import PassWork, run_range
 from kafkatool.util import budget
 
-ArrowFn = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
-
-
-def _task_ids(batches: Iterator[pa.RecordBatch]) -> Iterator[int]:
-    for b in batches:
-        yield from b.column(0).to_pylist()
+TaskFn = Callable[[Iterable[int]], Iterator[bytes]]
 
 
 def _activate(opts: ScanOptions) -> None:
@@ -33,29 +30,21 @@ def _activate(opts: ScanOptions) -> None:
         budget.activate(opts.budget)
 
 
-def stats_fn(items: Sequence[WorkItem], tasks: Sequence[Sequence[int]], opts: ScanOptions) -> ArrowFn:
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+def pass_fn(items: Sequence[WorkItem], tasks: Sequence[Sequence[int]], opts: ScanOptions, work: PassWork) -> TaskFn:
+    def run(task_ids: Iterable[int]) -> Iterator[bytes]:
         _activate(opts)
-        for tid in _task_ids(batches):
-            for i in tasks[tid]:
-                yield stats_batch([scan_range(items[i], opts)])
+        for tid in task_ids:
+            batch = stats_batch([run_range(items[i], opts, work) for i in tasks[tid]])
+            sink = pa.BufferOutputStream()
+            with pa.ipc.new_stream(sink, STATS_SCHEMA) as w:
+                w.write_batch(batch)
+            yield sink.getvalue().to_pybytes()
     return run
 
 
-def export_fn(items: Sequence[WorkItem], tasks: Sequence[Sequence[int]], opts: ScanOptions,
-              flt: ExportFilter) -> ArrowFn:
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        _activate(opts)
-        for tid in _task_ids(batches):
-            for i in tasks[tid]:
-                yield from export_range(items[i], opts, flt)
-    return run
-
-
-def index_check_fn(segments: Sequence[SegmentFile], tasks: Sequence[Sequence[int]],
-                   index_interval_bytes: int) -> ArrowFn:
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for tid in _task_ids(batches):
-            rows = [index_check_row(segments[i], index_interval_bytes) for i in tasks[tid]]
-            yield pa.RecordBatch.from_pylist(rows, schema=INDEX_CHECK_SCHEMA)
-    return run
+def read_rows(blobs: Iterable[bytes]) -> list[dict[str, Any]]:
+    """The rows of the tasks' Arrow IPC streams."""
+    rows: list[dict[str, Any]] = []
+    for blob in blobs:
+        rows.extend(pa.ipc.open_stream(blob).read_all().to_pylist())
+    return rows

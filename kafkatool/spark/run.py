@@ -2,10 +2,15 @@
 
 A :class:`ScanRequest` says what to scan and which analyses to run (stats, key sharing, index check, record
 export) on which engine: ``spark`` (a SparkSession: embedded ``local[N]`` or a cluster master) or
-``local-processes`` (kafkatool's process pool, no JVM). This module plans the run's memory and the byte ranges,
-starts the session on the Spark path only (pyspark is imported there and nowhere else: a plain install without
-pyspark runs the local engine), and hands the figures to a :class:`ScanListener` as each analysis ends. The
+``local-processes`` (kafkatool's process pool, no JVM). Whatever is asked, the log is read once: every range is
+walked by ``dump``'s own engine, the export and the index check riding on the same walk (``kafkatool.scan.task``),
+so findings and exit code are ``dump --deep --verify``'s for every analysis. This module plans the run's memory
+and the byte ranges, starts the session on the Spark path only (pyspark is imported there and nowhere else: a
+plain install without pyspark runs the local engine), and hands the figures to a :class:`ScanListener`. The
 :class:`ScanOutcome` holds them and the exit code.
+
+Paths that are partial results (``kafkatool.scan.partial``: one broker's scan written with ``partial_output``) are
+merged instead of scanned: the cluster-wide figures of logs that sit on each broker's own disk.
 """
 
 from __future__ import annotations
@@ -13,13 +18,19 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from kafkatool.constants import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_BYTES
 from kafkatool.errors import ExitCode, UsageError
+from kafkatool.log.layout import IrregularFile
 from kafkatool.log.lock import check_read, hold_for_write, live_notice, refuse_if_live
-from kafkatool.scan.engine import ScanOptions, ScanReport, run_local
-from kafkatool.scan.export import ExportFilter, export_local
+from kafkatool.log.outputs import Output, refuse_aliasing
+from kafkatool.scan.engine import ScanOptions, ScanReport
+from kafkatool.scan.export import ExportFilter, ExportTarget, prepare_output, write_success
+from kafkatool.scan.partial import is_partial, key_sharing_of, merge_partials, read_partial, rows_of, write_partial
 from kafkatool.scan.plan import Plan, discover, make_plan
+from kafkatool.scan.pool import PassOutcome, run_pass
 from kafkatool.scan.report import (
     KeyShareSetup,
     TopicShare,
@@ -29,26 +40,29 @@ from kafkatool.scan.report import (
     topic_shares,
     write_parquet,
 )
-from kafkatool.scan.source import is_url
-from kafkatool.scan.verify import verify_local
+from kafkatool.scan.source import S3_ENDPOINT_ENV, is_url
+from kafkatool.scan.task import PassWork
 from kafkatool.spark.memory import MemoryPlan, default_budget, is_local_master, local_cores, plan_memory, plan_processes
 from kafkatool.util import budget as run_budget
+from kafkatool.util.atomic import staged_directory
+from kafkatool.util.printable import shown
 from kafkatool.util.units import format_size, parse_size
 
 ENGINES = ("spark", "local-processes")
 DEFAULT_SPLIT_SIZE = 128 << 20
-DEFAULT_MAX_MESSAGE_BYTES = 1048588
-DEFAULT_INDEX_INTERVAL_BYTES = 4096
+DEFAULT_EXECUTOR_TIMEOUT = 180.0
 
 
 @dataclass(frozen=True, slots=True)
 class ScanRequest:
-    """What to scan and how. ``paths``: log dirs, partition dirs or .log files, local or URLs (read with pyarrow.fs).
-    The stats are the default analysis; ``stats`` asks for them beside another (``export_records``,
-    ``verify_index``, ``key_sharing``). ``partitions``: a topic's partition count for key sharing (default: the
-    highest found + 1). ``memory``: the run's budget as given (None: KAFKATOOL_MEMORY, else the engine's
-    default); ``jobs``: local-processes' pool (None: the CPU count); ``executor_cores``: per executor on a cluster.
-    ``conf``: Spark settings, applied last."""
+    """What to scan and how. ``paths``: log dirs, partition dirs or .log files, local or URLs (read with pyarrow.fs),
+    or partial results to merge. The stats are the default analysis; ``stats`` asks for them beside another
+    (``export_records``, ``verify_index``, ``key_sharing``). ``partitions``: a topic's partition count for key
+    sharing (default: the highest found + 1). ``memory``: the run's budget as given (None: KAFKATOOL_MEMORY, else the
+    engine's default); ``jobs``: local-processes' pool (None: the CPU count); ``executor_cores``: per executor on a
+    cluster. ``conf``: Spark settings, applied last. ``executor_timeout``: seconds a cluster run waits with no
+    executor alive before it gives up. ``s3_endpoint``: an S3-compatible endpoint for ``s3://`` URLs.
+    ``partial_output``: write this scan's figures as a partial result to merge with other brokers'."""
 
     paths: Sequence[str]
     engine: str = "spark"
@@ -56,7 +70,7 @@ class ScanRequest:
     conf: Sequence[tuple[str, str]] = ()
     output: str | None = None  # a local dir for the figures as Parquet files
     stats: bool = False
-    export_records: str | None = None  # a new dir (or URL, with Spark) for every record as Parquet
+    export_records: str | None = None  # a new dir (or URL) for every record as Parquet
     from_time: int | None = None  # the export's time range: timestamp >= from_time
     to_time: int | None = None  # ... and < to_time
     topic: Sequence[str] = ()  # topic globs (none: every topic)
@@ -75,6 +89,10 @@ class ScanRequest:
     python_archive: str | None = None
     spark_ui: bool = False
     live: bool = False  # read local log dirs a live broker holds
+    executor_timeout: float = DEFAULT_EXECUTOR_TIMEOUT
+    s3_endpoint: str | None = None
+    partial_output: str | None = None
+    source: str | None = None  # the partial result's source name (default: this host's name)
 
     @property
     def wants_stats(self) -> bool:
@@ -93,20 +111,24 @@ class ScanListener:
     def session(self, master: str, memory: MemoryPlan, cores: int) -> None:
         """Spark is starting with this memory division for ``cores`` task slots."""
 
-    def executor(self, host: str, python: str, version: str, origin: str, shipped: bool) -> None:
-        """A cluster executor's Python and where it imports kafkatool from (``shipped``: the shipped zip)."""
+    def executor(self, host: str, python: str, version: str, origin: str, shipped: bool, compiled: bool) -> None:
+        """A cluster executor's Python, where it imports kafkatool from (``shipped``: the shipped zip) and whether
+        kafkatool's compiled extension is active there."""
 
     def stage(self, name: str) -> None:
-        """An analysis begins: "scan", "verify-index" or "export"."""
+        """The pass begins ("scan")."""
 
     def progress(self, done_bytes: int, total_bytes: int, done_tasks: int = -1, total_tasks: int = -1) -> None:
-        """The current analysis has done ``done_bytes`` of ``total_bytes`` (and of its tasks, with Spark)."""
+        """The pass has done ``done_bytes`` of ``total_bytes`` (and of its tasks, with Spark)."""
 
     def stage_done(self, total_bytes: int) -> None:
-        """The current analysis read all ``total_bytes``."""
+        """The pass read all ``total_bytes``."""
 
     def stats(self, report: ScanReport) -> None:
         """The stats (when asked for, or as the default analysis)."""
+
+    def findings(self, report: ScanReport) -> None:
+        """The walks' findings (``dump --deep --verify``'s), whatever analyses were asked for."""
 
     def keyshare(self, shares: Sequence[TopicShare]) -> None:
         """key_sharing: how records would spread over the consumers, per topic."""
@@ -116,6 +138,10 @@ class ScanListener:
 
     def export(self, records: int, directory: str) -> None:
         """export_records: ``records`` written to ``directory``."""
+
+    def not_regular(self, file: IrregularFile) -> None:
+        """A file of a partition or log dir that is not a regular file (a FIFO, a device, a directory, a bad
+        symlink): never read; a finding (exit 1)."""
 
 
 @dataclass(slots=True)
@@ -128,37 +154,45 @@ class ScanOutcome:
     exit_code: ExitCode = ExitCode.OK
 
 
-@dataclass(frozen=True, slots=True)
-class _Run:
-    request: ScanRequest
-    listener: ScanListener
-    engine: str
-    cores: int
-    options: ScanOptions
-    spark: Any = None
-
-
 def spark_scan(request: ScanRequest, listener: ScanListener | None = None) -> ScanOutcome:
     """Scan as ``kafkatool spark-scan`` does (locks, memory plan, session, crash-safe outputs); the listener hears
     the figures."""
     lis = listener or ScanListener()
     req = request
     _validate(req)
+    if req.s3_endpoint:
+        os.environ[S3_ENDPOINT_ENV] = req.s3_endpoint  # read by pyarrow.fs here and, through Spark's env, executors
+    partials = [p for p in req.paths if is_partial(p)]
+    if partials:
+        if len(partials) != len(req.paths):
+            raise UsageError("mixes partial results and log dirs: give partial results only, or scan the log dirs")
+        return _merge(req, lis)
     total = _total(req.memory)
-    for target in (req.output, req.export_records):
+    for target in (req.output, req.export_records, req.partial_output):
         if target and not is_url(target):
             refuse_if_live(target)  # never written into a live log dir, live reads or not
     for lock in check_read([p for p in req.paths if not is_url(p)], live=req.live):
         lis.warning(live_notice(lock))
+    refuse_aliasing([p for p in req.paths if not is_url(p)],
+                    [Output(name, Path(target)) for name, target in (("output", req.output),
+                                                                     ("export_records", req.export_records))
+                     if target and not is_url(target)])
 
     found = discover(req.paths, req.topic)
     for note in found.notes:
         lis.note(f"note: {note}")
+    for f in found.not_regular:
+        lis.not_regular(f)
+    irregular = ExitCode.FINDINGS if found.not_regular else ExitCode.OK
     if not found.segments:
-        raise UsageError("no .log segments found under " + ", ".join(req.paths))
+        if irregular:
+            return ScanOutcome(exit_code=irregular)  # the only .log files were FIFOs, devices, bad links
+        raise UsageError("no .log segments found under " + ", ".join(shown(p) for p in req.paths))
     unknown = sorted(set(req.partitions) - {s.topic for s in found.segments})
-    if unknown:
+    if unknown and not req.partial_output:  # a broker's partial scan is given every topic's count, held here or not
         raise UsageError(f"names topics not scanned: {', '.join(unknown)}", field="partitions")
+    if req.export_records:
+        prepare_output(req.export_records)
     spark = req.engine == "spark"
     local = not spark or is_local_master(req.master)
     if not spark:
@@ -187,32 +221,116 @@ def spark_scan(request: ScanRequest, listener: ScanListener | None = None) -> Sc
         parallelism = int(session.sparkContext.defaultParallelism)
     else:
         parallelism = cores
-    run = _Run(req, lis, req.engine, cores, opts, session)
     try:
         plan = make_plan(found.segments, split_bytes=req.split_size, parallelism=parallelism,
                          task_bytes=req.task_size or req.split_size,
                          share_slots=setup.share_slots() if setup else None,
-                         topic_partitions=setup.topic_partitions() if setup else None)
+                         topic_partitions=setup.topic_partitions() if setup else None,
+                         cut_remote=not req.verify_index)
         for note in plan.notes:
             lis.note(f"note: {note}")
         lis.note(f"plan: {len(plan.segments)} segments, {format_size(plan.total_bytes)} in {len(plan.items)} "
                  f"ranges, {len(plan.tasks)} tasks")
-        out = ScanOutcome()
-        tables: dict[str, list[dict[str, Any]]] = {}
-        if req.wants_stats or setup is not None:
-            out.exit_code = max(out.exit_code, _stats(run, plan, setup, out, tables))
-        if req.verify_index:
-            out.exit_code = max(out.exit_code, _verify(run, plan, parallelism, out, tables))
-        if req.export_records:
-            _export(run, plan, req.export_records, out)
-        if req.output and tables:
-            with hold_for_write(req.output):
-                out.written = write_parquet(req.output, tables)
-            lis.note(f"wrote {len(out.written)} Parquet files to {req.output}")
+        passed = _one_pass(req, lis, plan, opts, session, cores)
+        out = _report(req, lis, passed, setup, active={s.path: s.active for s in plan.segments})
+        out.exit_code = max(out.exit_code, irregular)
         return out
     finally:
         if session is not None:
             session.stop()
+
+
+def _one_pass(req: ScanRequest, lis: ScanListener, plan: Plan, opts: ScanOptions, session: Any,
+              cores: int) -> PassOutcome:
+    """Stats, index check and export in one walk of every range; the export dir staged and put in place whole."""
+    flt = ExportFilter(req.from_time, req.to_time)
+
+    def walk(work: PassWork) -> PassOutcome:
+        lis.stage("scan")
+        if session is not None:
+            from kafkatool.spark.job import run_pass as spark_pass
+
+            done = spark_pass(session, plan, opts, work, progress=lis.progress,
+                              executor_timeout=req.executor_timeout)
+        else:
+            done = run_pass(plan, opts, work, jobs=cores, progress=lis.progress)
+        lis.stage_done(plan.total_bytes)
+        return done
+
+    work = PassWork(None, req.verify_index, req.index_interval_bytes)
+    target = req.export_records
+    if target is None:
+        return walk(work)
+    if is_url(target):
+        done = walk(PassWork(ExportTarget(target, flt), work.verify_index, work.index_interval_bytes))
+        write_success(target)
+        return done
+    with hold_for_write(target), staged_directory(target, last="_SUCCESS") as staging:
+        done = walk(PassWork(ExportTarget(str(staging), flt), work.verify_index, work.index_interval_bytes))
+        write_success(str(staging))
+    return done
+
+
+def _report(req: ScanRequest, lis: ScanListener, passed: PassOutcome, setup: KeyShareSetup | None,
+            active: Mapping[str, bool]) -> ScanOutcome:
+    report = passed.report
+    for note in report.notes:
+        lis.note(f"note: {note}")
+    out = ScanOutcome(report=report, index_checks=passed.index_checks)
+    tables: dict[str, list[dict[str, Any]]] = {}
+    tables.update(stats_tables(report))
+    if req.wants_stats:
+        lis.stats(report)
+    if setup is not None:
+        out.shares = topic_shares(report, setup, req.hot_keys)
+        tables.update(keyshare_tables(out.shares))
+        lis.keyshare(out.shares)
+    lis.findings(report)
+    out.exit_code = report.exit_code
+    if req.verify_index:
+        tables["index_check"] = out.index_checks
+        lis.index_checks(out.index_checks)
+        # As reindex-time's check: exit 1 only when an index would make the broker misbehave.
+        if any(r["severity"] == "error" for r in out.index_checks):
+            out.exit_code = max(out.exit_code, ExitCode.FINDINGS)
+    if req.export_records:
+        out.exported = passed.exported
+        lis.export(passed.exported, req.export_records)
+    if req.output and tables:
+        with hold_for_write(req.output):
+            out.written = write_parquet(req.output, tables)
+        lis.note(f"wrote {len(out.written)} Parquet files to {req.output}")
+    if req.partial_output:
+        files = write_partial(req.partial_output, report, key_sharing=req.key_sharing,
+                              partitions=setup.topic_partitions() if setup else {}, source=req.source, active=active)
+        lis.note(f"wrote the partial result to {req.partial_output} ({len(files)} files)")
+    return out
+
+
+def _merge(req: ScanRequest, lis: ScanListener) -> ScanOutcome:
+    """Partial results in, the cluster-wide figures out (no data is read)."""
+    if req.export_records or req.partial_output:
+        raise UsageError("partial results are merged, not scanned: export records on each broker instead",
+                         field="export_records" if req.export_records else "partial_output")
+    partials = [read_partial(p) for p in req.paths]
+    consumers, partitions = key_sharing_of(partials)
+    if req.key_sharing is not None and req.key_sharing != consumers:
+        raise UsageError(f"the partial results were scanned with key sharing {consumers}, not {req.key_sharing}",
+                         field="key_sharing")
+    report = merge_partials(partials)
+    lis.note(f"merged {len(partials)} partial results: {len(report.segments)} segments from "
+             + ", ".join(p.source for p in partials))
+    setup = None
+    if consumers is not None:
+        from kafkatool.scan.plan import SegmentFile
+
+        segs = [SegmentFile(s.topic, s.partition, s.path, s.base_offset, s.file_size) for s in report.segments]
+        setup = keyshare_setup(segs, consumers, partitions)
+    checks = rows_of(report)
+    passed = PassOutcome(report, checks)
+    return _report(ScanRequest(req.paths, engine=req.engine, output=req.output, stats=req.stats,
+                               verify_index=bool(checks), key_sharing=consumers, partitions=partitions,
+                               hot_keys=req.hot_keys), lis, passed, setup, {})
 
 
 def _validate(req: ScanRequest) -> None:
@@ -242,9 +360,36 @@ def _validate(req: ScanRequest) -> None:
         raise UsageError("must be at least 0", field="hot_keys")
     if req.output and is_url(req.output):
         raise UsageError("writes to a local directory (the figures are small); give a local path", field="output")
+    if req.executor_timeout <= 0:
+        raise UsageError("must be positive", field="executor_timeout")
+    if req.s3_endpoint and "://" not in req.s3_endpoint:
+        raise UsageError(f"{req.s3_endpoint!r}: give a URL (http://host:port or https://host)", field="s3_endpoint")
     if req.export_records and is_url(req.export_records) and not spark:
         raise UsageError("the local-processes engine exports to a local directory; use Spark to write to a URL",
                          field="export_records")
+    # Up front, before any work: a plain install (no [spark] extra) has neither pyspark nor pyarrow.
+    if spark:
+        _require("pyspark", "engine", "the Spark engine")
+    for name, value, what in (("output", req.output, "the Parquet figures"),
+                              ("export_records", req.export_records, "the Parquet record export")):
+        if value:
+            _require("pyarrow", name, what)
+    if any(is_url(p) for p in req.paths):
+        _require("pyarrow", "paths", "reading URLs (pyarrow.fs)")
+
+
+def _require(module: str, field: str, what: str) -> None:
+    """Refuse a run that needs ``module`` where it is not installed, naming the extra that brings it."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # ValueError: a stub in sys.modules (tests hide the module so)
+        found = False
+    if not found:
+        raise UsageError(f"{what} needs {module}, which is not installed: pip install 'kafkatool[spark]' (the "
+                         "[spark] extra)" + ("; or use the local-processes engine" if module == "pyspark" else ""),
+                         field=field)
 
 
 def _total(memory: str | None) -> int | None:
@@ -257,89 +402,46 @@ def _total(memory: str | None) -> int | None:
     return run_budget.default_total() if os.environ.get(run_budget.ENV) else None
 
 
+class _Borrowed:
+    """A session the caller started and keeps (marked ``_kafkatool_shared``): this run uses it, never stops it."""
+
+    def __init__(self, session: Any) -> None:
+        self._session = session
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._session, name)
+
+    def stop(self) -> None:
+        pass
+
+
 def _start_spark(req: ScanRequest, lis: ScanListener, mem: MemoryPlan, cores: int, local: bool) -> Any:
     """The SparkSession (pyspark imported here, on the Spark path only); on a cluster, every executor's Python
     probed."""
     from kafkatool.spark.session import SessionSettings, build_session
 
+    env = {S3_ENDPOINT_ENV: req.s3_endpoint} if req.s3_endpoint else {}
     settings = SessionSettings(master=req.master, conf=req.conf, memory=mem, driver_host=req.driver_host,
                                python_archive=req.python_archive, ui=req.spark_ui,
-                               fast_jvm=os.environ.get("KAFKATOOL_SPARK_FAST_JVM") == "1")
+                               fast_jvm=os.environ.get("KAFKATOOL_SPARK_FAST_JVM") == "1", executor_env=env)
     lis.session(req.master, mem, cores)
     session = build_session(settings, warn=lambda s: lis.warning(f"warning: {s}"))
+    if getattr(session, "_kafkatool_shared", False):
+        return _Borrowed(session)
     if not local:
         try:
-            from kafkatool.spark.job import preflight
+            from kafkatool.spark.job import probe_executors, ship_if_needed
+            from kafkatool.spark.session import ship_dir
             from kafkatool.spark.ship import from_shipped_zip
 
-            # .get: an executor importing another (older) kafkatool returns an older probe's keys
-            for host, python, version, origin in sorted({(p["host"], p["python"], p["kafkatool"],
-                                                          p.get("kafkatool_file") or "an unknown place (an older "
-                                                          "kafkatool's probe)") for p in preflight(session)}):
-                lis.executor(host, python, version, origin, from_shipped_zip(origin))
+            probes = probe_executors(session)
+            if ship_if_needed(session, probes, ship_dir()):
+                probes = probe_executors(session)
+            for p in sorted({(p["host"], p["python"], p["kafkatool"], p["kafkatool_file"] or "nowhere",
+                              bool(p["compiled"])) for p in probes}):
+                host, python, version, origin, compiled = p
+                lis.executor(host, python, version, origin, from_shipped_zip(origin), compiled)
         except BaseException:
             session.stop()
             raise
     return session
-
-
-def _stats(run: _Run, plan: Plan, setup: KeyShareSetup | None, out: ScanOutcome,
-           tables: dict[str, list[dict[str, Any]]]) -> ExitCode:
-    lis, req = run.listener, run.request
-    lis.stage("scan")
-    if run.engine == "spark":
-        from kafkatool.spark.job import run_stats
-
-        report = run_stats(run.spark, plan, run.options, progress=lis.progress)
-    else:
-        report = run_local(plan, run.options, jobs=run.cores, progress=lis.progress)
-    lis.stage_done(plan.total_bytes)
-    for note in report.notes[len(plan.notes):]:
-        lis.note(f"note: {note}")
-    out.report = report
-    tables.update(stats_tables(report))
-    if req.wants_stats:
-        lis.stats(report)
-    if setup is not None:
-        out.shares = topic_shares(report, setup, req.hot_keys)
-        tables.update(keyshare_tables(out.shares))
-        lis.keyshare(out.shares)
-    return ExitCode.FINDINGS if report.findings else ExitCode.OK
-
-
-def _verify(run: _Run, plan: Plan, parallelism: int, out: ScanOutcome,
-            tables: dict[str, list[dict[str, Any]]]) -> ExitCode:
-    lis, interval = run.listener, run.request.index_interval_bytes
-    lis.stage("verify-index")
-    if run.engine == "spark":
-        from kafkatool.spark.job import run_verify
-
-        rows = run_verify(run.spark, plan.segments, interval, parallelism=parallelism, progress=lis.progress)
-    else:
-        rows = verify_local(plan.segments, interval, jobs=run.cores, progress=lis.progress)
-    lis.stage_done(plan.total_bytes)
-    out.index_checks = rows
-    tables["index_check"] = rows
-    lis.index_checks(rows)
-    # As reindex-time's check: exit 1 only when an index would make the broker misbehave.
-    return ExitCode.FINDINGS if any(r["severity"] == "error" for r in rows) else ExitCode.OK
-
-
-def _export(run: _Run, plan: Plan, directory: str, out: ScanOutcome) -> None:
-    lis, req = run.listener, run.request
-    flt = ExportFilter(req.from_time, req.to_time)
-    lis.stage("export")
-    if run.engine == "spark":
-        from kafkatool.spark.job import run_export
-
-        if is_url(directory):
-            n = run_export(run.spark, plan, directory, run.options, flt, progress=lis.progress)
-        else:
-            with hold_for_write(directory):
-                n = run_export(run.spark, plan, directory, run.options, flt, progress=lis.progress)
-    else:
-        with hold_for_write(directory):
-            n = export_local(plan, directory, run.options, flt, jobs=run.cores, progress=lis.progress)
-    lis.stage_done(plan.total_bytes)
-    out.exported = n
-    lis.export(n, directory)

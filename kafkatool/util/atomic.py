@@ -103,6 +103,44 @@ def replace_with_backup(path: Path, data: bytes, *, backup: bool) -> Path | None
     return bak
 
 
+class DirMaker:
+    """Makes output directories (and their missing parents) and remembers which it made, so that a failed run
+    removes what it created and leaves no empty directory behind (a full disk, an EFBIG)."""
+
+    def __init__(self) -> None:
+        self.made: list[Path] = []  # outermost first
+
+    def makedirs(self, path: str | os.PathLike[str]) -> Path:
+        target = Path(path).absolute()
+        missing: list[Path] = []
+        p = target
+        while not os.path.lexists(p):
+            missing.append(p)
+            p = p.parent
+        for d in reversed(missing):
+            try:
+                d.mkdir()
+            except FileExistsError:  # made meanwhile (a worker): not ours
+                continue
+            self.made.append(d)
+        return target
+
+    def remove(self) -> None:
+        """The run failed: every directory it made goes, with what the run wrote into it."""
+        for d in self.made:
+            shutil.rmtree(d, ignore_errors=True)
+        self.made = []
+
+    def prune(self) -> None:
+        """The run ended: the directories it made that stayed empty go (innermost first)."""
+        for d in reversed(self.made):
+            try:
+                d.rmdir()
+            except OSError:
+                pass
+        self.made = [d for d in self.made if d.exists()]
+
+
 def fsync_tree(root: str | os.PathLike[str]) -> None:
     """fsync every file, then every directory, under ``root``. Concurrent fsyncs share journal commits (ext4,
     xfs), which makes this several times faster than one after another for a tree of many small files."""
@@ -139,11 +177,13 @@ def staged_directory(dest: str | os.PathLike[str], *, fsync: bool = True, last: 
     not write) the staging dir is made inside ``dest`` and its entries are moved in, ``last`` (a completion
     marker such as Spark's ``_SUCCESS``) after all others and their fsync, inside ``guard(dest)`` when given (a
     new broker log dir holds its ``.lock`` meanwhile, so that a broker cannot start on a half-moved dir). A
-    failure removes the staging dir. ``on_durable`` is called after each durable step (crash-point tests).
+    failure removes the staging dir and the parents of ``dest`` it made. ``on_durable`` is called after each
+    durable step (crash-point tests).
     """
     target = Path(dest)
     parent = target.absolute().parent
-    parent.mkdir(parents=True, exist_ok=True)
+    parents = DirMaker()
+    parents.makedirs(parent)
     inside = target.is_dir() and target.stat().st_dev != parent.stat().st_dev  # a mount point: stage on its disk
     if not inside:
         try:
@@ -167,6 +207,7 @@ def staged_directory(dest: str | os.PathLike[str], *, fsync: bool = True, last: 
         step()
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
+        parents.prune()  # the parents the run made, unless something else was put there meanwhile
         raise
 
 

@@ -16,6 +16,11 @@ A run's ``memory`` (or ``KAFKATOOL_MEMORY``) is the most it may use. It is split
    (the largest decompressed batch accepted; decoded records cost about ``RECORD_EXPANSION`` times
    their bytes as Python objects).
 
+Records are decoded a chunk at a time, never a whole batch: a valid batch of a few MB can hold millions of
+tiny records, each a Python object of ``RECORD_OBJECT_BYTES`` beyond its key and value. At most
+:func:`record_chunk` records of a batch are held at once (the cache share divided by that cost), so the
+memory of a run depends on the budget, not on how many records a batch declares.
+
 Commands never take per-structure sizes that could add up past the total: they resolve the budget once
 and :func:`activate` it; library code that is given no size asks :func:`current` (the decompression
 limit of :func:`kafkatool.record.codecs.decompress`, the mapped-page window of ``FileRecords``, the output
@@ -43,6 +48,11 @@ MIN_WINDOW = 1 * MiB  # mapped pages: below this the madvise calls cost more tha
 MAX_WINDOW = 64 * MiB  # beyond this dropping pages costs nothing measurable and saves nothing
 MIN_CACHE = 1 * MiB
 RECORD_EXPANSION = 3  # decoded records as Python objects vs their bytes
+# One decoded record without its key and value: the 9-tuple, its ints, the list slot and what a renderer or a
+# converter makes of it on the way (measured ~200 bytes for a record of a null key and an empty value).
+RECORD_OBJECT_BYTES = 256
+MIN_RECORD_CHUNK = 1024  # below this the per-chunk calls cost more than the records
+MAX_RECORD_CHUNK = 16384  # beyond this larger chunks save nothing measurable (Kafka's batches rarely hold more)
 DEFAULT_CHUNK = DOWN_CONVERSION_READ_SIZE  # Kafka's LazyDownConversionRecordsSend.MAX_READ_SIZE
 
 
@@ -213,3 +223,9 @@ def output_bytes() -> int:
 
 def cache_bytes() -> int:
     return current().worker.cache_bytes
+
+
+def record_chunk() -> int:
+    """How many decoded records of one batch may be held at once: the cache share at ``RECORD_OBJECT_BYTES``
+    a record, between ``MIN_RECORD_CHUNK`` and ``MAX_RECORD_CHUNK``."""
+    return min(MAX_RECORD_CHUNK, max(MIN_RECORD_CHUNK, cache_bytes() // RECORD_OBJECT_BYTES))

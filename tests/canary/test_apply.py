@@ -61,12 +61,6 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Setup:
     return Setup(tmp_path_factory.mktemp("apply"))
 
 
-def _cli(*args: object, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    full = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1", **(env or {}))
-    return subprocess.run([sys.executable, "-m", "kafkatool", *map(str, args)], capture_output=True, text=True,
-                          env=full, timeout=300)
-
-
 def test_apply_then_rollback_restores_the_log_dir_byte_for_byte(setup: Setup) -> None:
     setup.reset()
     r = run_cli("canary", "apply", setup.w, "--format", "json")
@@ -200,7 +194,7 @@ def _check_records(setup: Setup, name: str) -> None:
 
 
 def _crash(setup: Setup, op: str, k: int, *args: str) -> int:
-    r = _cli("canary", op, setup.w, *args, env={CRASH_ENV: str(k)})
+    r = run_cli("canary", op, setup.w, *args, env={CRASH_ENV: str(k)})  # a real process: SIGKILL kills it
     return r.returncode
 
 
@@ -236,7 +230,7 @@ def _recover_both_ways(setup: Setup, op: str, k: int) -> None:
 def test_kill_9_at_every_durable_step(setup: Setup, op: str) -> None:
     start = setup.pristine if op == "apply" else setup.applied
     setup.reset(start)
-    total = json.loads(_cli("canary", op, setup.w, "--format", "json").stdout.splitlines()[-1])["durable_steps"]
+    total = json.loads(run_cli("canary", op, setup.w, "--format", "json").stdout.splitlines()[-1])["durable_steps"]
     assert total > 20
     interrupted_seen = 0
     for k in range(1, total + 1):

@@ -265,7 +265,8 @@ def test_zookeeper_dir_gets_the_format_configs(mixed: Path, tmp_path: Path) -> N
     (d / "meta.properties").write_text("version=0\nbroker.id=1\n")
     r = run_cli("canary", "plan", d, "--format", "json")
     phases = [json.loads(x) for x in r.stdout.splitlines() if '"phase"' in x]
-    assert any("log.message.format.version=0.11.0" in c for c in phases[2]["configs"])
+    assert any(c.startswith("Kafka 3.x (ZooKeeper): log.message.format.version=0.11.0") for c in phases[2]["configs"])
+    assert any(c.startswith("Kafka 3.x (ZooKeeper): inter.broker.protocol.version") for c in phases[2]["configs"])
     assert phases[1]["applies"] is None  # no --clients: cannot tell
     r = run_cli("canary", "plan", d, "--target-format", "1", "--format", "json")
     phases = [json.loads(x) for x in r.stdout.splitlines() if '"phase"' in x]
@@ -295,3 +296,23 @@ def test_damaged_partition_is_a_finding(mixed: Path, tmp_path: Path) -> None:
     assert r.returncode == 1 and "00000000000000000333.log at byte 0" in r.stderr
     part = json.loads(r.stdout.splitlines()[0])
     assert part["problems"] and part["batches"] > 0  # the other segments are still counted
+
+
+def test_phases_name_the_broker_configs_per_kafka_version_and_the_rehearsals(plan_json: list[dict]) -> None:
+    phases = [j for j in plan_json if j["type"] == "phase"]
+    clients, fmt, canary, kafka4 = (phases[i]["configs"] for i in (1, 2, 3, 4))
+    assert clients[0].startswith("Kafka 3.x: log.message.downconversion.enable=false (broker) or "
+                                 "message.downconversion.enable=false (topic)")
+    assert clients[1].startswith("Kafka 4.x: nothing to set") and "clients first" in clients[1]
+    assert fmt[-1].startswith("Kafka 4.x: none of these (inter.broker.protocol.version and log.message.format.version")
+    steps = [c.split(" /")[0] for c in phases[3]["commands"]]
+    assert steps == ["kafkatool canary run", "kafkatool canary verify", "kafkatool canary rehearse",
+                     "kafkatool canary apply", "kafkatool canary rollback"]
+    assert phases[3]["commands"][2].startswith("kafkatool canary rehearse /var/tmp/kafka-canary --kafka $KAFKA_HOME "
+                                               "--server-properties server.properties")
+    assert kafka4[0].startswith("Kafka 4.x has no inter.broker.protocol.version, log.message.format.version or "
+                                "log.message.downconversion.enable") and "Produce v3+" in kafka4[0]
+    assert phases[4]["commands"] == ["kafkatool canary rehearse /var/tmp/kafka-canary --kafka /opt/kafka-4 --clients "
+                                     "clients.txt   # does Kafka 4 load and serve the canary, and which clients does "
+                                     "it refuse?"]
+    assert canary == ["the broker (or the whole log dir) must be stopped for apply and rollback"]

@@ -11,6 +11,7 @@ import textwrap
 import pytest
 
 from kafkatool.record.codecs import Codec
+from kafkatool.util.units import format_size
 from tests.support.cli import pty_session, run_cli
 from tests.support.convert_fixtures import (
     legacy_log,
@@ -22,6 +23,7 @@ from tests.support.convert_fixtures import (
     v2_txn_log,
 )
 from tests.support.paths import ROOT
+from tests.support.screen import data_lines_missing
 
 
 def test_downconvert_text_summary(tmp_path):
@@ -67,7 +69,7 @@ def test_upconvert_cli(tmp_path):
     (["downconvert", "{src}", "{out}", "--to-magic", "2"], 2, "to-magic"),
     (["downconvert", "{src}", "{out}", "--to-magic", "1", "--codec", "zstd"], 2, "zstd cannot be written"),
     (["downconvert", "{src}", "{out}", "--to-magic", "1", "--zstd-to", "brotli"], 2, "--zstd-to"),
-    (["downconvert", "{src}", "{src}/inner", "--to-magic", "1"], 2, "inside SRC"),
+    (["downconvert", "{src}", "{src}/inner", "--to-magic", "1"], 2, "inner lies inside the input partition dir"),
     (["upconvert", "{src}", "{out}", "--chunk-size", "lots"], 2, "--chunk-size"),
     (["upconvert", "{missing}", "{out}"], 2, "no such file"),
 ])
@@ -151,8 +153,15 @@ def test_a_killed_run_leaves_nothing_that_looks_complete(tmp_path, where, after)
             continue  # an interrupted partition: plainly not a partition dir
         assert tree_digest(entry) == tree_digest(ref / entry.name)  # whatever has its final name is complete
     assert any(e.name.startswith(".kafkatool-tmp-") for e in dst.iterdir())
-    r = run_cli("downconvert", logs, dst, "--to-magic", "1")
-    assert r.returncode == 2 and "interrupted run" in r.stderr
+    state = tree_digest(dst)
+    r = run_cli("downconvert", logs, dst, "--to-magic", "1", "--segment-bytes", "600")
+    assert r.returncode == 2 and "DST holds an interrupted conversion" in r.stderr and "(--resume)" in r.stderr
+    assert tree_digest(dst) == state
+    r = run_cli("downconvert", logs, dst, "--to-magic", "0", "--segment-bytes", "600", "--resume")
+    assert r.returncode == 2 and "to_magic 1, now 0" in r.stderr  # other options: never mixed into one DST
+    r = run_cli("downconvert", logs, dst, "--to-magic", "1", "--segment-bytes", "600", "--resume")
+    assert r.returncode == 0, r.stderr
+    assert tree_digest(dst) == tree_digest(ref)  # the staging dirs gone, every partition whole, _SUCCESS written
 
 
 def _run_with_tty_stderr(*args: object) -> tuple[int, str, bytes]:
@@ -169,12 +178,29 @@ def test_progress_bar_on_a_terminal(tmp_path, command):
     rc, out, tty = _run_with_tty_stderr(command, src, tmp_path / "out", *extra, "--chunk-size", "1KiB")
     assert rc == 0, tty.decode(errors="replace")
     screen = tty.decode(errors="replace")
-    # rich draws the bar (description, bar glyphs, bytes done/total) on stderr, then clears it (transient)
-    assert command in screen and "━" in screen and f"{len(data) / 1000:.1f}" in screen
-    assert "\x1b[" in screen and "t-0: done" in screen
+    # rich draws the bar (description, bar glyphs, bytes done/total in KiB as the summaries count) on stderr, then
+    # clears it (transient)
+    assert command in screen and "━" in screen and f"{format_size(len(data))}" in screen
+    assert "\x1b["  in screen
     assert "\x1b" not in out and "t-0: " in out  # the summary on stdout stays plain
     # not on a terminal, or with -q: no bar at all
     r = run_cli(command, src, tmp_path / "out2", *extra)
     assert r.returncode == 0 and "━" not in r.stderr and "\x1b" not in r.stderr
     rc, _, tty = _run_with_tty_stderr(command, src, tmp_path / "out3", *extra, "-q")
     assert rc == 0 and "━" not in tty.decode(errors="replace")
+
+
+
+@pytest.mark.parametrize("command", ["downconvert", "upconvert"])
+def test_progress_and_data_never_share_a_line_on_one_terminal(tmp_path, command):
+    """stdout and stderr on the same terminal (the operator's usual case): every line of the data shows whole, on
+    a line of its own, never after a stale bar ('...0:00:01t-0: src/t-0 -> ...')."""
+    data = v2_log(0, batches=40, codec=Codec.GZIP) if command == "downconvert" else legacy_log(1, 0, batches=40)
+    extra = ["--to-magic", "1"] if command == "downconvert" else []
+    for i in range(4):  # four partitions: four data lines, each after a bar
+        src = make_partition(tmp_path / "src", f"t-{i}", {0: data})
+    piped = run_cli(command, src.parent, tmp_path / "piped", *extra, "--chunk-size", "1KiB")
+    assert piped.returncode == 0 and piped.stdout.count("\n") >= 4, piped.stderr
+    rc, tty, _ = pty_session([command, src.parent, tmp_path / "tty", *extra, "--chunk-size", "1KiB"], columns=200)
+    assert rc == 0 and "━" in tty.decode(errors="replace"), tty[-600:]  # a bar was drawn
+    assert data_lines_missing(piped.stdout.replace(str(tmp_path / "piped"), str(tmp_path / "tty")), tty) == []

@@ -24,7 +24,10 @@ def test_every_example_is_found_and_run_or_skipped_with_a_reason():
     assert "README.md" in PAGES and "docs/dump.md" in PAGES and "docs/reference.md" not in PAGES
     assert len(KAFKATOOL) >= 80, "the pages' examples were not found"
     skipped = [e for e in ALL if dx.skip_reason(e) is not None]
-    assert len([e for e in skipped if e.page != "docs/metadata.md"]) <= 10, [e.where for e in skipped]
+    # a real node's metadata log and a real broker's rehearsal are run by tests/metadata and tests/broker instead
+    elsewhere = [e for e in skipped
+                 if e.page == "docs/metadata.md" or e.command.startswith("kafkatool canary rehearse ")]
+    assert len(skipped) - len(elsewhere) <= 10, [e.where for e in skipped]
     shown = {(e.page, e.command) for e in ALL}
     assert set(dx.SKIPPED) <= shown, set(dx.SKIPPED) - shown  # a stale reason
     for page in PAGES:  # no page is all talk: a command page shows its command at work

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from kafkatool.commands import docs as _docs
+from tests.support.cli import run_cli
 from tests.support.paths import ROOT
 
 TREE = _docs.command_tree()
@@ -188,22 +189,20 @@ def test_fish_script_keeps_files_out_of_option_values():
 
 
 def _help_command_rows(*group: str) -> dict[str, list[str]]:
-    """The Commands panel of `kafkatool [GROUP] --help` at 120 columns: command -> its description's lines."""
-    p = subprocess.run([sys.executable, "-m", "kafkatool", *group, "--help"], capture_output=True, text=True,
-                       env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "120", "NO_COLOR": "1",
-                            "TERM": "dumb"}, check=True)
+    """The Commands section of `kafkatool [GROUP] --help` at 120 columns: command -> its description's lines."""
+    p = run_cli(*group, "--help", env={"COLUMNS": "120", "NO_COLOR": "1", "TERM": "dumb"})
+    assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
-    start = next(i for i, line in enumerate(lines) if "Commands" in line and line.lstrip().startswith("╭"))
+    start = lines.index("Commands:")
     rows: dict[str, list[str]] = {}
     for line in lines[start + 1:]:
-        if line.lstrip().startswith("╰"):
+        if not line.strip():
             break
-        inner = line.strip().strip("│").rstrip()
-        if inner[1:2].strip():  # "│ name  description": a new row
-            name, _, text = inner.strip().partition(" ")
+        if line[2:3].strip():  # "  name    description": a new row
+            name, _, text = line.strip().partition(" ")
             rows[name] = [text.strip()]
         else:
-            rows[list(rows)[-1]].append(inner.strip())
+            rows[list(rows)[-1]].append(line.strip())
     return rows
 
 
@@ -227,9 +226,9 @@ def test_kafkatool_help_lists_each_command_in_one_line(group):
     ([], "[default: 256MiB; spark-scan with Spark: 2GiB]"),
 ])
 def test_help_shows_bracketed_text(cmd, text):
-    """Help texts are plain text: --help (rich) must not take brackets for markup and drop them."""
-    p = subprocess.run([sys.executable, "-m", "kafkatool", *cmd, "--help"], capture_output=True, text=True,
-                       env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "400", "NO_COLOR": "1"}, check=True)
+    """Help texts are plain text: --help must not take brackets for markup and drop them."""
+    p = run_cli(*cmd, "--help", env={"COLUMNS": "400", "NO_COLOR": "1"})
+    assert p.returncode == 0, p.stderr
     assert text in " ".join(p.stdout.replace("│", " ").split()), p.stdout
 
 

@@ -19,8 +19,9 @@ from tests.support.cli import run_cli
 from tests.support.dump_fixtures import TS, G, golden_commit_marker, patch_index_entry, v2_batches, write_segment
 from tests.support.paths import ROOT
 
-BATCH_KEYS = {"type", "schema", "path", "position", "base_offset", "last_offset", "magic", "codec", "size", "crc",
-              "crc_valid", "timestamp_type", "max_timestamp", "base_timestamp", "producer_id", "producer_epoch",
+BATCH_KEYS = {"type", "schema", "path", "topic", "partition", "position", "base_offset", "last_offset", "magic",
+              "codec", "size", "crc", "crc_valid", "timestamp_type", "max_timestamp", "base_timestamp", "producer_id",
+              "producer_epoch",
               "base_sequence", "last_sequence", "is_transactional", "is_control", "partition_leader_epoch", "count",
               "delete_horizon_ms"}
 
@@ -71,8 +72,10 @@ def test_json_schema(tmp_path):
     assert set(b) == BATCH_KEYS
     assert (b["position"], b["base_offset"], b["last_offset"], b["codec"], b["crc"], b["crc_valid"], b["count"]) == \
         (0, 100, 102, "gzip", 0xB1F3B825, True, 3)
-    assert objs[2] == {"type": "record", "schema": 1, "offset": 100, "timestamp": TS, "size": 11, "key_size": 2,
-                       "value_size": 2, "key": "azE=", "value": "djE=", "headers": [], "sequence": -1}
+    # a file outside a partition dir: no topic or partition (tests/dump/test_operator.py has them in one)
+    assert objs[2] == {"type": "record", "schema": 1, "path": str(p), "topic": None, "partition": None, "offset": 100,
+                       "timestamp": TS, "size": 11, "key_size": 2, "value_size": 2, "key": "azE=", "value": "djE=",
+                       "headers": [], "sequence": -1}
     assert objs[4]["key"] is None
     assert objs[7]["control"] == {"type": "COMMIT", "type_id": 1, "coordinator_epoch": 9, "data": None,
                                   "error": None}
@@ -101,9 +104,9 @@ def test_findings_exit_code_and_stderr(tmp_path):
     r = run_cli("dump", p)
     assert r.returncode == 1
     assert "Traceback" not in r.stderr
-    lines = [x for x in r.stderr.splitlines() if x.startswith("kafkatool: error:")]
-    assert lines[0].startswith(f"kafkatool: error: crc-mismatch: {p} at byte 651: ")
-    assert lines[1].startswith(f"kafkatool: error: corrupt-region: {p} at byte 1302: 600 unparseable bytes")
+    lines = [x for x in r.stderr.splitlines() if x.startswith("kafkatool dump: error:")]
+    assert lines[0].startswith(f"kafkatool dump: error: crc-mismatch: {p} at byte 651: ")
+    assert lines[1].startswith(f"kafkatool dump: error: corrupt-region: {p} at byte 1302: 600 unparseable bytes")
     r = run_cli("dump", p, "--format", "json")
     (f,) = [o for o in jsonl(r.stdout) if o["type"] == "finding" and o["kind"] == "crc-mismatch"]
     assert f["position"] == 651 and f["severity"] == "error"
@@ -169,7 +172,7 @@ def batches_offset(batches: list[bytes], i: int) -> int:
 def test_usage_and_io_errors(tmp_path):
     r = run_cli("dump", tmp_path / "nope.log")
     assert r.returncode == 2
-    assert r.stderr.strip() == f"kafkatool: error: {tmp_path / 'nope.log'}: no such file or directory"
+    assert r.stderr.strip() == f"kafkatool dump: error: {tmp_path / 'nope.log'}: no such file or directory"
     r = run_cli("dump", tmp_path, "--encoding", "rot13")
     assert r.returncode == 2 and "Traceback" not in r.stderr
     r = run_cli("dump", "--from-offset", "10", "--to-offset", "5", tmp_path)
@@ -200,7 +203,7 @@ def test_hostile_files_one_line_errors(tmp_path, name, data, fmt):
     assert r.returncode in (0, 1, 2)
     assert "Traceback" not in r.stderr and "internal error" not in r.stderr
     for line in r.stderr.splitlines():
-        if line.startswith("kafkatool: ") and not line.startswith("kafkatool: summary: "):
+        if line.startswith("kafkatool dump: ") and not line.startswith("kafkatool dump: summary: "):
             assert str(p) in line
 
 
@@ -216,11 +219,28 @@ def test_count_and_summary_only(tmp_path):
     assert [o["type"] for o in objs] == ["summary"] and objs[0]["records"] == 150
 
 
-def test_unknown_file_is_ignored(tmp_path):
+def test_a_named_file_that_is_not_kafkas_is_an_error_in_kafkatools_formats(tmp_path):
+    """``dump /etc/passwd``: the operator asked for a file dump cannot read (exit 2, one line naming it); in a dir
+    such a file is passed over; in Kafka's dump-log format, Kafka's own behaviour (a line, exit 0)."""
     p = tmp_path / "notes.txt"
     p.write_text("hello")
-    r = run_cli("dump", p)
+    for fmt in ("text", "table"):
+        r = run_cli("dump", p, "-f", fmt)
+        assert r.returncode == 2, (fmt, r.stderr)
+        assert f"kafkatool dump: error: not-a-kafka-file: {p}: not a Kafka file" in r.stderr, r.stderr
+    r = run_cli("dump", p, "-f", "json")  # JSON lines carry findings as data
+    assert r.returncode == 2 and [o["kind"] for o in jsonl(r.stdout) if o["type"] == "finding"] == ["not-a-kafka-file"]
+    r = run_cli("dump", p, "-f", "dump-log")
     assert r.returncode == 0 and "Ignoring unknown file" in r.stderr
+    part = tmp_path / "t-0"
+    write_segment(part, v2_batches(2))
+    (part / "notes.txt").write_text("hello")
+    r = run_cli("dump", part)
+    assert r.returncode == 0, r.stderr
+    seg = tmp_path / "copy.bin"  # a segment under another name: dumped as what its bytes are
+    seg.write_bytes((part / "00000000000000000000.log").read_bytes())
+    r = run_cli("dump", seg, "--count")
+    assert r.returncode == 0 and r.stdout.splitlines()[-1] == "10 total", r.stdout  # 2 batches of 5
 
 
 def test_dump_log_format_via_cli(tmp_path):
@@ -285,3 +305,53 @@ def test_interrupt_exits_130(tmp_path):
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130 and b"Traceback" not in err
+
+
+def _dump_bytes(data: bytes, *args: str) -> subprocess.CompletedProcess[bytes]:
+    """``kafkatool dump - ARGS`` with ``data`` on a pipe (stdin spooled), as ``cat FILE | kafkatool dump -``."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1")
+    return subprocess.run([sys.executable, "-m", "kafkatool", "dump", "-", *args], input=data, capture_output=True,
+                          env=env, timeout=120)
+
+
+def test_stdin_reads_one_file_its_kind_sniffed_or_given(tmp_path):
+    root = log_dir(tmp_path)
+    log = root / "orders-0" / "00000000000000000000.log"
+    from_file = jsonl(run_cli("dump", log, "-f", "json", "-q").stdout)
+    p = _dump_bytes(log.read_bytes(), "-f", "json", "-q")
+    assert p.returncode == 0, p.stderr
+    piped = jsonl(p.stdout.decode())
+    assert [b["path"] for b in piped if b["type"] == "batch"] == ["-"] * 30
+    strip = ("path", "topic", "partition")
+    assert ([{k: v for k, v in b.items() if k not in strip} for b in piped if b["type"] == "batch"]
+            == [{k: v for k, v in b.items() if k not in strip} for b in from_file if b["type"] == "batch"])
+    index = (root / "orders-0" / "00000000000000000000.index").read_bytes()
+    p = _dump_bytes(index, "--kind", "index", "-f", "json", "-q")
+    assert p.returncode == 0 and b'"type":"index_entry"' in p.stdout.replace(b" ", b""), p.stderr
+    # bytes of no Kafka kind: walked as a log (a damaged segment sniffs as nothing too), which says what they are
+    p = _dump_bytes(b"root:x:0:0:root:/root:/bin/bash\n" * 20, "-q")
+    assert p.returncode == 1 and p.stderr.decode().startswith("kafkatool dump: error: wrong-file-type: - at byte 0: "
+                                                              "not a log segment"), p.stderr
+    assert b"Traceback" not in p.stderr
+
+
+def test_a_quoted_glob_is_expanded_and_selections_pick_partitions(tmp_path):
+    root = log_dir(tmp_path)
+    write_segment(root / "orders-1", v2_batches(4))
+    write_segment(root / "payments-0", v2_batches(2))
+    r = run_cli("dump", str(root / "orders-*" / "*.log"), "--count")
+    assert r.returncode == 0 and r.stdout.splitlines()[-1] == "170 total", r.stdout  # 30*5 + 4*5
+    r = run_cli("dump", root, "-t", "orders*", "--partition", "1", "-f", "json", "-q")
+    lines = jsonl(r.stdout)
+    assert r.returncode == 0 and {(b["topic"], b["partition"]) for b in lines if b["type"] == "batch"} == {
+        ("orders", 1)}
+    r = run_cli("dump", str(root / "nothing-*"))
+    assert r.returncode == 2 and "nor a match of it as a pattern" in r.stderr, r.stderr
+
+
+def test_count_from_an_offset_counts_records_shallow_and_deep(tmp_path):
+    root = log_dir(tmp_path)
+    log = root / "orders-0" / "00000000000000000000.log"
+    for deep in ((), ("--deep",)):
+        r = run_cli("dump", log, "--count", "--from-offset", "13", "--to-offset", "41", *deep)
+        assert r.returncode == 0 and r.stdout.splitlines()[-1] == "29 total", (deep, r.stdout)

@@ -20,8 +20,6 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,18 +29,15 @@ import pytest
 from kafkatool.util.atomic import TEMP_PREFIX
 from kafkatool.util.crash import COUNT_ENV, CRASH_ENV
 from tests.support.canary_dirs import small_dir
-from tests.support.cli import run_cli
-from tests.support.paths import ROOT
+from tests.support.cli import CliResult, run_cli
 from tests.support.tree_state import changes, snapshot
 
 pytestmark = pytest.mark.slow
 
 
-def _run_env(args: list[object], **extra: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1", **extra)
-    env.pop("KAFKATOOL_CRASH_PID", None)
-    return subprocess.run([sys.executable, "-m", "kafkatool", *map(str, args), "-q"], env=env, capture_output=True,
-                          text=True, timeout=300)
+def _run_env(args: list[object], **extra: str) -> CliResult:
+    """A run in a process of its own (run_cli forks one for KAFKATOOL_CRASH_*): the crash point kills it."""
+    return run_cli(*map(str, args), "-q", env=extra, subprocess=True)
 
 
 def _visible(root: Path) -> dict[str, str]:

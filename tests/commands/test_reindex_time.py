@@ -17,7 +17,8 @@ import pytest
 from kafkatool.log.checkpoints import encode_offset_checkpoint
 from kafkatool.log.layout import TopicPartition
 from kafkatool.log.recovery import recover_segment
-from tests.support.cli import run_cli, run_on_pty
+from tests.support.cli import pty_session, run_cli, run_on_pty
+from tests.support.screen import data_lines_missing
 from tests.support.segments import T0, v2_sized, write_segment
 
 STALE_TAIL = b"\x00\x00\x7f\x00\x00\x7f\x00\x00"  # an entry far past the end of the log
@@ -51,9 +52,10 @@ def test_check_exit_codes_and_text(tmp_path):
     assert r.returncode == 1, r.stderr
     assert r.stdout == ""  # findings are not data: they go to stderr, as in every command
     lines = r.stderr.splitlines()
-    assert "orders-0/00000000000000000000.index: stale (error): 1 of 4 entries: points past the end of the log" \
-        in lines[0]
-    assert any(line.startswith("orders-1/00000000000000000000.timeindex: missing (error)") for line in lines)
+    assert ("kafkatool reindex-time: error: stale: orders-0/00000000000000000000.index: 1 of 4 entries: points past "
+            "the end of the log") in lines[0]
+    assert any(line.startswith("kafkatool reindex-time: error: missing: orders-1/00000000000000000000.timeindex")
+               for line in lines)
     assert "checked 4 segments" in r.stderr and "4 errors" in r.stderr
     assert digest(root) == before  # --check writes nothing
     (tmp_path / "clean").mkdir()
@@ -95,7 +97,7 @@ def test_in_place_fixes_keeps_backups_and_never_touches_logs(tmp_path):
     r = run_cli("reindex-time", root, "--in-place")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "replaced" in r.stdout and "4 files written" in r.stderr
-    assert "(error)" not in r.stdout and "stale (error)" in r.stderr  # what was wrong: stderr; what was done: stdout
+    assert "error" not in r.stdout and "error: stale:" in r.stderr  # what was wrong: stderr; what was done: stdout
     assert (root / "orders-0" / "00000000000000000000.index.bak").read_bytes() == old_index
     assert not (root / "orders-0" / "00000000000000000000.timeindex.bak").exists()  # it was missing
     assert {k: v for k, v in digest(root).items() if k.endswith(".log")} == logs
@@ -252,7 +254,7 @@ def test_progress_bar_on_a_terminal_shows_segments_bytes_and_eta(tmp_path):
     rc, shown = run_on_pty(["reindex-time", root, "--verify"], columns=160)
     assert rc == 0, shown[-600:]
     assert re.search(r"reindex-time.*\d+/12 segments", shown), shown[-600:]
-    assert re.search(r"[\d.]+/[\d.]+ ?(kB|KB|MB)", shown), shown[-600:]  # bytes done / total
+    assert re.search(r"[\d.]+(B|KiB|MiB)/[\d.]+(KiB|MiB)", shown), shown[-600:]  # bytes done / total, as summaries
     assert ETA.search(shown), shown[-600:]
     rc, shown = run_on_pty(["reindex-time", root, "--recovery-report"], columns=160)
     assert rc == 0, shown[-600:]
@@ -261,6 +263,16 @@ def test_progress_bar_on_a_terminal_shows_segments_bytes_and_eta(tmp_path):
     r = run_cli("reindex-time", root)
     assert "segments" not in r.stderr.replace("checked 12 segments", "")
 
+
+
+def test_verbose_lines_never_share_a_line_with_the_bar(sample_dir):
+    """-v prints a line per file while the bar runs: on one terminal each shows whole, on a line of its own (not
+    'reindex-time ━━━ 1/77 segments ... -:--:--orders-0/...index: ok'), the bar redrawn below it."""
+    piped = run_cli("reindex-time", sample_dir, "-v")
+    assert piped.returncode == 0 and piped.stdout.count(": ok") > 100, piped.stdout  # .index and .timeindex
+    rc, tty, _ = pty_session(["reindex-time", sample_dir, "-v"], columns=200)
+    assert rc == 0 and "━" in tty.decode(errors="replace"), tty[-600:]
+    assert data_lines_missing(piped.stdout, tty) == []
 
 def test_verify_turns_a_bad_crc_into_exit_1(tmp_path):
     root = make_log_dir(tmp_path, damage=False)
@@ -271,9 +283,9 @@ def test_verify_turns_a_bad_crc_into_exit_1(tmp_path):
     assert run_cli("reindex-time", root).returncode == 0  # headers only: nothing wrong
     r = run_cli("reindex-time", root, "--verify")
     assert r.returncode == 1, r.stderr
-    assert ("orders-1/00000000000000000050.log: log-truncation (error): recovery would truncate 13000 bytes at "
-            "byte 7000: the first invalid batch: Record is corrupt (stored crc = ") in r.stderr
-    assert "stale (" not in r.stderr and "past-invalid-batch (info)" in r.stderr
+    assert ("kafkatool reindex-time: error: log-truncation: orders-1/00000000000000000050.log: recovery would truncate "
+            "13000 bytes at byte 7000: the first invalid batch: Record is corrupt (stored crc = ") in r.stderr
+    assert ": stale:" not in r.stderr and "info: past-invalid-batch:" in r.stderr
 
 
 def test_output_mirror_keeps_two_log_dirs_with_the_same_partition_apart(tmp_path):

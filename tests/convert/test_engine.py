@@ -230,10 +230,14 @@ def test_destination_rules(tmp_path):
     (tmp_path / "busy" / "f").write_text("x")
     with pytest.raises(UsageError, match="new or empty"):
         convert(src, tmp_path / "busy", to_magic=1)
-    with pytest.raises(UsageError, match="inside SRC"):
+    with pytest.raises(UsageError, match="lies inside the partition dir .* of the input log dir") as e:
         convert(tmp_path / "logs", tmp_path / "logs" / "t-0" / "out", to_magic=1)
-    with pytest.raises(UsageError, match="inside SRC"):
+    assert e.value.field == "dst"
+    with pytest.raises(UsageError, match="lies inside the partition dir .* of the input file"):
         convert(src / f"{0:020d}.log", src / "out", to_magic=1)
+    with pytest.raises(UsageError, match="is the input partition dir"):  # DST/t-0 would be the input itself
+        convert(src, tmp_path / "logs", to_magic=1)
+    assert not (tmp_path / "logs" / "out").exists() and not (src / "out").exists()
 
 
 def test_torn_tail_is_skipped_like_recovery_and_corruption_stops(tmp_path):
@@ -275,7 +279,8 @@ def test_log_dir_input_converts_each_partition_and_skips_metadata_and_deleted(tm
     (logs / "meta.properties").write_text("version=1\n")
     res = convert(logs, tmp_path / "out", to_magic=1)
     assert [r.partition for r in res] == ["a-0", "a-1"]
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["a-0", "a-1"]
+    # the partitions, the run file written before them and the completion marker written after them
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [".kafkatool-convert.json", "_SUCCESS", "a-0", "a-1"]
     # a single segment file -> a partition dir named like its parent
     (one,) = convert(logs / "a-1" / f"{25:020d}.log", tmp_path / "one", to_magic=0)
     assert sorted(p.name for p in (tmp_path / "one" / "a-1").iterdir()) == [

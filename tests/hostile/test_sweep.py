@@ -86,7 +86,7 @@ def _input(case: Case, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, 
 def test_hostile_input(case: Case, command: str, tmp_path: Path,
                        tmp_path_factory: pytest.TempPathFactory) -> None:
     root, path = _input(case, tmp_path_factory)
-    argv = _argv(command, case, path, tmp_path)
+    argv = _argv(command, case, path, (path if path.is_dir() else path.parent) if case.outputs_inside else tmp_path)
     if argv is None:
         return
     before = _snapshot(root)
@@ -98,3 +98,5 @@ def test_hostile_input(case: Case, command: str, tmp_path: Path,
     assert r.rc in case.allowed(command), where
     assert _snapshot(root) == before, "an input changed: " + where
     assert r.peak_anon <= MEMORY + BASE, f"peak anonymous memory {r.peak_anon / MiB:.0f} MiB: " + where
+    if case.mapped_bound:
+        assert r.peak_file <= MEMORY, f"peak mapped file pages {r.peak_file / MiB:.0f} MiB: " + where

@@ -11,22 +11,19 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.support.cli import run_cli
-from tests.support.kafkaref import ensure_kafka_ref
+from tests.support.kafkaref import shared_session
 
 pytestmark = pytest.mark.interop
 
 def kafka_ref(*args: str | os.PathLike[str], ok: tuple[int, ...] = (0,)) -> list[dict]:
-    """Run kafka-ref (located or built by tests/support/kafkaref.py, never skipped); its JSON lines."""
-    launcher = ensure_kafka_ref()
-    env = dict(os.environ)
-    env.setdefault("KAFKA_REF_JAVA_OPTS", "-Xmx1g -XX:TieredStopAtLevel=1")
-    p = subprocess.run([str(launcher), *map(str, args)], capture_output=True, text=True, env=env, timeout=600)
+    """Run kafka-ref (located or built by tests/support/kafkaref.py, never skipped; the session's kept JVM); its
+    JSON lines."""
+    p = shared_session().run(*args)
     assert p.returncode in ok, f"kafka-ref {' '.join(map(str, args))}: rc {p.returncode}\n{p.stdout[-2000:]}{p.stderr}"
     return [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
 
@@ -68,7 +65,7 @@ def partition(tmp: Path, log: Path, name: str = "t-0") -> Path:
 def ours(cmd: str, src: Path, dst: Path, *args: str) -> bytes:
     r = run_cli(cmd, src, dst, "--segment-bytes", str(2**31 - 1), *args)
     assert r.returncode == 0, r.stderr
-    (part,) = [p for p in dst.iterdir()]
+    (part,) = [p for p in dst.iterdir() if p.is_dir()]  # beside it: the run file and _SUCCESS
     return b"".join(p.read_bytes() for p in sorted(part.glob("*.log")))
 
 

@@ -19,17 +19,15 @@ import pytest
 
 from tests.interop.corpus import BY_NAME, SCENARIOS
 from tests.support.cli import run_cli
-from tests.support.kafkaref import ensure_kafka_ref
+from tests.support.kafkaref import shared_session
 
 pytestmark = pytest.mark.interop
 
 
 def kafka_ref(*args: str | os.PathLike[str]) -> subprocess.CompletedProcess[str]:
-    """Run kafka-ref, located or built by tests/support/kafkaref.py (a failure, never a skip, when it cannot be)."""
-    exe = str(ensure_kafka_ref())
-    env = dict(os.environ)
-    env.setdefault("KAFKA_REF_JAVA_OPTS", "-Xmx1g -XX:TieredStopAtLevel=1")
-    return subprocess.run([exe, *map(str, args)], capture_output=True, text=True, env=env, timeout=300)
+    """Run kafka-ref, located or built by tests/support/kafkaref.py (a failure, never a skip, when it cannot be),
+    in the session's kept JVM."""
+    return shared_session().run(*args)
 
 
 SEGMENTS = {

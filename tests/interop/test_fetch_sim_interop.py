@@ -465,6 +465,7 @@ def random_runs(kafka_ref: KafkaRef, tmp_path_factory: pytest.TempPathFactory) -
     return out
 
 
+@pytest.mark.slow
 def test_random_fetches_equal_kafka_lazysend(random_runs: list[tuple[Any, ...]]) -> None:
     seen: dict[str, int] = {}
     failures = []

@@ -120,6 +120,19 @@ def test_snapshot_then_log_and_rewinding(tmp_path: Path) -> None:
     assert [(c.section, c.key, c.change) for c in changes] == [("topics", "b", "added"), ("topics", "c", "added")]
 
 
+def test_a_snapshot_at_the_log_end_still_says_where_the_log_ends(tmp_path: Path) -> None:
+    """A node that snapshotted at its last record (Kafka 4.4 on a clean shutdown, at times): nothing is
+    replayed from the log, but the log end offset is still the log's, not unknown."""
+    b = MetadataDirBuilder(tmp_path)
+    b.append(topic("a", 1), partition(1, 0, [1], 1))
+    b.append(topic("b", 2))
+    b.snapshot(3, [topic("a", 1), partition(1, 0, [1], 1), topic("b", 2)])
+    b.write_log()
+    r = build_image(tmp_path)
+    assert r.snapshot is not None and r.records == 3
+    assert r.image.offset == 2 and r.log_end_offset == 3
+
+
 def test_log_truncated_before_the_snapshot_is_needed(tmp_path: Path) -> None:
     b = MetadataDirBuilder(tmp_path, base=5)
     b.append(topic("x", 9))

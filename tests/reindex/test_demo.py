@@ -6,13 +6,10 @@ out)."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
-from tests.support.paths import ROOT
+from tests.support.cli import run_cli
 from tests.support.reindex_demo import build_demo
 
 
@@ -21,9 +18,7 @@ def _untimed(line: str) -> str:
 
 
 def _stdout(cwd: Path, *args: str) -> tuple[int, list[str]]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1", COLUMNS="200")
-    p = subprocess.run([sys.executable, "-m", "kafkatool", "reindex-time", *args], cwd=cwd, env=env,
-                       capture_output=True, text=True, timeout=120)
+    p = run_cli("reindex-time", *args, cwd=cwd)
     assert "Traceback" not in p.stderr, p.stderr
     # What a terminal shows: findings go to stderr (as in every command), written files and JSON to stdout; the
     # "checked N segments ... in T s" summary carries timings.

@@ -17,11 +17,9 @@ from kafkatool.sample.spec import IntRange, SampleSpec, TopicSpec, demo_topics
 from tests.support.cli import run_cli
 
 
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    path = tmp_path_factory.mktemp("demo") / "logs"
-    generate_sample(path, SampleSpec(demo_topics()), fsync=False)
-    return path
+@pytest.fixture
+def demo(sample_dir):
+    return sample_dir  # the session's demo dir (tests/conftest.py), read only
 
 
 @pytest.fixture(scope="module")

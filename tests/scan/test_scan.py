@@ -1,8 +1,10 @@
 """The per-range scan without a JVM: totals equal an independent whole-file walk, cutting segments into
-ranges changes nothing, Kafka's own figures agree, damage is reported, and the export and index check."""
+ranges changes nothing, Kafka's own figures agree, damage is reported as dump reports it, and the export and index
+check ride on the same pass."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import struct
 from dataclasses import replace
@@ -11,14 +13,17 @@ from pathlib import Path
 import pyarrow.dataset as ds
 import pytest
 
+from kafkatool.dump import Severity
 from kafkatool.errors import KafkaToolError
 from kafkatool.record import default_records as v2
 from kafkatool.record.file_records import FileRecords
 from kafkatool.scan.engine import ScanOptions, run_local
-from kafkatool.scan.export import ExportFilter, export_local
+from kafkatool.scan.export import NO_FILTER, ExportFilter, ExportTarget
 from kafkatool.scan.plan import Plan, cut_points, discover, make_plan
+from kafkatool.scan.pool import run_pass
 from kafkatool.scan.report import format_rows, partition_row, segment_row, stats_fields
-from kafkatool.scan.verify import verify_local
+from kafkatool.scan.task import PassWork
+from tests.support.cli import run_cli
 
 TS = 1_700_000_000_000
 
@@ -53,7 +58,8 @@ def comparable(report) -> dict:
         row = segment_row(s)
         row.pop("ranges")
         row.pop("rescanned")
-        segs.append((row, format_rows(s.stats), s.stats.crc_positions, s.stats.decode_errors))
+        segs.append((row, format_rows(s.stats), [(f.kind, f.severity, f.path, f.position, f.offset, f.message)
+                                                 for f in s.findings]))
     return {"segments": segs, "partitions": [partition_row(p) for p in report.partitions],
             "topics": [stats_fields(t.stats) for t in report.topics], "total": stats_fields(report.total)}
 
@@ -116,17 +122,20 @@ def test_a_cut_that_is_not_a_batch_boundary_is_caught_and_the_segment_rescanned(
     broken = Plan(plan.segments, tuple(items), ((*range(len(items)),),), plan.notes)
     got = run_local(broken)
     assert comparable(got) == comparable(report)
-    assert any("not at a batch boundary" in n for n in got.notes)
+    assert any("did not join as one walk of the file" in n for n in got.notes)
     assert [s.rescanned for s in got.segments].count(True) == 1
 
 
-def test_damage_is_reported_with_positions(whole):
+def test_damage_is_reported_with_positions_as_dump_reports_it(whole):
     _, report = whole
     (seg,) = [s for s in report.segments if s.topic == "damaged"]
-    assert seg.stats.crc_failures == 1 and seg.stats.crc_positions == [(seg.path, 1709)]
-    assert (seg.end.kind, seg.end.position, seg.unread_bytes) == ("size-past-end", 5075, 50)
-    assert report.findings == 2
-    assert all(not s.end.abnormal for s in report.segments if s.topic != "damaged")
+    assert seg.stats.crc_failures == 1
+    kinds = [(f.kind, f.severity.value, f.position) for f in seg.findings]
+    assert kinds == [("crc-mismatch", "error", 1709), ("torn-tail", "warning", 5075)]
+    assert seg.stop is not None and seg.stop.kind == "torn-tail" and seg.unread_bytes == 50
+    assert [f.kind for f in report.findings if f.severity.value != "info"] == ["crc-mismatch", "torn-tail"]
+    assert int(report.exit_code) == 1
+    assert all(s.stop is None for s in report.segments if s.topic != "damaged")
 
 
 def test_kafkas_own_figures_for_kafka_written_batches(mixed_dir, whole):
@@ -169,7 +178,7 @@ def test_out_of_order_timestamps_count_across_batches_ranges_and_segments(tmp_pa
         assert (rep.total.min_timestamp, rep.total.max_timestamp) == (TS + 1, TS + 10)
 
 
-def test_corrupt_size_mid_file_stops_the_walk_as_kafka_does(tmp_path):
+def test_corrupt_size_mid_file_resyncs_at_the_next_batch_as_dump_does(tmp_path):
     batches = [v2.build_batch([(i, TS, b"k", b"v" * 500, [])]) for i in range(8)]
     data = bytearray(b"".join(batches))
     pos = sum(len(b) for b in batches[:4])
@@ -179,19 +188,22 @@ def test_corrupt_size_mid_file_stops_the_walk_as_kafka_does(tmp_path):
     for split in (1 << 30, 700):
         rep = run_local(make_plan(found.segments, split_bytes=split))
         (seg,) = rep.segments
-        assert (seg.stats.batches, seg.end.kind, seg.end.position) == (4, "corrupt", pos)
-        assert seg.unread_bytes == len(data) - pos
+        assert seg.stats.batches == 7 and seg.stop is not None
+        assert (seg.stop.kind, seg.stop.position, seg.stop.data["resume"]) == ("corrupt-region", pos,
+                                                                               pos + len(batches[4]))
+        assert seg.unread_bytes == len(batches[4])
 
 
 def test_decompression_over_the_task_limit_is_a_finding_not_a_crash(tmp_path):
     _segment(tmp_path, "z-0", [v2.build_batch([(0, TS, None, b"\0" * 200_000, [])], codec=4)])
     found = discover([str(tmp_path)])
     rep = run_local(make_plan(found.segments), ScanOptions(decompress_limit=10_000))
-    assert rep.total.decode_failures == 1 and "exceeds the limit" in rep.total.decode_errors[0][2]
+    assert rep.total.decode_failures == 1
+    (f,) = rep.findings
+    assert f.kind == "decompress-limit" and "exceeds the limit" in f.message
 
 
 def test_an_unknown_magic_is_a_finding_as_dump_reports_it(tmp_path):
-    from kafkatool.scan.report import failure_rows
     from tests.support import damaged_batches as d
 
     odd = bytearray(d.batch(3))
@@ -200,10 +212,10 @@ def test_an_unknown_magic_is_a_finding_as_dump_reports_it(tmp_path):
     found = discover([str(tmp_path)])
     for split in (1 << 30, 120):
         rep = run_local(make_plan(found.segments, split_bytes=split))
-        assert rep.total.unknown_magic == 1 and rep.total.crc_failures == 0 and rep.findings == 1
-        (f,) = failure_rows(rep)
-        assert (f["kind"], f["position"]) == ("unknown-magic", len(d.batch(0)))
-        assert stats_fields(rep.total)["unknown_magic"] == 1
+        assert rep.total.crc_failures == 0
+        (f,) = [f for f in rep.findings if f.severity == Severity.ERROR]
+        assert (f.kind, f.position) == ("unknown-magic", len(d.batch(0)))
+        assert int(rep.exit_code) == 1
 
 
 def test_remote_url_source_reads_the_same_as_mmap(mixed_dir, whole, tmp_path):
@@ -217,54 +229,65 @@ def test_remote_url_source_reads_the_same_as_mmap(mixed_dir, whole, tmp_path):
         row["path"] = row["path"].removeprefix("file://")
     want = comparable(report)
     for seg in strip["segments"]:
-        seg[2][:] = [(p.removeprefix("file://"), x) for p, x in seg[2]]
+        seg[2][:] = [(k, sev, p.removeprefix("file://"), *rest) for k, sev, p, *rest in seg[2]]
     for row in strip["partitions"]:
         row["dir"] = row["dir"].removeprefix("file://")
     assert strip == want
+
+
+def _export(plan: Plan, root: Path, flt: ExportFilter = NO_FILTER, jobs: int = 1):
+    done = run_pass(plan, work=PassWork(ExportTarget(str(root), flt)), jobs=jobs)
+    return done, ds.dataset(root, format="parquet", partitioning="hive").to_table()
 
 
 def test_export_has_every_record_once_with_time_and_topic_filters(mixed_dir, tmp_path):
     found = discover([str(mixed_dir.path)], topics=["orders", "leg*"])
     assert {s.topic for s in found.segments} == {"orders", "legacy"}
     plan = make_plan(found.segments, split_bytes=4096)
-    n = export_local(plan, str(tmp_path / "all"), jobs=2)
-    t = ds.dataset(tmp_path / "all", format="parquet", partitioning="hive").to_table()
-    assert t.num_rows == n == run_local(plan).total.records
-    rows = sorted(zip(t["topic"].to_pylist(), t["partition"].to_pylist(), t["offset"].to_pylist(), strict=True))
+    done, t = _export(plan, tmp_path / "all", jobs=2)
+    assert t.num_rows == done.exported == done.report.total.records == run_local(plan).total.records
+    rows = sorted(zip(t["topic"].to_pylist(), t["partition"].to_pylist(), t["record_offset"].to_pylist(),
+                      strict=True))
     assert len(set(rows)) == len(rows)
     # Against a direct walk of one segment: same offsets, keys, values, headers.
     seg = next(s for s in found.segments if s.topic == "orders" and s.partition == 1 and s.base_offset == 0)
     with FileRecords(seg.path) as fr:
         direct = [(r.offset, r.key, r.value, [(h.key, h.value) for h in r.headers])
                   for b in fr.batches() for r in b.records()]
-    sub = t.filter((ds.field("topic") == "orders") & (ds.field("partition") == 1)).sort_by("offset").to_pylist()
-    assert [(r["offset"], r["key"], r["value"], [(h["key"], h["value"]) for h in r["headers"]])
+    sub = t.filter((ds.field("topic") == "orders") & (ds.field("partition") == 1)).sort_by("record_offset").to_pylist()
+    assert [(r["record_offset"], r["key"], r["value"], [(h["key"], h["value"]) for h in r["headers"]])
             for r in sub[:len(direct)]] == direct
     lo, hi = TS + 1000, TS + 3000
-    m = export_local(plan, str(tmp_path / "window"), flt=ExportFilter(lo, hi))
-    w = ds.dataset(tmp_path / "window", format="parquet", partitioning="hive").to_table()
-    ts = w["timestamp"].to_pylist()
-    assert m == len(ts) > 0 and all(lo <= x < hi for x in ts)
-    assert m == sum(1 for x in t["timestamp"].to_pylist() if lo <= x < hi)
-    with pytest.raises(KafkaToolError, match="not empty"):
-        export_local(plan, str(tmp_path / "window"))
+    done, w = _export(plan, tmp_path / "window", ExportFilter(lo, hi))
+    ts = w["timestamp_ms"].to_pylist()
+    assert done.exported == len(ts) > 0 and all(lo <= x < hi for x in ts)
+    assert done.exported == sum(1 for x in t["timestamp_ms"].to_pylist() if lo <= x < hi)
 
 
-def test_verify_index_uses_the_reindex_classification(mixed_dir, tmp_path):
+def test_verify_index_judges_with_crcs_as_reindex_time_check_verify(mixed_dir, tmp_path):
     root = tmp_path / "logs"
     shutil.copytree(mixed_dir.path, root)
     idx = root / "orders-1" / f"{0:020d}.index"
     data = bytearray(idx.read_bytes())
     struct.pack_into(">i", data, 12, struct.unpack_from(">i", data, 12)[0] + 1)  # entry 1's position
     idx.write_bytes(bytes(data))
-    rows = verify_local(discover([str(root)]).segments, 1024, jobs=2)
+    plan = make_plan(discover([str(root)]).segments, split_bytes=2048)
+    rows = run_pass(plan, work=PassWork(verify_index=True, index_interval_bytes=1024), jobs=2).index_checks
     verdicts = {(r["topic"], r["partition"], r["base_offset"]): r for r in rows}
+    assert len(rows) == len(plan.segments)
     # An offset entry that no longer points at a batch start makes the broker misbehave: an error.
     assert (verdicts[("orders", 1, 0)]["classification"], verdicts[("orders", 1, 0)]["severity"]) == \
         ("corrupt", "error")
+    # The damaged segment holds a CRC failure: the broker's recovery (CRCs checked) truncates there, and so does
+    # the check, as reindex-time --check --verify says.
     damaged = verdicts[("damaged", 0, 0)]
-    assert (damaged["classification"], damaged["severity"]) == ("log-truncation", "warning")
-    assert "torn tail" in damaged["detail"] and "no .index" in damaged["detail"]
+    assert (damaged["classification"], damaged["severity"]) == ("log-truncation", "error")
+    assert "truncate 3416 bytes at byte 1709" in damaged["detail"] and "no .index" in damaged["detail"]
+    r = run_cli("reindex-time", root / "damaged-0", "--check", "--verify", "--index-interval-bytes", "1024",
+                "--format", "json")
+    (seg_row,) = [x for x in map(json.loads, r.stdout.splitlines()) if x["type"] == "segment"]
+    assert r.returncode == 1 and seg_row["valid_bytes"] == 1709 and seg_row["severity"] == "error"
+    assert seg_row["findings"][0]["message"] in damaged["detail"]
     assert sum(r["classification"] == "ok" for r in rows) == len(rows) - 2
 
 

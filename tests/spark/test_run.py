@@ -14,7 +14,13 @@ from typing import Any
 import pytest
 
 from kafkatool.commands.options import Output, OutputFormat
-from kafkatool.commands.render.scan import render_export, render_index_checks, render_keyshare, render_stats
+from kafkatool.commands.render.scan import (
+    render_export,
+    render_findings,
+    render_index_checks,
+    render_keyshare,
+    render_stats,
+)
 from kafkatool.errors import UsageError
 from kafkatool.scan.engine import ScanReport
 from kafkatool.spark.run import ScanListener, ScanRequest, spark_scan
@@ -43,6 +49,9 @@ class Recorder(ScanListener):
     def stats(self, report: ScanReport) -> None:
         render_stats(report, self.out, OutputFormat.json, "partition")
 
+    def findings(self, report: ScanReport) -> None:
+        render_findings(report, self.out, OutputFormat.json)
+
     def keyshare(self, shares: Any) -> None:
         render_keyshare(shares, self.out, OutputFormat.json)
 
@@ -70,7 +79,8 @@ def test_stats_on_the_process_pool_are_the_commands(sample_dir: Path, tmp_path: 
     assert int(outcome.exit_code) == rc
     assert rec.lines() == cli
     assert rec.stages == ["scan"] and rec.done[-1][0] == rec.done[-1][1] > 0
-    assert outcome.report is not None and outcome.report.total.records == cli[-1]["records"] > 30_000
+    (total,) = [x for x in cli if x["type"] == "total"]
+    assert outcome.report is not None and outcome.report.total.records == total["records"] > 30_000
     assert sorted(os.listdir(tmp_path / "lib")) == sorted(os.listdir(tmp_path / "cli"))
     assert len(outcome.written) == len(os.listdir(tmp_path / "lib"))
 
@@ -86,7 +96,7 @@ def test_key_sharing_index_check_and_export_are_the_commands(sample_dir: Path, t
         if line["type"] == "export":
             line.pop("path")
     assert int(outcome.exit_code) == rc and lib == cli
-    assert rec.stages == ["scan", "verify-index", "export"]
+    assert rec.stages == ["scan"]  # stats, key sharing, index check and export: one pass
     assert {x["type"] for x in lib} >= {"keyshare", "index_check", "export"} and "total" not in {x["type"] for x in lib}
     assert outcome.exported == sum(x["records"] for x in lib if x["type"] == "keyshare_consumer") > 0
     assert (tmp_path / "lib" / "_SUCCESS").exists()
@@ -123,7 +133,8 @@ except UsageError as e:
     ({"index_interval_bytes": 0}, "index_interval_bytes"),
     ({"split_size": 0}, "split_size"),
     ({"output": "s3://bucket/x"}, "output"),
-    ({"export_records": "s3://bucket/x", **LOCAL}, "export_records"),
+    ({"executor_timeout": 0}, "executor_timeout"),
+    ({"s3_endpoint": "localhost:9000"}, "s3_endpoint"),
     ({"memory": "300MiB", "master": "local[4]"}, "memory"),
     ({"memory": "lots"}, "memory"),
 ])
@@ -134,12 +145,8 @@ def test_bad_values_are_usage_errors_about_their_field(sample_dir: Path, kw: dic
 
 
 @pytest.mark.spark
-def test_spark_gives_the_figures_of_the_process_pool(sample_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip("pyspark")
-    from kafkatool.spark.session import find_java
-
-    if find_java() is None:
-        pytest.skip("no Java")
+def test_spark_gives_the_figures_of_the_process_pool(spark: Any, sample_dir: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KAFKATOOL_SPARK_FAST_JVM", "1")
     monkeypatch.setenv("SPARK_LOCAL_IP", "127.0.0.1")
 

@@ -140,6 +140,13 @@ SKIPPED: dict[tuple[str, str], str] = {
         "a crash (tests/canary/test_apply.py kills apply after each of its steps)",
     ("docs/canary.md", "kafkatool canary verify /tmp/canary1 2>/dev/null | tail -8"): "after the crash above",
     ("docs/canary.md", "kafkatool canary apply /tmp/canary1 2>/dev/null"): "after the crash above",
+    ("docs/canary.md", "kafkatool canary rehearse /tmp/canary1 --kafka /opt/kafka_2.13-3.9.2 --clients clients.txt"):
+        "a real Kafka 3.9 broker (tests/broker/test_rehearse.py rehearses on 3.9 and 4.4)",
+    ("docs/canary.md", "kafkatool canary rehearse /tmp/canary1 --kafka /opt/kafka_2.13-4.4.0 --clients clients.txt"):
+        "a real Kafka 4.4 broker (tests/broker/test_rehearse.py)",
+    ("docs/canary.md", "kafkatool canary rehearse /tmp/canary1 --kafka /opt/kafka_2.13-3.9.2 --server-properties "
+                       "server.properties -q >/dev/null"):
+        "a real Kafka 3.9 broker with ZooKeeper (tests/broker/test_rehearse.py, the same mistake)",
 }
 
 

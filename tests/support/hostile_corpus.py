@@ -45,6 +45,8 @@ class Case:
     expect: dict[str, frozenset[int]] = field(default_factory=dict)  # command -> allowed exit codes
     default: frozenset[int] = ANY
     slow: bool = False  # a bomb: built once per session, runs take seconds
+    outputs_inside: bool = False  # the writers' outputs aimed inside the input (its dir, or a named file's dir)
+    mapped_bound: bool = False  # mapped file pages stay within the memory budget too (a preallocated segment)
 
     def allowed(self, command: str) -> frozenset[int]:
         return self.expect.get(command, self.default)
@@ -147,6 +149,27 @@ def _zstd_bomb(root: Path) -> Path:
     return partition(root, "bomb-0", {SEG0: bytes(reseal(bytearray(head + area)))})
 
 
+def _v2_bomb(codec: Codec) -> Callable[[Path], Path]:
+    """:func:`_zstd_bomb` with another codec (one a v0/v1 consumer can be served: down-conversion keeps it)."""
+    def build(root: Path) -> Path:
+        n = 3_000_000
+        area = b"".join(_varint(len(body)) + body for body in
+                        (b"\x00\x00" + _varint(i) + b"\x01\x00\x00" for i in range(n)))
+        data = compress(codec, area)
+        head = v2.HEADER.pack(0, 49 + len(data), 0, 2, 0, int(codec), n - 1, TS, TS, -1, -1, -1, n)
+        return partition(root, "bomb-0", {SEG0: bytes(reseal(bytearray(head + data)))})
+    return build
+
+
+def _v1_wrapper_bomb(root: Path) -> Path:
+    """A v1 lz4 wrapper of 1.2 M inner messages with a null key and an empty value (relative inner offsets)."""
+    n = 1_200_000
+    body = struct.pack(">bbqii", 1, 0, TS, -1, 0)
+    crc = zlib.crc32(body)
+    inner = b"".join(struct.pack(">qiI", i, len(body) + 4, crc) + body for i in range(n))
+    return partition(root, "bomb-0", {SEG0: legacy_wrapper(1, Codec.LZ4, inner, n - 1)})
+
+
 def _gzip_v0_bomb(root: Path) -> Path:
     """A v0 gzip wrapper of 1.5 M empty inner messages (~3.9 MB on disk)."""
     n = 1_500_000
@@ -224,6 +247,38 @@ def _escape_names(root: Path) -> Path:
     return root
 
 
+# hfiles: builders of the non-regular-file cases at the end of CASES
+
+def _socket(p: Path) -> None:
+    import socket
+
+    s = socket.socket(socket.AF_UNIX)
+    try:
+        s.bind(str(p))  # the socket file stays after the close: nobody listens
+    finally:
+        s.close()
+
+
+def _log_dir_with_fifo_checkpoint(root: Path) -> Path:
+    good_partition(root)
+    os.mkfifo(root / "recovery-point-offset-checkpoint")
+    return root
+
+
+def _link_to_regular(d: Path) -> None:
+    """The first segment's .log moved out of the partition dir and linked back (a partition spread over disks)."""
+    elsewhere = d.parent / "elsewhere"
+    elsewhere.mkdir()
+    (d / f"{SEG0}.log").rename(elsewhere / f"{SEG0}.log")
+    (d / f"{SEG0}.log").symlink_to(elsewhere / f"{SEG0}.log")
+
+
+def _named_link_to_regular(root: Path) -> Path:
+    d = good_partition(root)
+    _link_to_regular(d)
+    return d / f"{SEG0}.log"
+
+
 CASES: list[Case] = [
     # non-regular files named on the command line: exit 2, never a hang
     Case("fifo-named", "file", _fifo_file, default=REFUSED_INPUT),
@@ -253,7 +308,7 @@ CASES: list[Case] = [
     Case("v0-gzip-wrapper-bomb", "partition", _gzip_v0_bomb, default=frozenset({0, 1}), slow=True,
          expect={"upconvert": frozenset({0}), "dump": frozenset({0}), "dump-deep": frozenset({0})}),
     Case("preallocated-1gib-segment", "partition", _sparse(f"{SEG0}.log", 1 << 30, batch(0)), slow=True,
-         default=frozenset({0, 1})),
+         default=frozenset({0, 1}), mapped_bound=True),
     Case("sparse-8gib-index", "partition", _sparse(f"{SEG0}.index", 8 << 30, b""), slow=True,
          default=frozenset({0, 1, 2})),
     # corrupt data is never laundered
@@ -273,6 +328,52 @@ CASES: list[Case] = [
     Case("v1-inner-set-cut-mid-message", "partition", _inner_cut, default=frozenset({0, 1}),
          expect={"dump-deep": FINDING}),
     Case("escape-codes-in-names", "logdir", _escape_names, default=frozenset({0, 1})),
+    # non-regular files (hfiles): the other Kafka file names of a partition dir and a log dir's own files; a
+    # symlink to a regular file is followed
+    Case("snapshot-dev-zero", "partition",
+         _in_partition(_replace(f"{SEG0}.snapshot", lambda p: p.symlink_to("/dev/zero"))), default=FINDING),
+    Case("txnindex-fifo", "partition", _in_partition(_replace(f"{SEG0}.txnindex", os.mkfifo)), default=FINDING),
+    Case("socket-as-log", "partition", _in_partition(_replace(f"{SEG0}.log", _socket)), default=FINDING),
+    Case("leader-epoch-checkpoint-loop", "partition",
+         _in_partition(_replace("leader-epoch-checkpoint", lambda p: p.symlink_to(p.name))), default=FINDING),
+    Case("checkpoint-fifo-in-log-dir", "logdir", _log_dir_with_fifo_checkpoint, default=FINDING),
+    Case("log-symlink-to-regular", "partition", _in_partition(_link_to_regular), default=frozenset({0, 1})),
+    Case("symlink-to-segment-named", "file", _named_link_to_regular, default=frozenset({0, 1})),
+]
+
+
+def _broker_log_dir(root: Path) -> Path:
+    """A log dir a broker has used (meta.properties, a checkpoint) holding a good partition."""
+    good_partition(root)
+    (root / "meta.properties").write_text("version=1\nbroker.id=0\n")
+    (root / "recovery-point-offset-checkpoint").write_text("0\n1\nt-0 0 9\n")
+    return root
+
+
+def _good_segment(root: Path) -> Path:
+    return good_partition(root) / f"{SEG0}.log"
+
+
+# outputs (issue 23, item 3): every writer's output aimed inside its own input is refused (exit 2), nothing written
+CASES += [
+    Case("outputs-inside-the-input-partition", "partition", good_partition, outputs_inside=True,
+         expect={w: REFUSED_INPUT for w in WRITERS}),
+    Case("outputs-inside-the-input-log-dir", "logdir", _broker_log_dir, outputs_inside=True,
+         expect={w: REFUSED_INPUT for w in WRITERS}),
+    Case("outputs-beside-the-named-segment", "file", _good_segment, outputs_inside=True,
+         expect={w: REFUSED_INPUT for w in WRITERS}),
+]
+
+CASES += [
+    # hmemory (memory per record and per mapped page): an 8 GiB preallocated segment, sparse; record-count bombs
+    # whose codec down-conversion keeps (the compiled run and fetch-sim's lazy conversion take them), and a v1
+    # wrapper bomb (relative inner offsets; upconvert, and downconvert to v0)
+    Case("preallocated-8gib-segment", "partition", _sparse(f"{SEG0}.log", 8 << 30, batch(0)), slow=True,
+         default=frozenset({0, 1}), mapped_bound=True),
+    Case("gzip-v2-record-count-bomb", "partition", _v2_bomb(Codec.GZIP), default=frozenset({0, 1}), slow=True,
+         expect={"dump": frozenset({0}), "dump-deep": frozenset({0})}),
+    Case("v1-lz4-wrapper-bomb", "partition", _v1_wrapper_bomb, default=frozenset({0, 1}), slow=True,
+         expect={"upconvert": frozenset({0}), "dump": frozenset({0}), "dump-deep": frozenset({0})}),
 ]
 
 

@@ -35,6 +35,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -502,6 +503,80 @@ class KafkaRef:
         return self.run("bench-downconvert", "--in", os.fspath(src), *self.options(
             to_magic=to_magic, iterations=iterations, warmup=warmup, mode=mode, first_offset=first_offset),
             java_opts=java_opts).one("bench-downconvert")
+
+
+# ---------------------------------------------------------------------------------------------- one JVM, kept
+
+class KafkaRefSession:
+    """One ``KafkaRefBatch`` JVM kept running for many commands sent one at a time: each runs exactly as its own
+    ``kafka-ref`` run (KafkaRefBatch: ``KafkaRef.run`` with ``main``'s error handling, nothing shared but the JVM),
+    minus a JVM start-up and class loading per command (about 0.5 s each)."""
+
+    def __init__(self, launcher: Path, *, java_opts: str = SMALL_FILE_JAVA_OPTS) -> None:
+        classpath = (launcher.parent / "classpath.txt").read_text().strip()
+        self.argv = ["java", *shlex.split(java_opts), "-cp", classpath, "kafkaref.KafkaRefBatch"]
+        self._p = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True, encoding="utf-8", bufsize=1)
+        self._stderr: list[str] = []
+        self._lock = threading.Lock()
+        threading.Thread(target=self._drain, name="kafka-ref-stderr", daemon=True).start()
+
+    def _drain(self) -> None:
+        assert self._p.stderr is not None
+        for line in self._p.stderr:
+            self._stderr.append(line)
+
+    def run(self, *argv: str | os.PathLike[str]) -> subprocess.CompletedProcess[str]:
+        """``kafka-ref ARGV``: its exit code, stdout (the JSON lines) and what it wrote to stderr meanwhile."""
+        args = [os.fspath(a) for a in argv]
+        if any("\t" in a or "\n" in a for a in args):
+            raise ValueError(f"kafka-ref batch arguments cannot hold tabs or newlines: {args}")
+        with self._lock:
+            assert self._p.stdin is not None and self._p.stdout is not None
+            seen = len(self._stderr)
+            try:
+                self._p.stdin.write("\t".join(args) + "\n")
+                self._p.stdin.flush()
+            except BrokenPipeError:
+                pass  # reported below: no batch-end line
+            out: list[str] = []
+            for line in self._p.stdout:
+                if line.startswith('{"type":"batch-end"'):
+                    rc = int(json.loads(line)["rc"])
+                    return subprocess.CompletedProcess(["kafka-ref", *args], rc, "".join(out),
+                                                       "".join(self._stderr[seen:]))
+                out.append(line)
+        raise KafkaRefError(f"kafka-ref batch JVM ended during `kafka-ref {' '.join(args)}` "
+                            f"(exit {self._p.wait()}): {''.join(self._stderr)[-3000:]}")
+
+    def close(self) -> None:
+        if self._p.stdin is not None:
+            self._p.stdin.close()
+        try:
+            self._p.wait(60)
+        except subprocess.TimeoutExpired:
+            self._p.kill()
+            self._p.wait()
+
+
+_SHARED: KafkaRefSession | None = None
+
+
+def shared_session() -> KafkaRefSession:
+    """The test session's kept kafka-ref JVM (``KAFKA_REF_JAVA_OPTS`` or the small-file options), started on
+    first use and ended with the test session."""
+    global _SHARED
+    if _SHARED is None or _SHARED._p.poll() is not None:
+        _SHARED = KafkaRefSession(get_kafka_ref().launcher,
+                                  java_opts=os.environ.get("KAFKA_REF_JAVA_OPTS", SMALL_FILE_JAVA_OPTS))
+    return _SHARED
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    global _SHARED
+    if _SHARED is not None:
+        _SHARED.close()
+        _SHARED = None
 
 
 # ---------------------------------------------------------------------------------------------- fixture

@@ -25,7 +25,7 @@ LAYERS: dict[str, int] = {
     "errors": 0, "constants": 0, "_accel": 0, "util": 0,
     "record": 1, "log": 2,
     "dump": 3, "reindex": 3, "convert": 3, "fetch": 3, "sample": 3, "scan": 3, "canary": 3, "decoders": 3,
-    "metadata": 3,
+    "metadata": 3, "info": 3, "listoffsets": 3,
     "spark": 4, "commands": 5, "__main__": 5,
 }
 ENGINES = {name for name, layer in LAYERS.items() if layer == 3}

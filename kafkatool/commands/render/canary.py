@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import os
 import sys
-from typing import IO
+from typing import IO, Any
 
 from rich import box
 from rich.console import Console
@@ -15,8 +16,12 @@ from kafkatool.canary.apply import SwapResult
 from kafkatool.canary.inventory import PartitionInventory, summarize
 from kafkatool.canary.manifest import Manifest
 from kafkatool.canary.plan import Plan, Step
+from kafkatool.canary.rehearse.reads import ReadCheck
+from kafkatool.canary.rehearse.result import ProduceCheck, RehearseResult
 from kafkatool.canary.verify import VerifyResult
+from kafkatool.commands import terminal
 from kafkatool.commands.options import Output
+from kafkatool.util.printable import shown
 from kafkatool.util.units import format_size
 
 
@@ -25,7 +30,7 @@ def console(out: IO[str] | None = None) -> Console:
     tty = hasattr(f, "isatty") and f.isatty()
     # Piped: wide enough that no table squeezes a number; long text lines are soft-wrapped (not cut).
     width = None if tty else max(240, int(os.environ.get("COLUMNS", "0") or 0))
-    return Console(file=f, width=width, highlight=False, soft_wrap=True, no_color=not tty or None,
+    return terminal.console(file=f, width=width, highlight=False, soft_wrap=True, no_color=not tty or None,
                    markup=False)  # paths and names print as they are, brackets included
 
 
@@ -38,7 +43,8 @@ def _table(*cols: str, title: str | None = None) -> Table:
 
 _NUMERIC = {"SIZE", "BATCHES", "RECORDS", "BYTES", "NO-TS", "ZSTD", "TXN", "IDEMP", "LARGEST", "SHARE", "SEGS",
             "IN", "OUT", "DELTA", "ITEMS", "CHANGES", "TO CONVERT", "CONVERTED", "PADDING", "LEGACY", "BUILT",
-            "COPIED", "COMMITTED", "ORIGINAL", "CANARY"}
+            "COPIED", "COMMITTED", "ORIGINAL", "CANARY", "LOG END", "FETCHES", "OFFSET", "BYTES/FETCH", "MS/FETCH",
+            "MAX MS", "HEAP/FETCH", "MAX HEAP"}
 _NOWRAP = {"PARTITION", "FORMATS", "CODECS", "CLIENT", "FETCH"}
 
 
@@ -53,14 +59,15 @@ def render_plan(plan: Plan, c: Console) -> None:
     inv = plan.inventory
     s = summarize(inv.partitions)
     kind = {True: "KRaft", False: "ZooKeeper", None: "cluster mode unknown"}[inv.kraft]
-    c.print(f"canary plan: {inv.path} ({kind}), target message format v{plan.options.target_format}")
+    c.print(f"canary plan: {shown(inv.path)} ({kind}), target message format v{plan.options.target_format}")
     c.print(f"{s['partitions']} partitions of {s['topics']} topics: {format_size(s['bytes'])} in {s['batches']} "
             f"batches, {s['records']} records")
     t = _table("PARTITION", "SIZE", "BATCHES", "RECORDS", "FORMATS", "CODECS", "LEGACY", "NO-TS", "ZSTD", "TXN",
                "IDEMP", "MARKERS", "LARGEST", "COMPACTED")
     for p in inv.partitions:
-        t.add_row(p.name, format_size(p.bytes), str(p.batches), str(p.records), "/".join(f"v{m}" for m in p.magics),
-                  ",".join(p.codecs), format_size(p.legacy.bytes) if p.legacy.bytes else "-",
+        t.add_row(shown(p.name), format_size(p.bytes), str(p.batches), str(p.records),
+                  "/".join(f"v{m}" for m in p.magics), ",".join(p.codecs),
+                  format_size(p.legacy.bytes) if p.legacy.bytes else "-",
                   _n(p.records_without_timestamp), _n(p.zstd.batches), _n(p.transactional.batches),
                   _n(p.idempotent.batches), _markers(p), format_size(p.largest_batch), _compacted(p))
     c.print(t)
@@ -83,11 +90,12 @@ def render_plan(plan: Plan, c: Console) -> None:
             f"batches: " + (", ".join(f"{k} {v}" for k, v in s["control_batches"].items()) or "none"))
     lb = s["largest_batch"]
     if lb:
-        c.print(f"largest batch: {lb['bytes']} bytes ({lb['partition']} offset {lb['offset']}, v{lb['magic']}), "
+        c.print(f"largest batch: {lb['bytes']} bytes ({shown(lb['partition'])} offset {lb['offset']}, v{lb['magic']}), "
                 f"max.message.bytes {lb['max_message_bytes']}: {s['oversized_batches']} batch(es) over it; "
                 f"{s['legacy_messages_over_limit_as_v2']} legacy message(s) over it once rewritten as v2")
     comp = [p for p in inv.partitions if p.compacted]
-    c.print("compacted: " + ("; ".join(f"{p.name} ({', '.join(p.compaction_evidence)})" for p in comp) or "none"))
+    c.print("compacted: " + ("; ".join(f"{shown(p.name)} ({', '.join(p.compaction_evidence)})" for p in comp)
+                             or "none"))
     c.print("compacted with legacy data (survives into Kafka 4): "
             + (", ".join(s["compacted_with_legacy"]) or "none"))
     for sk in inv.skipped:
@@ -119,8 +127,8 @@ def render_plan(plan: Plan, c: Console) -> None:
         t = _table("PARTITION", "LEGACY", "RECORDS", "SEGS", "COMPACTED", "FATE",
                    title="What Kafka 4 would leave unconverted")
         for k in plan.kafka4:
-            t.add_row(k.partition, format_size(k.legacy_bytes), str(k.legacy_records), str(len(k.legacy_segments)),
-                      "yes" if k.compacted else "no", k.fate)
+            t.add_row(shown(k.partition), format_size(k.legacy_bytes), str(k.legacy_records),
+                      str(len(k.legacy_segments)), "yes" if k.compacted else "no", k.fate)
         c.print(t)
     if plan.risks:
         c.print("Risks")
@@ -146,18 +154,18 @@ def _compacted(p: PartitionInventory) -> str:
 
 def render_run(m: Manifest, workdir: str, c: Console) -> None:
     t = _table("PARTITION", "SEGS", "IN", "OUT", "DELTA", "BATCHES", "BUILT", "COPIED", "RECORDS",
-               title=f"canary run: {len(m.partitions)} partition(s) of {m.log_dir} -> {workdir}")
+               title=f"canary run: {len(m.partitions)} partition(s) of {shown(m.log_dir)} -> {shown(workdir)}")
     for p in m.partitions:
         cv = p.convert
         bi, bo = int(cv.get("bytes_in", 0)), int(cv.get("bytes_out", 0))
-        t.add_row(p.name, str(len(p.segments)), format_size(bi), format_size(bo),
+        t.add_row(shown(p.name), str(len(p.segments)), format_size(bi), format_size(bo),
                   f"{100.0 * (bo - bi) / bi:+.1f}%" if bi else "-",
                   f"{cv.get('batches_in', 0)} -> {cv.get('batches_out', 0)}", str(cv.get("batches_built", 0)),
                   str(cv.get("batches_copied", 0)), str(cv.get("records_out", 0)))
     c.print(t)
     for p in m.partitions:
         for wmsg in p.convert.get("warnings", []):
-            c.print(f"  {p.name}: {wmsg}", markup=False)
+            c.print(f"  {shown(p.name)}: {wmsg}", markup=False)
 
 
 # ---------------------------------------------------------------------------------------------- verify
@@ -165,7 +173,7 @@ def render_run(m: Manifest, workdir: str, c: Console) -> None:
 
 def render_verify(r: VerifyResult, c: Console) -> None:
     t = _table("PARTITION", "RESULT", "ITEMS", "ORIGINAL", "CANARY", "DELTA", "BATCHES", "COMPRESSION",
-               title=f"canary verify: {r.workdir}")
+               title=f"canary verify: {shown(r.workdir)}")
     for v in r.partitions:
         d = v.as_dict()
         b = d["bytes"]
@@ -174,7 +182,7 @@ def render_verify(r: VerifyResult, c: Console) -> None:
             n = d["codecs"]["canary"].get(codec)
             if codec != "none" and n and o["payload_per_byte"] and n["payload_per_byte"]:
                 comp.append(f"{codec} {o['payload_per_byte']:.2f}->{n['payload_per_byte']:.2f}")
-        t.add_row(v.name, "ok" if v.ok else f"FAIL ({v.difference_count})", str(d["items_compared"]),
+        t.add_row(shown(v.name), "ok" if v.ok else f"FAIL ({v.difference_count})", str(d["items_compared"]),
                   format_size(b["original"]), format_size(b["canary"]),
                   "-" if b["delta_pct"] is None else f"{b['delta_pct']:+.1f}%",
                   f"{d['batches']['original']} -> {d['batches']['canary']}", ", ".join(comp) or "-")
@@ -182,14 +190,14 @@ def render_verify(r: VerifyResult, c: Console) -> None:
     c.print("(COMPRESSION: key+value bytes per stored byte, original -> canary)")
     for v in r.partitions:  # the differences and warnings are findings: verify_findings, on stderr
         for k, n in v.expected.items():
-            c.print(f"  {v.name}: expected: {k}: {n}", markup=False)
+            c.print(f"  {shown(v.name)}: expected: {k}: {n}", markup=False)
     if r.log_dir_state:
-        t = _table("PARTITION", "IN THE LOG DIR", "DETAIL", title=f"log dir {r.log_dir}")
+        t = _table("PARTITION", "IN THE LOG DIR", "DETAIL", title=f"log dir {shown(r.log_dir)}")
         for s in r.log_dir_state:
-            t.add_row(s.name, s.state, "; ".join(s.detail))
+            t.add_row(shown(s.name), s.state, "; ".join(s.detail))
         c.print(t)
     for name, acts in r.loader.items():
-        c.print(f"  {name}: a broker starting now would: " + "; ".join(acts), markup=False)
+        c.print(f"  {shown(name)}: a broker starting now would: " + "; ".join(acts), markup=False)
     if r.journal:
         c.print(f"last swap: {r.journal.get('op')} {r.journal.get('state')} at {r.journal.get('at')}")
 
@@ -198,10 +206,10 @@ def verify_findings(r: VerifyResult) -> list[str]:
     """What verify found wrong, one line each (stderr, like every command's findings)."""
     out = []
     for v in r.partitions:
-        out += [f"canary verify: {v.name}: warning: {w}" for w in v.warnings]
-        out += [f"canary verify: {v.name}: DIFFERENCE: {diff}" for diff in v.differences]
+        out += [f"canary verify: {shown(v.name)}: warning: {w}" for w in v.warnings]
+        out += [f"canary verify: {shown(v.name)}: DIFFERENCE: {diff}" for diff in v.differences]
         if v.difference_count > len(v.differences):
-            out.append(f"canary verify: {v.name}: ... and {v.difference_count - len(v.differences)} more "
+            out.append(f"canary verify: {shown(v.name)}: ... and {v.difference_count - len(v.differences)} more "
                        "difference(s)")
     return out
 
@@ -210,13 +218,13 @@ def verify_findings(r: VerifyResult) -> list[str]:
 
 
 def render_swap(r: SwapResult, c: Console) -> None:
-    t = _table("PARTITION", "BEFORE", "AFTER", "CHANGES", title=f"canary {r.op}: {r.log_dir}")
+    t = _table("PARTITION", "BEFORE", "AFTER", "CHANGES", title=f"canary {r.op}: {shown(r.log_dir)}")
     for o in r.outcomes:
-        t.add_row(o.partition, o.before, o.after, str(o.actions))
+        t.add_row(shown(o.partition), o.before, o.after, str(o.actions))
     c.print(t)
     for o in r.outcomes:
         for n in o.notes:
-            c.print(f"  {o.partition}: {n}", markup=False)
+            c.print(f"  {shown(o.partition)}: {n}", markup=False)
 
 
 # ---------------------------------------------------------------------------------------------- listener
@@ -227,12 +235,25 @@ class CanaryRenderer(CanaryListener):
 
     def __init__(self, output: Output, label: str) -> None:
         self.output, self.label = output, label
+        # On a terminal the steps show as one transient line with a spinner and the time taken; in a pipe each
+        # step is a note.
+        self.bar = terminal.ProgressBar(label, None, enabled=not output.quiet)
+
+    def __enter__(self) -> CanaryRenderer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.stop()
 
     def warning(self, text: str) -> None:
-        self.output.finding(f"kafkatool {self.label}: {text}")
+        self.output.warning(text)
 
     def note(self, text: str) -> None:
-        self.output.note(text)
+        if self.bar.enabled:
+            self.bar.start()
+            self.bar.update(description=f"{self.label}: {text}")
+        else:
+            self.output.note(text)
 
 
 def command_line(step: Step) -> str:
@@ -243,3 +264,114 @@ def command_line(step: Step) -> str:
     for name, value in step.options:
         parts += [option_for(list(step.command), name), value]
     return " ".join(parts) + (f"   # {step.comment}" if step.comment else "")
+
+
+# ---------------------------------------------------------------------------------------------- rehearse
+
+
+def render_rehearse_text(r: RehearseResult) -> str:
+    """The human report (stdout, and W/rehearse.txt): no colour, wide enough for every table."""
+    buf = io.StringIO()
+    c = Console(file=buf, width=max(200, int(os.environ.get("COLUMNS", "0") or 0)), highlight=False, soft_wrap=True,
+                no_color=True, markup=False)
+    render_rehearse(r, c)
+    return buf.getvalue()
+
+
+def render_rehearse(r: RehearseResult, c: Console) -> None:
+    c.print(f"canary rehearse: {r.workdir} on Kafka {r.kafka_version} ({r.mode}), {r.java}: "
+            + ("PASSED" if r.ok else f"FAILED ({len(r.findings)} finding(s))"))
+    if r.settings or r.ignored:
+        taken = ", ".join(f"{k}={v}" for k, v in r.settings.items()) or "nothing"
+        ignored = "; ".join(f"{k} ({why})" for k, why in r.ignored.items())
+        c.print(f"from the server properties: {taken}" + (f"; ignored: {ignored}" if ignored else ""))
+    if r.api_versions:
+        c.print("the broker answers " + ", ".join(f"{k} {v}" for k, v in r.api_versions.items()))
+    t = _table("PARTITION", "LOG END", "LOADED", "RECOVERED", "BROKER LOG", "READS", "PRODUCED",
+               title="Loaded (as after canary apply, then with recovery forced)")
+    for p in r.partitions:
+        findings = sum(1 for s in p.said if s.kind == "finding")
+        expected = sum(1 for s in p.said if s.kind == "expected")
+        log = ", ".join(x for x in (f"{findings} finding(s)" if findings else "",
+                                    f"{expected} expected" if expected else "") if x) or "-"
+        t.add_row(p.name, str(p.loaded.log_end_offset if p.loaded else "-"),
+                  f"{p.loaded.segments} segments" if p.loaded else "NO",
+                  f"ends at {p.recovered.log_end_offset}" if p.recovered else "NO", log,
+                  f"{sum(x.ok for x in p.reads)}/{len(p.reads)} ok", f"{sum(x.ok for x in p.produced)}/"
+                  f"{len(p.produced)} ok")
+    c.print(t)
+    t = _table("PARTITION", "READER", "RECORDS", "FETCHES", "RESULT", title="Reads (every record compared with "
+                                                                            "W/originals)")
+    for p in r.partitions:
+        for x in p.reads:
+            t.add_row(p.name, x.reader, f"{x.records}/{x.expected}", str(x.fetches), _read_result(x))
+    c.print(t)
+    if r.costs:
+        t = _table("FETCH", "TO FORMAT", "FETCHES", "RECORDS", "BYTES/FETCH", "MS/FETCH", "MAX MS", "HEAP/FETCH",
+                   "MAX HEAP", title="What each old fetch cost the broker (its request log: messageConversionsTime, "
+                                     "temporaryMemoryBytes, KIP-283)")
+        for k in r.costs:
+            pf = k.per_fetch()
+            t.add_row(f"v{k.fetch_version}", f"v{k.to_magic}", str(k.fetches), str(k.records),
+                      format_size(int(pf["record_bytes"])), f"{pf['conversion_ms']:.2f}", f"{k.max_conversion_ms:.2f}",
+                      format_size(int(pf["temporary_memory_bytes"])), format_size(k.max_temporary_memory_bytes))
+        c.print(t)
+    t = _table("PARTITION", "PRODUCER", "RECORDS", "OFFSET", "RESULT", title="Produced to the copies and read back")
+    for p in r.partitions:
+        for pc in p.produced:
+            t.add_row(p.name, pc.producer, str(pc.records), str(pc.base_offset) if pc.base_offset >= 0 else "-",
+                      _produce_result(pc))
+    c.print(t)
+    if r.clients:
+        t = _table("CLIENT", "FETCH", "ON THIS BROKER", "WHY", title="Clients")
+        for v in r.clients:
+            t.add_row(v.client, f"v{v.max_fetch_version}", v.verdict, v.why)
+        c.print(t)
+    for line in r.refusals:
+        c.print(f"refused by Kafka {r.kafka_version}: {line}")
+    for p in r.partitions:
+        groups: dict[str, list[str]] = {}
+        for s in p.said:
+            if s.kind == "expected":
+                groups.setdefault(s.why, []).append(s.entry.words)
+        for why, words in groups.items():
+            first = words[0] if len(words[0]) <= 140 else words[0][:139] + "..."
+            c.print(f"  {p.name}: expected: {len(words)} x \"{first}\": {why}")
+        for n in p.notes:
+            c.print(f"  {p.name}: {n}")
+    for n in r.notes:
+        c.print(f"  {n}")
+
+
+def _read_result(x: ReadCheck) -> str:
+    if not x.ok:
+        first = x.differences[0] if x.differences else ""
+        return f"FAIL ({x.difference_count}): {first}" + (f"; the read ended {x.stop}" if x.stop else "")
+    if x.stop and x.expected_stop:
+        return f"ok; stops at offset {x.stop_offset}: {x.expected_stop} ({x.unreachable} record(s) past it)"
+    return "ok"
+
+
+def _produce_result(pc: ProduceCheck) -> str:
+    note = f" ({pc.note})" if pc.note else ""
+    if pc.error is not None:
+        return ("refused, as announced: " if pc.refused_expected else "REFUSED: ") + pc.error + note
+    rb = pc.read_back
+    if rb is None or not rb.ok:
+        first = rb.differences[0] if rb is not None and rb.differences else (rb.stop if rb else "not read back")
+        return f"FAIL: {first}{note}"
+    return f"ok, read back{note}"
+
+
+def rehearse_findings(r: RehearseResult) -> list[str]:
+    return [f"canary rehearse: {f.line()}" for f in r.findings]
+
+
+def rehearse_json_lines(r: RehearseResult) -> list[dict[str, Any]]:
+    d = r.as_dict()
+    lines: list[dict[str, Any]] = list(d["partitions"])
+    lines += d["costs"] + d["clients"]
+    lines += [{"type": "finding", **f} for f in d["findings"]]
+    lines.append({"type": "summary", **{k: v for k, v in d.items()
+                                        if k not in ("partitions", "costs", "clients", "findings", "schema")}})
+    return lines

@@ -4,74 +4,62 @@ warnings on stderr, a progress bar on a terminal, the closing total."""
 from __future__ import annotations
 
 from types import TracebackType
-from typing import Any
-
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TextColumn,
-    TimeRemainingColumn,
-    TransferSpeedColumn,
-)
 
 from kafkatool.commands.options import Output, OutputFormat
+from kafkatool.commands.terminal import ProgressBar
 from kafkatool.convert.engine import PartitionSource, PartitionStats
 from kafkatool.convert.run import ConvertListener
+from kafkatool.util.printable import shown
 from kafkatool.util.units import format_size
 
 
 class ConvertRenderer(ConvertListener):
-    """Progress bar (rich, stderr, only on a terminal) and the per-partition summary as partitions finish."""
+    """Progress bar (stderr, only on a terminal: the partition lines print above it) and the per-partition
+    summary as partitions finish."""
 
     def __init__(self, output: Output, form: OutputFormat, command: str) -> None:
         self.output = output
         self.form = form
         self.command = command
-        self.progress: Progress | None = None
-        self.task: Any = None
+        self.bar: ProgressBar | None = None
 
     def __enter__(self) -> ConvertRenderer:
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        if self.progress is not None:
-            self.progress.stop()
-            self.progress = None
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None
 
     def warning(self, text: str) -> None:
-        self.output.finding(f"kafkatool {self.command}: {text}")
+        self.output.warning(text)
+
+    def note(self, text: str) -> None:
+        self.output.note(f"kafkatool {self.command}: {text}")
 
     def start(self, sources: list[PartitionSource], total_bytes: int) -> None:
-        if self.output.quiet or not self.output.err.is_terminal:
-            return
-        self.progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(), DownloadColumn(),
-                                 TransferSpeedColumn(), TimeRemainingColumn(), console=self.output.err,
-                                 transient=True)
-        self.progress.start()
-        self.task = self.progress.add_task(self.command, total=total_bytes)
+        self.bar = ProgressBar(self.command, total_bytes, enabled=not self.output.quiet)
+        self.bar.start()
 
     def advance(self, n_bytes: int, partition: str) -> None:
-        if self.progress is not None:
-            self.progress.update(self.task, advance=n_bytes, description=f"{self.command} {partition}")
+        if self.bar is not None:
+            self.bar.update(advance=n_bytes, description=f"{self.command} {shown(partition)}")
 
     def partition_done(self, stats: PartitionStats) -> None:
-        if self.progress is not None:
-            self.progress.console.print(f"{stats.partition}: done", highlight=False, markup=False)
         render_partition(self.output, self.form, stats, self.command)
 
 
 def render_partition(output: Output, form: OutputFormat, s: PartitionStats, command: str) -> None:
     for w in s.warnings:  # findings about the input (skipped torn tails, files not carried): always shown
-        output.finding(f"kafkatool {command}: {s.partition}: warning: {w}")
+        output.warning(f"{shown(s.partition)}: {w}")
     if form == OutputFormat.json:
         output.json({"type": "partition", "command": command, **s.as_dict()})
         return
     c = s.counters
     dest = s.output or "(dry run: nothing written)"
     lines = [
-        f"{s.partition}: {s.source} -> {dest} (magic {s.to_magic})",
+        f"{shown(s.partition)}: {shown(s.source)} -> {shown(dest)} (magic {s.to_magic})",
         f"  segments   {s.segments_in} in, {s.segments_out} out",
         f"  records    {c.records_in} in, {c.records_out} out",
         f"  bytes      {s.bytes_in} in ({format_size(s.bytes_in)}), {s.bytes_out} out ({format_size(s.bytes_out)})",

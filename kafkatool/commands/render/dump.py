@@ -1,38 +1,41 @@
 """``dump``'s output: the events of the walk through one writer (``text``, ``dump-log``, ``json`` or ``table``),
-findings on stderr, a per-file progress bar on a terminal, the closing summary or counts."""
+findings on stderr (``kafkatool dump: error|warning|info: ...``), a progress bar over a large run on a terminal,
+the closing summary or counts."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
-from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
-
-from kafkatool.commands.render.table import TableWriter
+from kafkatool.commands.terminal import ProgressBar, err_is_terminal, err_line
 from kafkatool.dump.dumplog import DumpLogWriter, make_decoder
 from kafkatool.dump.events import DumpOptions, Event, FileEnd, FileStart, Finding, Notice
 from kafkatool.dump.events import Progress as ProgressEvent
 from kafkatool.dump.render import JsonWriter, TextWriter, summary_text
 from kafkatool.dump.run import DumpListener, DumpOutcome, DumpRequest
+from kafkatool.util.printable import shown
+
+PROG = "kafkatool dump"
+OWN = "kafkatool: "  # how the library's writers mark a line of kafkatool's own (Kafka's own lines are unmarked)
 
 
 def err(text: str) -> None:
-    sys.stderr.write(text + "\n")
+    """A stderr line of the walk: kafkatool's own lines as ``kafkatool dump: ...``, Kafka's (dump-log) as they are."""
+    err_line(PROG + ": " + text[len(OWN):] if text.startswith(OWN) else text)
 
 
 class DumpRenderer(DumpListener):
     """Renders a run of ``request`` in ``form`` (``text``, ``dump-log``, ``json`` or ``table``) on ``out``."""
 
     def __init__(self, out: IO[str], form: str, request: DumpRequest, *, encoding: str,
-                 skip_record_metadata: bool, quiet: bool, progress: bool, dump_log_version: str = "3.9") -> None:
+                 skip_record_metadata: bool, quiet: bool, dump_log_version: str = "3.9") -> None:
         self.out, self.form, self.request, self.encoding = out, form, request, encoding
         self.skip_record_metadata = skip_record_metadata
         self.kafka4 = dump_log_version == "4"  # 4.x's kafka-dump-log.sh lines
         self.quiet = quiet
-        self.progress = _ProgressView() if progress else None
+        self.wants_totals = not quiet and err_is_terminal()  # a bar may show: dump() says how much there is
+        self.progress: _ProgressView | None = None
         self.writer: Any = None
 
     def __enter__(self) -> DumpRenderer:
@@ -45,7 +48,11 @@ class DumpRenderer(DumpListener):
 
     # ------------------------------------------------------------------ listener
     def warning(self, text: str) -> None:
-        err(f"kafkatool dump: {text}")
+        err_line(f"{PROG}: warning: {text}")
+
+    def planned(self, records_bytes: int) -> None:
+        if self.wants_totals and records_bytes >= _ProgressView.MIN_SIZE:
+            self.progress = _ProgressView(records_bytes)
 
     def start(self, options: DumpOptions) -> None:
         req, out, enc = self.request, self.out, self.encoding
@@ -59,7 +66,10 @@ class DumpRenderer(DumpListener):
             writer = JsonWriter(out, encoding=enc, decompress_limit=options.decompress_limit,
                                 summary_only=quiet_output, file_ends=req.count)
         elif self.form == "table":
-            writer = TableWriter(Console(file=out, highlight=False), print_data=req.shows_data, encoding=enc)
+            from kafkatool.commands.render.table import TableWriter
+            from kafkatool.commands.terminal import console
+
+            writer = TableWriter(console(file=out, highlight=False), print_data=req.shows_data, encoding=enc)
         else:
             writer = TextWriter(out, err, print_data=req.shows_data, encoding=enc, summary_only=quiet_output)
         if quiet_output and self.form != "json":
@@ -92,7 +102,7 @@ class DumpRenderer(DumpListener):
         elif req.summary_only and self.form != "json":
             out.write(summary_text(summary) + "\n")
         elif not self.quiet and self.form in ("text", "table"):
-            err(f"kafkatool: summary: {summary_text(summary)}")
+            err_line(f"{PROG}: summary: {summary_text(summary)}")
         out.flush()
 
 
@@ -122,35 +132,33 @@ class _Counts(_FindingsOnly):
     def handle(self, ev: Event) -> None:
         if type(ev) is FileEnd and ev.kind.is_records:
             n = ev.records
-            self.out.write(f"{'?' if n is None else n} {ev.path}\n")
+            self.out.write(f"{'?' if n is None else n} {shown(ev.path)}\n")
         super().handle(ev)
 
 
 class _ProgressView:
-    """A transient per-file progress bar on stderr for files large enough to take a while."""
+    """One transient bar over the whole run, in bytes of records files (shown only for runs large enough to take
+    a while), the file being walked as its label."""
 
     MIN_SIZE = 64 * 1024 * 1024
 
-    def __init__(self) -> None:
-        self.bar: Progress | None = None
-        self.task: Any = None
+    def __init__(self, total: int) -> None:
+        self.bar = ProgressBar("dump", total, enabled=True)
+        self.done = 0  # bytes of the records files finished
+        self.file = 0  # size of the one being walked
+        self.bar.start()
 
     def update(self, ev: FileStart | FileEnd | ProgressEvent) -> None:
         if isinstance(ev, FileStart):
-            if ev.kind.is_records and ev.size >= self.MIN_SIZE:
-                if self.bar is None:
-                    self.bar = Progress(TextColumn("{task.description}", markup=False), BarColumn(), DownloadColumn(),
-                                        TimeRemainingColumn(), console=Console(stderr=True), transient=True)
-                    self.bar.start()
-                self.task = self.bar.add_task(Path(ev.path).name, total=ev.size)
+            if ev.kind.is_records:
+                self.file = ev.size
+                self.bar.update(completed=self.done, description=shown(Path(ev.path).name))
         elif isinstance(ev, ProgressEvent):
-            if self.bar is not None and self.task is not None:
-                self.bar.update(self.task, completed=ev.position)
-        elif self.bar is not None and self.task is not None:
-            self.bar.remove_task(self.task)
-            self.task = None
+            self.bar.update(completed=self.done + ev.position)
+        elif ev.kind.is_records:
+            self.done += self.file
+            self.file = 0
+            self.bar.update(completed=self.done)
 
     def close(self) -> None:
-        if self.bar is not None:
-            self.bar.stop()
-            self.bar = None
+        self.bar.stop()

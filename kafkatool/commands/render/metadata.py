@@ -7,11 +7,12 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from rich.console import Console
 from rich.table import Table
 
+from kafkatool.commands import terminal
 from kafkatool.commands.options import Output, OutputFormat
 from kafkatool.metadata import ImageResult, MetadataChange, MetadataFinding
+from kafkatool.util.printable import shown
 
 
 def _ids(xs: Sequence[int] | None) -> str:
@@ -65,7 +66,7 @@ def _sections(img: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]
 def _head(result: ImageResult) -> str:
     img = result.image
     s = result.snapshot
-    base = f"snapshot {s.path.name}" if s is not None else "no snapshot"
+    base = f"snapshot {shown(s.path.name)}" if s is not None else "no snapshot"
     return (f"metadata image at offset {img.offset} (epoch {img.epoch}, timestamp {img.timestamp}): {base}, then "
             f"the log to offset {result.log_end_offset if result.log_end_offset is not None else '-'}; "
             f"{result.records} records applied")
@@ -78,7 +79,7 @@ def render_image(out: Output, form: OutputFormat, result: ImageResult) -> None:
         return
     img = result.image.to_json()
     if form == OutputFormat.table:
-        console = Console(file=out.out, highlight=False, soft_wrap=False)
+        console = terminal.console(file=out.out, highlight=False, soft_wrap=False)
         console.print(_head(result), markup=False)
         for title, cols, rows in _sections(img):
             if not rows:
@@ -121,7 +122,7 @@ def render_diff(out: Output, form: OutputFormat, a: ImageResult, b: ImageResult,
         else:
             detail = _compact(c.after if c.change == "added" else c.before)
         out.line(f"{c.change:<8} {c.section:<14} {c.key}  {detail}")
-    out.note(f"kafkatool metadata: {len(changes)} change(s) from offset {a.image.offset} to offset {b.image.offset}")
+    out.note(f"{len(changes)} change(s) from offset {a.image.offset} to offset {b.image.offset}")
     _text_findings(out, a.findings + b.findings)
 
 
@@ -136,4 +137,4 @@ def _json_findings(out: Output, findings: list[MetadataFinding]) -> None:
 
 def _text_findings(out: Output, findings: list[MetadataFinding]) -> None:
     for f in findings:
-        out.finding(f"kafkatool metadata: {f.severity}: {f}")
+        out.message(str(f.severity), str(f))

@@ -7,21 +7,14 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeRemainingColumn,
-    TransferSpeedColumn,
-)
-
 from kafkatool.commands.options import Output, OutputFormat
+from kafkatool.commands.terminal import ProgressBar
+from kafkatool.log.layout import IrregularFile
 from kafkatool.log.loader import LogDirState, PartitionRecovery
 from kafkatool.reindex.engine import SegmentResult, result_records
 from kafkatool.reindex.run import ReindexListener, ReindexOutcome
-from kafkatool.reindex.verify import OK, Severity
+from kafkatool.reindex.verify import NOT_REGULAR, OK, Severity
+from kafkatool.util.printable import shown
 from kafkatool.util.units import format_size
 
 
@@ -32,8 +25,7 @@ def _n(count: int, word: str) -> str:
 class ReindexRenderer(ReindexListener):
     def __init__(self, out: Output, form: OutputFormat, verbose: bool, label: str) -> None:
         self.out, self.form, self.verbose, self.label = out, form, verbose, label
-        self._progress: Progress | None = None
-        self._bar: TaskID | None = None
+        self._bar: ProgressBar | None = None
         self._units = 0
         self._done = 0
         self._unit = ""
@@ -43,31 +35,35 @@ class ReindexRenderer(ReindexListener):
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        if self._progress is not None:
-            self._progress.stop()
-            self._progress = None
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
 
     # ------------------------------------------------------------------ listener
     def warning(self, text: str) -> None:
-        self.out.finding(f"kafkatool reindex-time: {text}")
+        self.out.warning(text)
 
     def note(self, text: str) -> None:
         self.out.note(text)
 
     def start(self, total_bytes: int, units: int, unit: str) -> None:
         self._units, self._unit = units, unit
-        if self.out.quiet or not self.out.err.is_terminal or not units:
+        if not units:
             return
-        self._progress = Progress(TextColumn(f"[bold]{self.label}"), BarColumn(),
-                                  TextColumn("{task.fields[units]}"), DownloadColumn(), TransferSpeedColumn(),
-                                  TimeRemainingColumn(), console=self.out.err, transient=True)
-        self._bar = self._progress.add_task(self.label, total=total_bytes, units=f"0/{units} {unit}")
-        self._progress.start()
+        self._bar = ProgressBar(self.label, total_bytes, enabled=not self.out.quiet, units=f"0/{units} {unit}")
+        self._bar.start()
 
     def advance(self, nbytes: int) -> None:
         self._done += 1
-        if self._progress is not None and self._bar is not None:
-            self._progress.update(self._bar, advance=nbytes, units=f"{self._done}/{self._units} {self._unit}")
+        if self._bar is not None:
+            self._bar.update(advance=nbytes, units=f"{self._done}/{self._units} {self._unit}")
+
+    def not_regular(self, file: IrregularFile) -> None:
+        if self.form == OutputFormat.json:
+            self.out.json({"type": "finding", "kind": NOT_REGULAR, "severity": "error", "path": str(file.path),
+                           "message": file.message})
+            return
+        self.out.finding(f"{shown(file.path)}: {NOT_REGULAR} (error): {file.message}")
 
     def segment(self, res: SegmentResult) -> None:
         if self.form == OutputFormat.json:
@@ -79,18 +75,18 @@ class ReindexRenderer(ReindexListener):
         # files written or replaced and, with --verbose, the files that are fine.
         out, t = self.out, res.task
         for f in res.log_findings:
-            out.finding(f"{t.partition}/{t.log.name}: {f.kind} ({f.severity.value}): {f.message}")
+            out.message(f.severity.value, f"{f.kind}: {shown(t.partition)}/{shown(t.log.name)}: {f.message}")
         for c in res.checks:
-            name = f"{t.partition}/{c.path.name}"
+            name = f"{shown(t.partition)}/{shown(c.path.name)}"
             if c.status == OK:
                 if self.verbose:
                     out.line(f"{name}: ok ({c.on_disk_entries} entries)")
             for f in c.findings:
-                out.finding(f"{name}: {f.kind} ({f.severity.value}): {f.message}")
+                out.message(f.severity.value, f"{f.kind}: {name}: {f.message}")
             for a in res.actions:
                 if a.path.name == c.path.name and (a.action != "skipped" or self.verbose):
-                    extra = f" (backup {a.backup.name})" if a.backup else f" ({a.reason})" if a.reason else ""
-                    out.line(f"{name}: {a.action} {a.path}{extra}")
+                    extra = f" (backup {shown(a.backup.name)})" if a.backup else f" ({a.reason})" if a.reason else ""
+                    out.line(f"{name}: {a.action} {shown(a.path)}{extra}")
 
     def log_dir(self, path: Path, state: LogDirState) -> None:
         if self.form == OutputFormat.json:
@@ -99,7 +95,7 @@ class ReindexRenderer(ReindexListener):
             return
         shutdown = "clean shutdown (.kafka_cleanshutdown present)" if state.clean_shutdown else \
             "unclean shutdown (no .kafka_cleanshutdown)"
-        self.out.line(f"log dir {path}: {shutdown}" + "".join(f"; {n}" for n in state.notes))
+        self.out.line(f"log dir {shown(path)}: {shutdown}" + "".join(f"; {n}" for n in state.notes))
 
     def partition(self, part: PartitionRecovery) -> None:
         out = self.out
@@ -119,18 +115,20 @@ class ReindexRenderer(ReindexListener):
                       "rebuilt_segments": part.rebuilt_segments, "loses_data": part.loses_data, "fails": part.fails,
                       "lost_bytes": part.lost_bytes})
             return
-        out.line(f"{part.partition} (recovery point {part.recovery_point}, log start offset {part.log_start_offset}):")
+        out.line(f"{shown(part.partition)} (recovery point {part.recovery_point}, log start offset "
+                 f"{part.log_start_offset}):")
         for s in part.steps:
             flag = " [data loss]" if s.loses_data else " [fails]" if s.fails else ""
-            where = f" {s.path}:" if s.path else ":"
+            where = f" {shown(s.path)}:" if s.path else ":"
             out.line(f"  {s.action}{where} {s.detail}{flag}")
 
     # ------------------------------------------------------------------ the end
     def summary(self, o: ReindexOutcome) -> None:
         out = self.out
         if o.mode == "recovery-report":
-            out.note("the broker would lose data or fail to load at startup" if o.loses_data else
-                     "the broker's startup recovery would not lose data")
+            unread = f"; {_n(o.not_regular, 'file')} not a regular file, not read" if o.not_regular else ""
+            out.note(("the broker would lose data or fail to load at startup" if o.loses_data else
+                      "the broker's startup recovery would not lose data") + unread)
             return
         rate = f", {format_size(int(o.bytes / o.seconds))}/s" if o.seconds > 0 else ""
         verb = {"check": "checked", "output": "rebuilt", "in-place": "rebuilt"}[o.mode]

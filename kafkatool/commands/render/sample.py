@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafkatool.commands.options import Output
 from kafkatool.sample.run import SampleListener, SampleOutcome
+from kafkatool.util.printable import shown
 from kafkatool.util.units import format_size
 
 if TYPE_CHECKING:  # the generator imports numpy: only when the command runs, not when the CLI starts
@@ -52,7 +53,10 @@ def _partition_line(p: PartitionSummary) -> str:
         notes.append("leader epochs " + ",".join(str(e.epoch) for e in p.epochs))
     formats = "/".join(f"v{m}" for m in p.magics) or "-"
     codecs = ",".join(p.codecs) or "-"
-    offsets = f"{p.log_start_offset}..{p.log_end_offset - 1}" if p.log_end_offset > p.log_start_offset else "empty"
+    # The offsets the records counted beside them span: from the first segment's base (DeleteRecords and retention
+    # move the log start offset, said in the notes, without deleting the records of the first segment below it).
+    first = min(p.first_segment_base, p.log_start_offset)
+    offsets = f"{first}..{p.log_end_offset - 1}" if p.log_end_offset > first else "empty"
     return (f"{p.topic}-{p.partition:<{max(1, 21 - len(p.topic))}} {formats:<9} {codecs:<22} {len(p.segments):>4} "
             f"{p.records:>8} {offsets:<15} {format_size(p.bytes):>9}  {'; '.join(notes)}")
 
@@ -83,7 +87,7 @@ def _summary_json(r: SampleResult) -> dict[str, Any]:
 
 
 def _summary_text(r: SampleResult) -> str:
-    mb_s = r.bytes / r.elapsed_s / 1e6 if r.elapsed_s > 0 else 0.0
-    return (f"kafkatool sample: wrote {len(r.partitions)} partitions of {len(r.spec.topics)} topics, "
-            f"{sum(p.records for p in r.partitions)} records, {format_size(r.bytes)} of segments to {r.path} "
-            f"in {r.elapsed_s:.2f} s ({mb_s:.0f} MB/s; profile {r.spec.profile}, seed {r.spec.seed})")
+    rate = format_size(int(r.bytes / r.elapsed_s)) if r.elapsed_s > 0 else "0B"
+    return (f"wrote {len(r.partitions)} partitions of {len(r.spec.topics)} topics, "
+            f"{sum(p.records for p in r.partitions)} records, {format_size(r.bytes)} of segments to {shown(r.path)} "
+            f"in {r.elapsed_s:.2f} s ({rate}/s; profile {r.spec.profile}, seed {r.spec.seed})")

@@ -7,11 +7,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from kafkatool.commands.options import Output, OutputFormat
+from kafkatool.commands.terminal import ProgressBar
+from kafkatool.dump import Severity
+from kafkatool.errors import NotRegularFileError
+from kafkatool.log.layout import IrregularFile
 from kafkatool.scan.engine import ScanReport
 from kafkatool.scan.report import (
     TopicShare,
     consumer_range_text,
-    failure_rows,
     format_rows,
     partition_row,
     segment_row,
@@ -19,9 +22,10 @@ from kafkatool.scan.report import (
 )
 from kafkatool.spark.memory import MemoryPlan
 from kafkatool.spark.run import ScanListener
+from kafkatool.util.printable import shown
 from kafkatool.util.units import format_size, format_time_ms
 
-MAX_FINDING_LINES = 20
+MAX_GAPS_SHOWN = 10  # offset-gap findings printed per segment (as dump prints them; the JSON lines list all)
 
 
 class ScanRenderer(ScanListener):
@@ -32,7 +36,7 @@ class ScanRenderer(ScanListener):
         self._line: ProgressLine | None = None
 
     def warning(self, text: str) -> None:
-        self.out.finding(f"kafkatool spark-scan: {text}")
+        self.out.warning(text)
 
     def note(self, text: str) -> None:
         self.out.note(text)
@@ -42,11 +46,14 @@ class ScanRenderer(ScanListener):
                       f"{format_size(memory.driver_memory)}, {cores} x Python worker "
                       f"{format_size(memory.python_worker_memory)})")
 
-    def executor(self, host: str, python: str, version: str, origin: str, shipped: bool) -> None:
-        self.out.note(f"executor {host}: Python {python}, kafkatool {version} from {origin}")
-        if not shipped:
-            self.out.finding(f"warning: executor {host} imports kafkatool from {origin}, not from the shipped "
-                             "kafkatool.zip (an installed kafkatool shadows it)")
+    def executor(self, host: str, python: str, version: str, origin: str, shipped: bool, compiled: bool) -> None:
+        where = "the shipped kafkatool.zip" if shipped else f"{origin} (installed: the same sources as this driver)"
+        self.out.note(f"executor {host}: Python {python}, kafkatool {version} from {where}, compiled path "
+                      f"{'active' if compiled else 'INACTIVE'}")
+        if not compiled:
+            self.out.warning(f"executor {host} runs kafkatool without its compiled extension (not built for its "
+                             "Python, or KAFKATOOL_PURE set): about 1.3-1.5x the CPU. Install kafkatool on the nodes "
+                             "or give the Python the driver runs")
 
     def stage(self, name: str) -> None:
         self._line = ProgressLine(self.out, name)
@@ -63,6 +70,9 @@ class ScanRenderer(ScanListener):
     def stats(self, report: ScanReport) -> None:
         render_stats(report, self.out, self.form, self.level)
 
+    def findings(self, report: ScanReport) -> None:
+        render_findings(report, self.out, self.form)
+
     def keyshare(self, shares: Sequence[TopicShare]) -> None:
         render_keyshare(shares, self.out, self.form)
 
@@ -72,16 +82,23 @@ class ScanRenderer(ScanListener):
     def export(self, records: int, directory: str) -> None:
         render_export(records, directory, self.out, self.form)
 
+    def not_regular(self, file: IrregularFile) -> None:
+        if self.form == OutputFormat.json:
+            self.out.json({"type": "finding", "kind": NotRegularFileError.finding, "path": str(file.path),
+                           "message": file.message})
+        self.out.finding(f"kafkatool spark-scan: {shown(file.path)}: {file.message}")
+
 
 class ProgressLine:
-    """Progress on stderr: a rewritten line on a terminal, a line every 10 s otherwise."""
+    """Progress on stderr: a bar on a terminal (``commands.terminal``), a line every 10 s otherwise."""
 
     def __init__(self, out: Output, label: str) -> None:
         self.out = out
         self.label = label
         self.start = time.monotonic()
-        self.tty = out.err.is_terminal
+        self.tty = out.err_is_terminal
         self.last = 0.0 if self.tty else self.start  # piped: the first line after 10 s
+        self.bar = ProgressBar(label, None, enabled=self.tty and not out.quiet, units="")
 
     def __call__(self, done_bytes: int, total_bytes: int, done_tasks: int = -1, total_tasks: int = -1) -> None:
         if self.out.quiet:
@@ -89,23 +106,24 @@ class ProgressLine:
         now = time.monotonic()
         if not self.tty and done_bytes >= total_bytes:
             return  # finish() says it
-        if done_bytes < total_bytes and now - self.last < (0.5 if self.tty else 10.0):
+        if self.tty:
+            if self.bar.total is None:
+                self.bar = ProgressBar(self.label, total_bytes, enabled=True, units="")
+                self.bar.start()
+            self.bar.update(completed=done_bytes, total=total_bytes,
+                            units=f"{done_tasks}/{total_tasks} tasks" if total_tasks >= 0 else "")
+            return
+        if done_bytes < total_bytes and now - self.last < 10.0:
             return
         self.last = now
         elapsed = now - self.start
         share = done_bytes / total_bytes if total_bytes else 1.0
         eta = f", ETA {int(elapsed / share - elapsed)}s" if 0 < share < 1 else ""
         tasks = f"{done_tasks}/{total_tasks} tasks, " if total_tasks >= 0 else ""
-        text = f"{self.label}: {tasks}{format_size(done_bytes)}/{format_size(total_bytes)} ({share:.0%}){eta}"
-        if self.tty:
-            self.out.err.file.write("\r" + text + "\x1b[K")
-            self.out.err.file.flush()
-        else:
-            self.out.note(text)
+        self.out.note(f"{self.label}: {tasks}{format_size(done_bytes)}/{format_size(total_bytes)} ({share:.0%}){eta}")
 
     def finish(self, total_bytes: int) -> None:
-        if self.tty and not self.out.quiet:
-            self.out.err.file.write("\r\x1b[K")
+        self.bar.stop()
         elapsed = time.monotonic() - self.start
         rate = total_bytes / elapsed if elapsed > 0 else 0.0
         self.out.note(f"{self.label}: {format_size(total_bytes)} in {elapsed:.1f}s ({format_size(int(rate))}/s)")
@@ -161,7 +179,6 @@ def _stats_cells(f: dict[str, Any]) -> list[Any]:
 
 
 def render_stats(report: ScanReport, out: Output, form: OutputFormat, level: str) -> None:
-    failures = failure_rows(report)
     if form == OutputFormat.json:
         for seg in report.segments:
             out.json({"type": "segment", **segment_row(seg), "formats": format_rows(seg.stats)})
@@ -170,29 +187,29 @@ def render_stats(report: ScanReport, out: Output, form: OutputFormat, level: str
         for t in report.topics:
             out.json({"type": "topic", "topic": t.topic, "partitions": t.partitions, "segments": t.segments,
                       **stats_fields(t.stats), "formats": format_rows(t.stats)})
-        for f in failures:
-            out.json({"type": "failure", **f})
         out.json({"type": "total", "topics": len(report.topics), "partitions": len(report.partitions),
                   "segments": len(report.segments), **stats_fields(report.total),
-                  "formats": format_rows(report.total), "findings": report.findings})
+                  "formats": format_rows(report.total), **finding_counts(report)})
     else:
         if level == "segment":
-            rows = [[s.topic, s.partition, s.base_offset, *_stats_cells(stats_fields(s.stats)),
-                     "ok" if not s.end.abnormal else s.end.kind] for s in report.segments]
+            rows = [[shown(s.topic), s.partition, s.base_offset, *_stats_cells(stats_fields(s.stats)),
+                     "ok" if s.stop is None else s.stop.kind] for s in report.segments]
             lines = table(["TOPIC", "PARTITION", "SEGMENT", *_STATS_HEADERS, "END"], rows)
         elif level == "partition":
             copies = len({(p.topic, p.partition) for p in report.partitions}) < len(report.partitions)
-            rows = [[p.topic, p.partition, *([p.dir] if copies else []), p.segments,
+            rows = [[shown(p.topic), p.partition, *([shown(p.dir)] if copies else []), p.segments,
                      *_stats_cells(stats_fields(p.stats))] for p in report.partitions]
             lines = table(["TOPIC", "PARTITION", *(["DIR"] if copies else []), "SEGMENTS", *_STATS_HEADERS], rows)
         else:
-            rows = [[t.topic, t.partitions, t.segments, *_stats_cells(stats_fields(t.stats))] for t in report.topics]
+            rows = [[shown(t.topic), t.partitions, t.segments, *_stats_cells(stats_fields(t.stats))]
+                    for t in report.topics]
             lines = table(["TOPIC", "PARTITIONS", "SEGMENTS", *_STATS_HEADERS], rows)
         for line in lines:
             out.line(line)
         out.line("")
-        fmt_rows = [[t.topic, f["magic"], f["codec"], f["batches"], f["records"], f["bytes"], f["uncompressed_bytes"],
-                     f["compression_ratio"]] for t in report.topics for f in format_rows(t.stats)]
+        fmt_rows = [[shown(t.topic), f["magic"], f["codec"], f["batches"], f["records"], f["bytes"],
+                     f["uncompressed_bytes"], f["compression_ratio"]]
+                    for t in report.topics for f in format_rows(t.stats)]
         for line in table(["TOPIC", "MAGIC", "CODEC", "BATCHES", "RECORDS", "BYTES", "UNCOMPRESSED", "RATIO"],
                           fmt_rows):
             out.line(line)
@@ -202,13 +219,38 @@ def render_stats(report: ScanReport, out: Output, form: OutputFormat, level: str
                  f"segments, {tot.batches} batches, {tot.records} records, {tot.bytes} bytes "
                  f"({tot.uncompressed_bytes} uncompressed, ratio {tot.compression_ratio:.2f}), "
                  f"{tot.oversized_batches} batches over max.message.bytes (largest {tot.largest_batch}), "
-                 f"{tot.crc_failures} CRC failures, {tot.decode_failures} decode failures"
-                 + (f", {tot.unknown_magic} batches of an unknown magic" if tot.unknown_magic else ""))
-    for f in failures[:MAX_FINDING_LINES]:
-        out.finding(f"kafkatool: finding: {f['path']} at byte {f['position']}: {f['kind']}: {f['message']}")
-    if len(failures) > MAX_FINDING_LINES:
-        out.finding(f"kafkatool: ... {len(failures) - MAX_FINDING_LINES} more findings (--format json, or "
-                    "failures.parquet with --output)")
+                 f"{tot.crc_failures} CRC failures, {tot.decode_failures} decode failures")
+
+
+def finding_counts(report: ScanReport) -> dict[str, int]:
+    return {"errors": report.count(Severity.ERROR), "warnings": report.count(Severity.WARNING),
+            "infos": report.count(Severity.INFO), "io_errors": report.io_errors}
+
+
+def render_findings(report: ScanReport, out: Output, form: OutputFormat) -> None:
+    """Every finding on stderr as ``dump`` prints it (offset gaps: the first few per segment), then their count;
+    with JSON also a ``finding`` line each on stdout."""
+    if form == OutputFormat.json:
+        for seg in report.segments:
+            for f in seg.findings:
+                out.json({"type": "finding", "topic": seg.topic, "partition": seg.partition, "kind": f.kind,
+                          "severity": f.severity.value, "path": f.path, "position": f.position, "offset": f.offset,
+                          "message": f.message, **f.data})
+        out.json({"type": "findings", **finding_counts(report)})
+    for seg in report.segments:
+        gaps = 0
+        for f in seg.findings:
+            if f.kind == "offset-gap":
+                gaps += 1
+                if gaps > MAX_GAPS_SHOWN:
+                    continue
+            out.finding(f"kafkatool: {f}")
+        if gaps > MAX_GAPS_SHOWN:
+            out.finding(f"kafkatool: info: offset-gap: {seg.path}: {gaps - MAX_GAPS_SHOWN} more offset gaps not shown "
+                        "(the JSON lines list every one)")
+    c = finding_counts(report)
+    if report.findings:
+        out.note(f"findings: {c['errors']} errors, {c['warnings']} warnings, {c['infos']} info")
 
 
 def render_keyshare(shares: Sequence[TopicShare], out: Output, form: OutputFormat) -> None:
@@ -240,7 +282,7 @@ def render_keyshare(shares: Sequence[TopicShare], out: Output, form: OutputForma
                           "share_of_consumer": round(h.share_of_consumer, 4)})
             continue
         origin = "highest partition found + 1" if t.partitions_assumed else "--partitions"
-        out.line(f"key sharing: {t.topic}: {a.consumers} consumers on {a.partitions} partition"
+        out.line(f"key sharing: {shown(t.topic)}: {a.consumers} consumers on {a.partitions} partition"
                  f"{'s' if a.partitions != 1 else ''} ({origin}): "
                  + "  ".join(a.describe()))
         rows = [[f"M{c.consumer + 1}", consumer_range_text(c), c.records, c.bytes, plain[c.consumer].records,
@@ -272,7 +314,7 @@ def render_index_checks(rows: Sequence[dict[str, Any]], out: Output, form: Outpu
         for r in rows:
             out.json({"type": "index_check", **r})
     else:
-        cells = [[r["topic"], r["partition"], r["base_offset"], r["classification"],
+        cells = [[shown(r["topic"]), r["partition"], r["base_offset"], r["classification"],
                   f"{r['offset_entries_on_disk']}/{r['offset_entries_rebuilt']}",
                   f"{r['time_entries_on_disk']}/{r['time_entries_rebuilt']}", r["detail"] or ""] for r in rows]
         for line in table(["TOPIC", "PARTITION", "SEGMENT", "INDEX", "OFFSET-ENTRIES", "TIME-ENTRIES", "DETAIL"],
@@ -284,11 +326,11 @@ def render_index_checks(rows: Sequence[dict[str, Any]], out: Output, form: Outpu
         out.line("index check: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
     for r in rows:
         if r["severity"] in ("error", "warning"):
-            out.finding(f"kafkatool: {r['severity']}: {r['path']}: index {r['classification']}: {r['detail']}")
+            out.message(r["severity"], f"index-{r['classification']}: {shown(r['path'])}: {r['detail']}")
 
 
 def render_export(n: int, directory: str, out: Output, form: OutputFormat) -> None:
     if form == OutputFormat.json:
         out.json({"type": "export", "records": n, "path": directory, "partitioned_by": ["topic", "partition"]})
     else:
-        out.line(f"export: {n} records written to {directory} (Parquet, partitioned by topic, partition)")
+        out.line(f"export: {n} records written to {shown(directory)} (Parquet, partitioned by topic, partition)")

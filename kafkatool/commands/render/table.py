@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.style import Style
 
+from kafkatool.commands.terminal import err_is_terminal, err_line
 from kafkatool.dump.control import describe_control
 from kafkatool.dump.events import (
     BatchEvent,
@@ -23,10 +24,12 @@ from kafkatool.dump.events import (
     IndexEntryEvent,
     Notice,
     NoticeKind,
+    RecordsEvent,
     Severity,
 )
 from kafkatool.dump.render import codec_label, decoded_parts, text_bytes
 from kafkatool.record.default_records import DefaultRecordBatch
+from kafkatool.util.printable import shown
 from kafkatool.util.units import TimestampFormatter, format_size
 
 _TS_SHORT = {"CreateTime": "create", "LogAppendTime": "append", "NoTimestampType": "none"}
@@ -39,7 +42,6 @@ class TableWriter:
     def __init__(self, console: Console, *, print_data: bool, encoding: str) -> None:
         self.console = console
         self.out = console.file
-        self.err = Console(stderr=True, highlight=False)
         self.print_data = print_data
         self.encoding = encoding
         colour = console.is_terminal and not console.no_color
@@ -73,6 +75,8 @@ class TableWriter:
     def handle(self, ev: Event) -> None:
         if isinstance(ev, BatchEvent):
             self._batch(ev)
+        elif isinstance(ev, RecordsEvent):
+            self._records(ev)
         elif isinstance(ev, IndexEntryEvent):
             fields = asdict(ev.entry)
             self._header([(k.replace("_", " ").capitalize(), 20, False) for k in fields] + [("", 0, False)])
@@ -80,7 +84,7 @@ class TableWriter:
         elif isinstance(ev, FileStart):
             self.columns = []
             extra = "" if ev.base_offset is None else f" · base offset {ev.base_offset}"
-            path = escape(str(ev.path))  # the user's file name, printed as it is (brackets are not markup)
+            path = escape(shown(ev.path))  # the user's file name, escaped (brackets are not markup, nor ESC)
             self.console.rule(f"[bold]{path}[/] · {ev.kind.value} · {format_size(ev.size)}{extra}", align="left")
         elif isinstance(ev, FileEnd):
             if ev.kind.is_records:
@@ -90,10 +94,10 @@ class TableWriter:
                             "red" if ev.invalid_bytes else "dim")
         elif isinstance(ev, Finding):
             style = {Severity.ERROR: "bold red", Severity.WARNING: "yellow"}.get(ev.severity, "dim")
-            self.err.print(f"kafkatool: {ev}", style=style, markup=False, soft_wrap=True)
+            err_line(f"kafkatool dump: {ev}", style if err_is_terminal() else None)
         elif isinstance(ev, Notice):
             if ev.kind == NoticeKind.UNKNOWN_FILE:
-                self.err.print(f"Ignoring unknown file {ev.path}", markup=False)
+                err_line(f"Ignoring unknown file {shown(ev.path)}")
             else:
                 self._plain("(no entries)" if ev.kind == NoticeKind.INDEX_EMPTY else "passed sanity check", "dim")
 
@@ -123,6 +127,10 @@ class TableWriter:
         fmt = f"v{b.magic} {codec_label(b.codec_id)} {_TS_SHORT[b.timestamp_type.label]}"
         self._line([str(b.position), offsets, n, fmt, str(b.size), self.ts(b.max_timestamp),
                     "ok" if ev.crc_valid else "BAD", ", ".join(info)], None if ev.crc_valid else "red")
+        self._records(ev)
+
+    def _records(self, ev: BatchEvent | RecordsEvent) -> None:
+        b = ev.batch
         enc = self.encoding
         decoded = ev.decoded
         for i, r in enumerate(ev.records or ()):

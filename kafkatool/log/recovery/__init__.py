@@ -31,13 +31,10 @@ there keeps the batch and truncates the segment after it, before loading fails.
 
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
 from typing import Literal
 
 from kafkatool.constants import DEFAULT_INDEX_INTERVAL_BYTES
-from kafkatool.errors import InputError
 from kafkatool.log.recovery.result import SegmentRecovery
 from kafkatool.record.file_records import FileRecords
 
@@ -51,14 +48,11 @@ def recover_segment(log: str | Path | FileRecords, base_offset: int, *,
     if method == "fast":
         from kafkatool.log.recovery.fast import recover_fast
 
+        size: int | None = None  # a path: the whole file, as large as it is when recover_fast opens it
         if isinstance(log, FileRecords):
             path, size = log.path, log.size
         else:
             path = str(log)
-            try:
-                size = _regular_file_size(path)
-            except OSError as e:
-                raise InputError(f"cannot open: {e.strerror}", path=path) from None
         return recover_fast(path, size, base_offset, index_interval_bytes=index_interval_bytes, verify=verify,
                             latest_epoch=latest_epoch)
     from kafkatool.log.recovery.reference import recover_reference
@@ -70,10 +64,3 @@ def recover_segment(log: str | Path | FileRecords, base_offset: int, *,
     finally:
         if owned:
             fr.close()
-
-
-def _regular_file_size(path: str) -> int:
-    st = os.stat(path)
-    if not stat.S_ISREG(st.st_mode):
-        raise InputError("not a regular file", path=path)
-    return st.st_size

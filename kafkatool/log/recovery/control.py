@@ -109,7 +109,8 @@ def check_control_batch(batch: bytes, position: int) -> ControlFailure | None:
         return None  # "An empty control batch means the entire transaction has been cleaned from the log"
     if attributes & COMPRESSION_CODEC_MASK:
         try:
-            records = DefaultRecordBatch.at(batch, 0, position).records(limit=_budget.decompress_limit())
+            # the first chunk (the whole batch is checked): a hostile control batch may declare millions
+            records = next(DefaultRecordBatch.at(batch, 0, position).record_chunks(limit=_budget.decompress_limit()))
         except LimitExceededError:
             raise
         except InvalidRecordError as e:

@@ -27,10 +27,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-import crc32c as _crc32c
 import numpy as np
 import numpy.typing as npt
 
+from kafkatool._accel import crc32c as _crc32c
 from kafkatool._accel import speedups as _C
 from kafkatool.constants import INT32_MAX
 from kafkatool.errors import CorruptRecordError, InputError
@@ -69,6 +69,7 @@ from kafkatool.record.default_records import (
 from kafkatool.record.file_records import WalkEnd
 from kafkatool.record.legacy_records import ENTRY_CRC_OFFSET, ENTRY_TIMESTAMP_OFFSET, RECORD_OVERHEAD_V0
 from kafkatool.util import budget as _budget
+from kafkatool.util.regular import open_regular
 
 I64 = npt.NDArray[np.int64]
 WINDOW = 1 << 20
@@ -321,19 +322,6 @@ class _Walk:
         return q, h
 
 
-def _open_noatime(path: str) -> int:
-    """Open read-only without access-time updates where the caller may (the file's owner or root): a hop is
-    one small read per batch, and the atime check of each read is ~7% of its kernel time (perf, HDR-byte
-    preads on a 100 MB segment). Others open the file plainly (O_NOATIME is then refused with EPERM)."""
-    noatime = getattr(os, "O_NOATIME", 0)
-    if noatime:
-        try:
-            return os.open(path, os.O_RDONLY | noatime)
-        except PermissionError:
-            pass
-    return os.open(path, os.O_RDONLY)
-
-
 def _advise(fd: int, name: str) -> None:
     advice = getattr(os, name, None)
     if advice is not None:
@@ -475,19 +463,26 @@ def _concat(parts: list[I64]) -> I64:
     return np.concatenate(parts) if parts else np.zeros(0, np.int64)
 
 
-def recover_fast(path: str, size: int, base_offset: int, *, index_interval_bytes: int, verify: bool = False,
-                 latest_epoch: int = -1, observers: Sequence[ChunkObserver] = ()) -> SegmentRecovery:
-    """``LogSegment.recover`` of the first ``size`` bytes of ``path`` (see the module doc)."""
-    out = SegmentRecovery(base_offset, size)
+def recover_fast(path: str, size: int | None, base_offset: int, *, index_interval_bytes: int,
+                 verify: bool = False, latest_epoch: int = -1,
+                 observers: Sequence[ChunkObserver] = ()) -> SegmentRecovery:
+    """``LogSegment.recover`` of the first ``size`` bytes of ``path`` (see the module doc), never past the size
+    the file has when opened (None: that size)."""
     try:
-        fd = _open_noatime(path)
+        # A regular file only; without access-time updates where the caller may (the file's owner or root): a
+        # hop is one small read per batch, and the atime check of each read is ~7% of its kernel time (perf,
+        # HDR-byte preads on a 100 MB segment). Others open the file plainly (O_NOATIME is refused with EPERM).
+        file = open_regular(path, noatime=True)
     except OSError as e:
         raise InputError(f"cannot open: {e.strerror}", path=path) from None
+    fd = file.fd
+    size = file.size if size is None else min(size, file.size)
+    out = SegmentRecovery(base_offset, size)
     try:
         _advise(fd, "POSIX_FADV_SEQUENTIAL")
         walk = _Walk(fd, size, verify, path)
     except BaseException:
-        os.close(fd)
+        file.close()
         raise
     b = _Builder(base_offset, index_interval_bytes, latest_epoch)
     step = max(1024, min(CHUNK_BATCHES, _budget.cache_bytes() // BYTES_PER_BATCH))
@@ -576,7 +571,7 @@ def recover_fast(path: str, size: int, base_offset: int, *, index_interval_bytes
                 break
     finally:
         walk.close()
-        os.close(fd)
+        file.close()
     out.batches = batches
     out.last_offset = last_offset
     out.max_timestamp = b.max_ts

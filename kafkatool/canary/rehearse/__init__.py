@@ -1,0 +1,1 @@
+"""``kafkatool canary rehearse``: the canary loaded and served by a real, throwaway broker."""
