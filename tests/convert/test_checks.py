@@ -154,3 +154,90 @@ def test_the_compiled_run_declines_every_batch_the_checks_refuse():
         with compiled(True):
             r = conv.run(buf, 0, len(buf), writer, PartitionStats("t-0", "src", None, 1), -1)
         assert r is None or r[0] == len(before), name  # stops before the bad batch
+
+
+# ---------------------------------------------------------------------------------------------- streamed checks
+
+@contextmanager
+def tiny_chunks(monkeypatch: pytest.MonkeyPatch, n: int = 2) -> Iterator[None]:
+    """Every batch of the cases holds more records than a run does (``budget.record_chunk`` of ``n``): the checks
+    and the conversion must read them a chunk at a time. Any whole-batch decode of more than ``n`` records (a
+    list of them all, as ``records()`` returns) fails the test."""
+    from kafkatool.record import default_records as v2
+    from kafkatool.record import legacy_records as legacy
+    from kafkatool.util import budget
+
+    monkeypatch.setattr(budget, "record_chunk", lambda: n)
+    for cls in (v2.DefaultRecordBatch, legacy.LegacyRecordBatch):
+        whole = cls.records
+
+        def bounded(self, *, limit=None, _whole=whole):  # type: ignore[no-untyped-def]
+            out = _whole(self, limit=limit)
+            assert len(out) <= n, f"a batch of {len(out)} records decoded into one list"
+            return out
+
+        monkeypatch.setattr(cls, "records", bounded)
+    yield
+
+
+STREAMED = [c for c in CASES if c not in ("offset-int64", "negative-delta", "bad-control")]  # batches of one record
+
+
+@pytest.mark.parametrize("on", [True, False], ids=["compiled", "python"])
+@pytest.mark.parametrize("opts", DIRECTIONS)
+@pytest.mark.parametrize("case", STREAMED)
+def test_a_batch_of_more_records_than_a_run_holds_is_checked_chunk_by_chunk(tmp_path, monkeypatch, case, opts, on):
+    """The source checks of a batch above ``budget.record_chunk`` stream (as dump's chunked walk checks per chunk):
+    the same refusal at the same byte and offset, and with --skip-corrupt the same output, never a list of all
+    its records."""
+    before, bad, after, kind, offset, lost = CASES[case]
+    src = make_partition(tmp_path / "src", "t-0", {0: before + bad + after})
+    seg = src / f"{0:020d}.log"
+    kept = records(before + after)
+    if kind == "record-crc-mismatch":
+        kept = records(before) + [r for r in records(bad) if r[0] not in lost] + records(after)
+    with compiled(on), tiny_chunks(monkeypatch):
+        found, _ = deep_verify(src)
+        assert (kind, len(before)) in [(k, p) for k, p, _ in errors(found)], "dump's chunked walk reports it"
+        with pytest.raises(CorruptDataError) as e:
+            convert_log(src, tmp_path / "out", ConvertOptions(**opts))
+        assert (e.value.path, e.value.position, e.value.exit_code) == (str(seg), len(before), 1)
+        assert e.value.message.startswith(f"offset {offset}: ")
+        assert not (tmp_path / "out").exists()
+        (st,) = convert_log(src, tmp_path / "skip", ConvertOptions(**opts, skip_corrupt=True))
+        got = [(r.offset, r.key, r.value) for b in iter_batches(read_segments(tmp_path / "skip" / "t-0"))
+               for chunk in b.record_chunks() for r in chunk]
+        found, s = deep_verify(tmp_path / "skip" / "t-0")
+    assert got == kept
+    c = st.corrupt
+    assert (c.findings[0]["kind"], c.findings[0]["position"], c.findings[0]["offset"]) == (kind, len(before), offset)
+    assert (c.records, c.batches) == (len(lost), 0 if kind == "record-crc-mismatch" else 1)
+    assert errors(found) == [] and s.errors == 0
+
+
+def test_the_checks_hand_the_streamed_source_on_and_leave_out_bad_inner_messages(monkeypatch):
+    """check_batch over a wrapper of more inner messages than a run holds returns no list but a source; the
+    checker's source without the messages whose CRC fails keeps positions, so KIP-126's ranges read true."""
+    from kafkatool.convert.checks import SourceChecker
+    from kafkatool.record.file_records import iter_batches as batches
+    from kafkatool.record.validate import check_batch
+
+    bad = d.inner_crc_flip(1, Codec.GZIP, flip=2, n=9, base=5)
+    with tiny_chunks(monkeypatch, 3):
+        (b,) = batches(bad)
+        checked = check_batch(b)
+        assert checked.records is None and checked.source is not None and checked.source.count == 9
+        assert [p.offset for p in checked.problems] == [7]
+        checker = SourceChecker(skip_corrupt=True, limit=None)
+        v = checker.check(b)
+        assert v is not None and v.records is None and v.source is not None and v.dropped == 1
+        src = v.source
+        assert src.count == 8
+        offsets = [r.offset for chunk in src.chunks() for r in chunk]
+        assert offsets == [5, 6, 8, 9, 10, 11, 12, 13]
+        # positions summed from sizes (as plan_ranges does) land on the records the source reads from there
+        pos = src.start
+        for chunk in src.chunks(1):
+            (r,) = chunk
+            assert src.read(pos, 1)[0][0].offset == r.offset
+            pos += r.size
