@@ -124,7 +124,7 @@ def command_words(args: list[str]) -> list[str]:
             if a not in BY_NAME:
                 return words
             words.append(a)
-        elif words == ["canary"] and a in ("plan", "run", "verify", "apply", "rollback"):
+        elif words == ["canary"] and a in ("plan", "run", "verify", "rehearse", "apply", "rollback"):
             words.append(a)
             return words
         else:

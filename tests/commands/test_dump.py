@@ -181,7 +181,7 @@ def test_usage_and_io_errors(tmp_path):
     ok.write_bytes(b"")
     os.symlink(tmp_path / "missing-target", tmp_path / "00000000000000000000.timeindex")
     r = run_cli("dump", ok, tmp_path / "00000000000000000000.timeindex")  # checked before anything is dumped
-    assert (r.returncode, r.stdout) == (2, "") and "no such file or directory" in r.stderr
+    assert (r.returncode, r.stdout) == (2, "") and "not a regular file (a dangling symbolic link)" in r.stderr
 
 
 @pytest.mark.parametrize("name,data", [

@@ -181,8 +181,11 @@ def _run_forked(argv: list[str], input: str | None, env: dict[str, str], cwd: st
     from ``env`` as their import reads them, no atexit handler but the ones it registers) and ends in
     ``os._exit``: it never returns into the test."""
     from kafkatool.commands import app
+    from kafkatool.commands.registry import BY_NAME
 
-    app._register(app._command_module(argv))  # imported here once, not in every child (a fresh process's import)
+    words = app.command_words(argv)
+    if words:  # the command's module imported here once, not in every child (a fresh process's import)
+        app._register(BY_NAME[words[0]].module)
     main = app.main
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
