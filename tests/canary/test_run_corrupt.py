@@ -117,3 +117,32 @@ def test_a_run_whose_own_verify_fails_publishes_nothing(tmp_path, monkeypatch):
         run_canary(ld, ["t-0"], w)
     assert e.value.exit_code == 1 and "value" in str(e.value)
     assert not w.exists()
+
+
+def test_skip_corrupt_streams_a_wrapper_of_more_messages_than_a_run_holds(tmp_path, monkeypatch):
+    """The same run and verify when every batch holds more records than ``budget.record_chunk``: the checks, the
+    conversion and verify's reading of the original go a chunk at a time (never a list of a whole batch), and the
+    bad inner message is left out of the streamed wrapper."""
+    from kafkatool.record import default_records as v2
+    from kafkatool.record import legacy_records as legacy
+    from kafkatool.util import budget
+
+    ld = log_dir(tmp_path, {"bad-0": d.batch(0) + d.inner_crc_flip(1, Codec.GZIP, flip=2, base=3) + d.batch(8)})
+    w = tmp_path / "w"
+    monkeypatch.setattr(budget, "record_chunk", lambda: 2)
+    for cls in (v2.DefaultRecordBatch, legacy.LegacyRecordBatch):
+        def bounded(self, *, limit=None, _whole=cls.records):  # type: ignore[no-untyped-def]
+            out = _whole(self, limit=limit)
+            assert len(out) <= 2, f"a batch of {len(out)} records decoded into one list"
+            return out
+
+        monkeypatch.setattr(cls, "records", bounded)
+    m = run_canary(ld, ["bad-0"], w, RunOptions(skip_corrupt=True))
+    (p,) = m.partitions
+    assert p.convert["corrupt_records_skipped"] == 1 and p.convert["corrupt_skipped"][0]["offset"] == 5
+    res = verify_workdir(w)
+    (v,) = res.partitions
+    assert res.ok and v.ok, v.differences
+    assert v.expected["corrupt records left out by the run (skip_corrupt)"] == 1
+    monkeypatch.undo()
+    assert offsets(w / "canary" / "bad-0" / f"{0:020d}.log") == [0, 1, 2, 3, 4, 6, 7, 8, 9, 10]
