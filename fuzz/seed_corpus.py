@@ -38,6 +38,14 @@ def main() -> None:
         put("fuzz_records", b)
         put("fuzz_records", b"\x00" + b)
         put("fuzz_files", b"\x07" + b)
+    # The converters: every batch alone and all of them in one segment, under a few of each target's flags
+    # (bit 0 reseal, 1-2 codec, 3 skip_corrupt, 4 magic 0 / batch bytes, 5 small max.message.bytes, 6 zstd_to).
+    segment = b"".join(default_records.build_batch([(10 * i + j, 1000 + j, b"k%d" % j, b"v" * j, [])
+                                                    for j in range(3)], codec=c) for i, c in enumerate(Codec))
+    for b in batches + [segment] + damaged():
+        for flags in (0, 1, 8, 18, 34):
+            put("fuzz_upconvert", bytes((flags,)) + b)
+            put("fuzz_downconvert", bytes((flags | 64,)) + b)
     for codec in Codec:
         for magic in (0, 1, 2):
             if codec == Codec.ZSTD and magic < 2:
@@ -61,11 +69,27 @@ def main() -> None:
                 # Inputs a fuzzer found, already in its target's format: <target name without fuzz_>-<what>.bin
                 put("fuzz_" + name.split("-", 1)[0], data)
             elif name.endswith(".log"):
+                put("fuzz_upconvert", b"\x00" + data)
+                put("fuzz_downconvert", b"\x40" + data)
                 put("fuzz_records", b"\x00" + data)
                 put("fuzz_files", b"\x07" + data)
                 put("fuzz_dump", b"\x07\x00\x00" + data)
             elif name.endswith(tuple(kinds)):
                 put("fuzz_files", bytes((kinds[os.path.splitext(name)[1]],)) + data)
+
+def damaged() -> list[bytes]:
+    """Issue 23's laundering inputs (tests/support/damaged_batches.py), each followed by a good batch: a flipped
+    inner message under a valid wrapper CRC, inner offsets going backwards, a cut inner set, int64's last offset,
+    a negative lastOffsetDelta, malformed control records, v2 records that do not decode under a resealed CRC."""
+    from kafkatool.record.codecs import Codec
+    from tests.support import damaged_batches as d
+
+    cases = [d.inner_crc_flip(m, c) for m in (0, 1) for c in (Codec.GZIP, Codec.SNAPPY, Codec.LZ4)]
+    cases += [d.decreasing_inner(), d.inner_cut(0), d.inner_cut(1), d.negative_delta(), d.bad_control(),
+              d.bad_control(key=b"\x00\x00"), d.v2_bad_record(3)]
+    out = [c + d.batch(20) for c in cases]
+    return out + [d.offset_max(), d.batch(0) + d.batch(1)]
+
 
 def seed_decoders() -> None:
     """fuzz_decoders: byte 0 % 3 picks the decoder (offsets, transactions, FetchResponse), byte 1 the split."""

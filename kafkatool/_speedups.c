@@ -845,10 +845,11 @@ typedef struct {
  * bytes object, or NULL with no exception set wherever the Python function must run instead. */
 static PyObject *reframe_core(const uint8_t *d, Py_ssize_t end, int64_t count, int64_t base_offset, int64_t base_ts,
                               int has_lat, int64_t lat, int64_t to_magic, int64_t attributes, int has_first,
-                              int64_t first_offset, int relative, Reframe *r)
+                              int64_t first_offset, int relative, int ordered, int64_t lo, int64_t hi, Reframe *r)
 {
     int v1, per_record_ts;
     int64_t fixed_ts, written = 0, filtered = 0, with_headers = 0, first = -1, last = -1, max_ts = -1, rel_base = 0;
+    int64_t prev = 0;
     Py_ssize_t p = 0, cap;
     PyObject *outb = NULL;
     uint8_t *o;
@@ -920,6 +921,10 @@ static PyObject *reframe_core(const uint8_t *d, Py_ssize_t end, int64_t count, i
             goto defer;
         if (__builtin_add_overflow(base_offset, od, &offset))
             goto defer;
+        /* ``ordered`` (a converter's run): record/validate.py's checks, offsets increase inside [lo, hi] */
+        if (ordered && (offset < lo || offset > hi || (i > 0 && offset <= prev)))
+            goto defer;
+        prev = offset;
         if (has_first && offset < first_offset) {
             filtered++;
             continue;
@@ -1035,7 +1040,7 @@ static PyObject *sp_reframe_v2_records(PyObject *self, PyObject *const *args, Py
         Py_RETURN_NONE;
     }
     outb = reframe_core((const uint8_t *)view.buf, view.len, count, base_offset, base_ts, has_lat, lat, to_magic,
-                        attributes, has_first, first_offset, relative, &r);
+                        attributes, has_first, first_offset, relative, 0, 0, 0, &r);
     PyBuffer_Release(&view);
     if (outb == NULL)
         Py_RETURN_NONE;
@@ -1507,6 +1512,10 @@ static PyObject *sp_dump_walk(PyObject *self, PyObject *const *args, Py_ssize_t 
             codec = attr & CODEC_MASK;
             if (__builtin_add_overflow(base, (int64_t)be_i32(buf + p + V2_LAST_OFFSET_DELTA_OFFSET), &last_off))
                 break;
+            /* record/validate.py's offset problems (a negative lastOffsetDelta, no next offset) and, deep, its
+             * control record checks: findings the Python loop makes */
+            if (last_off < base || last_off == INT64_MAX || (deep && (attr & 0x20)))
+                break;
             ts = be_i64(buf + p + V2_MAX_TIMESTAMP_OFFSET);
             count = be_i32(buf + p + V2_RECORDS_COUNT_OFFSET);
             c = call_crc(crc32c_fn, buf, (Py_ssize_t)p + V2_ATTRIBUTES_OFFSET, (Py_ssize_t)nxt);
@@ -1545,7 +1554,8 @@ static PyObject *sp_dump_walk(PyObject *self, PyObject *const *args, Py_ssize_t 
                 if (rc < 0)
                     break;
                 if (count > 0) {
-                    if (!a.contiguous || (last != -1 && a.first_offset != last + 1))
+                    if (!a.contiguous || (last != -1 && a.first_offset != last + 1) || a.first_offset < base
+                        || a.last_offset > last_off)
                         break;
                     last = a.last_offset;
                 }
@@ -1565,6 +1575,8 @@ static PyObject *sp_dump_walk(PyObject *self, PyObject *const *args, Py_ssize_t 
             if (codec && stop_legacy_compressed)
                 break;
             last_off = be_i64(buf + p);
+            if (last_off == INT64_MAX)
+                break;
             ts = magic == 1 ? be_i64(buf + p + ENTRY_TIMESTAMP_OFFSET) : -1;
             c = call_crc(crc32_fn, buf, (Py_ssize_t)p + MAGIC_OFFSET, (Py_ssize_t)nxt);
             if (c == -2)
@@ -1620,7 +1632,7 @@ fatal:
 }
 
 /* downconvert_run(buf, p, stop, end, checked, to_magic, first_offset, max_bytes, wsize, wbase, segment_bytes,
- *                 wrapper_header, limit, codecs, estimates[, max_records])
+ *                 wrapper_header, limit, codecs, estimates[, max_records[, floor]])
  * -> DownconvertRun(position, data, batches, records, records_filtered, headers_dropped, producer_fields_dropped,
  *                   temporary_memory_bytes, log_end_offset, last_offset, uncompressed_messages, compressed_batches,
  *                   segment_size, estimates, estimates_updated) | None
@@ -1635,7 +1647,10 @@ fatal:
  * arithmetic as ``CompressionRatioEstimator`` does, and ``updated`` has bit ``codec`` set for those it
  * changed. The run stops before the first batch it cannot take: the Python path converts that one
  * (and raises its exact error), and any batch of more than ``max_records`` records (default INT32_MAX: the
- * Python path reads those a chunk at a time). ``codecs`` is the tuple of callables named by the F_* constants
+ * Python path reads those a chunk at a time). With ``floor``, each batch must start above it (then above the
+ * previous batch's last offset) and pass record/validate.py's offset checks (a last offset not below the base,
+ * records increasing inside the batch's offsets), as ``convert.checks.SourceChecker`` checks it; any other batch
+ * is left to the Python path too. ``codecs`` is the tuple of callables named by the F_* constants
  * (``convert.DownConverter`` builds it): the CRC-32C, ``decompress(codec, view)`` (with ``limit``) and
  * ``compress(codec, data)`` of codecs.py, and the block functions they call for one snappy or lz4 block,
  * which the run frames and unframes itself. */
@@ -1645,21 +1660,22 @@ static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ss
     int64_t p, stop, end, checked, to_magic, first_offset, max_bytes, wsize, wbase, seg_bytes, wrap_head;
     int64_t max_count = INT32_MAX;
     int64_t batches = 0, records = 0, filtered = 0, with_headers = 0, producer = 0, tmem = 0, log_end = -1;
-    int64_t last_out = -1, none_records = 0, comp_batches = 0, total = 0;
+    int64_t last_out = -1, none_records = 0, comp_batches = 0, total = 0, floor = INT64_MIN;
     float est[4], step_up = 0.0f, step_down = 0.0f;
     int updated = 0;
     PyObject *crc_fn, *comp_fn, *snappy_fn, *lz4_fn, *parts, *joined, *ests, *const *fns;
     int64_t limit;
     const uint8_t *buf;
     (void)self;
-    if (nargs != 15 && nargs != 16) {
-        PyErr_SetString(PyExc_TypeError, "downconvert_run takes 15 or 16 arguments");
+    if (nargs < 15 || nargs > 17) {
+        PyErr_SetString(PyExc_TypeError, "downconvert_run takes 15 to 17 arguments");
         return NULL;
     }
     if (arg_i64(args[1], &p) || arg_i64(args[2], &stop) || arg_i64(args[3], &end) || arg_i64(args[4], &checked)
         || arg_i64(args[5], &to_magic) || arg_i64(args[6], &first_offset) || arg_i64(args[7], &max_bytes)
         || arg_i64(args[8], &wsize) || arg_i64(args[9], &wbase) || arg_i64(args[10], &seg_bytes)
-        || arg_i64(args[11], &wrap_head) || arg_i64(args[12], &limit) || (nargs == 16 && arg_i64(args[15], &max_count)))
+        || arg_i64(args[11], &wrap_head) || arg_i64(args[12], &limit) || (nargs >= 16 && arg_i64(args[15], &max_count))
+        || (nargs == 17 && arg_i64(args[16], &floor)))
         Py_RETURN_NONE;
     if (to_magic != 0 && to_magic != 1)
         Py_RETURN_NONE;
@@ -1720,7 +1736,7 @@ static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ss
         checked = 0;
         base = be_i64(buf + p);
         if (__builtin_add_overflow(base, (int64_t)be_i32(buf + p + V2_LAST_OFFSET_DELTA_OFFSET), &batch_last)
-            || batch_last == INT64_MAX)
+            || batch_last == INT64_MAX || batch_last < base || base <= floor)
             break;
         base_ts = be_i64(buf + p + V2_BASE_TIMESTAMP_OFFSET);
         lat = be_i64(buf + p + V2_MAX_TIMESTAMP_OFFSET);
@@ -1742,7 +1758,7 @@ static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ss
             inner_len = dv.len;
         }
         out = reframe_core(inner, (Py_ssize_t)inner_len, count, base, base_ts, has_lat, lat, to_magic, ts_bit,
-                           codec == 0, first_offset, codec != 0, &r);
+                           codec == 0, first_offset, codec != 0, 1, base, batch_last, &r);
         if (dec != NULL) {
             PyBuffer_Release(&dv);
             Py_DECREF(dec);
@@ -1877,6 +1893,7 @@ static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ss
         tmem += (int64_t)size + LOG_OVERHEAD + inner_len + (codec ? wrap_head : 0);
         if (batch_last + 1 > log_end)
             log_end = batch_last + 1;
+        floor = batch_last;
         last_out = r.last;
         wsize += n;
         total += n;
@@ -2162,7 +2179,7 @@ static PyMethodDef methods[] = {
      "dump_walk(buf, p, stop, end, last, flags, crc32c, crc32, decompress): dump's plain batches."},
     {"downconvert_run", (PyCFunction)(void (*)(void))sp_downconvert_run, METH_FASTCALL,
      "downconvert_run(buf, p, stop, end, checked, to_magic, first_offset, max_bytes, wsize, wbase, segment_bytes, "
-     "wrapper_header, limit, codecs, estimates[, max_records]): convert.DownConverter's common batches."},
+     "wrapper_header, limit, codecs, estimates[, max_records[, floor]]): convert.DownConverter's common batches."},
     {"crc32", sp_crc32, METH_VARARGS, "crc32(data, value=0): zlib's CRC-32."},
     {"consumer_walk", (PyCFunction)(void (*)(void))sp_consumer_walk, METH_FASTCALL,
      "consumer_walk(buf, limit, max_seen, next_fetch_offset, codecs, decompress_limit): fetch.consumer_view's "

@@ -176,6 +176,7 @@ def dump_walk(buf: Buffer, p: int, stop: int, end: int, last: int, flags: int, c
 def downconvert_run(buf: Buffer, p: int, stop: int, end: int, checked: int, to_magic: int, first_offset: int,
                     max_bytes: int, wsize: int, wbase: int, segment_bytes: int, wrapper_header: int, limit: int,
                     codecs: tuple[Callable[..., Any], ...], estimates: tuple[float, ...], max_records: int = ...,
+                    floor: int = ...,
                     /) -> DownconvertRun | None: ...
 def consumer_walk(buf: Buffer, limit: int, max_seen: int | None, next_fetch_offset: int,
                   codecs: tuple[Callable[..., Any], ...], decompress_limit: int, /) -> ConsumerWalk | None: ...

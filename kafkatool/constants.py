@@ -7,6 +7,7 @@ Sizes of the wire formats' headers are not here: they are derived from the layou
 from __future__ import annotations
 
 INT32_MAX = 0x7FFFFFFF  # Integer.MAX_VALUE: relative offsets and positions in an index are int32
+INT64_MAX = 0x7FFFFFFFFFFFFFFF  # Long.MAX_VALUE: offsets are int64, and the log end offset is the last offset + 1
 
 # max.message.bytes / message.max.bytes (TopicConfig, ServerLogConfigs): 1 MiB + Records.LOG_OVERHEAD (12 bytes:
 # the offset and size fields in front of every batch). tests/record/test_layouts.py holds it to the layout.

@@ -54,7 +54,8 @@ SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[Heal
 
 # Every module that dispatches to the extension through ``_C``.
 DISPATCHING = ("kafkatool.record.default_records", "kafkatool.record.down_convert", "kafkatool.record.file_records",
-               "kafkatool.log.recovery.fast", "kafkatool.dump.engine", "kafkatool.convert.engine")
+               "kafkatool.log.recovery.fast", "kafkatool.dump.engine", "kafkatool.convert.engine",
+               "kafkatool.record.validate")
 
 
 @pytest.fixture

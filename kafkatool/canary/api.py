@@ -113,6 +113,7 @@ class RunRequest:
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
     memory: str | None = None
+    skip_corrupt: bool = False  # leave corrupt batches and records out (counted) instead of refusing the partition
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +133,8 @@ def canary_run(request: RunRequest, listener: CanaryListener | None = None) -> R
     _budget(req.memory)
     if req.index_interval_bytes < 1:
         raise UsageError("must be at least 1 byte", field="index_interval_bytes")
-    opts = RunOptions(req.target_format, req.batch_bytes, req.codec, req.max_message_bytes, req.index_interval_bytes)
+    opts = RunOptions(req.target_format, req.batch_bytes, req.codec, req.max_message_bytes, req.index_interval_bytes,
+                      req.skip_corrupt)
     return RunOutcome(run_canary(req.log_dir, req.partitions, req.workdir, opts, progress=lis.note), req.workdir)
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+from kafkatool.convert import Skipped, SourceChecker, source_batches
 from kafkatool.errors import KafkaToolError
 from kafkatool.record.batch import (
     MAGIC_V0,
@@ -85,6 +86,8 @@ class StreamStats:
     legacy_wrappers: int = 0
     oversized: list[tuple[int, int, str]] = field(default_factory=list)  # (offset, size, where)
     damage: list[Damage] = field(default_factory=list)
+    torn_bytes: int = 0  # a torn tail of the last segment, left out as the broker's recovery truncates it
+    left_out: Skipped = field(default_factory=Skipped)  # corrupt data the run left out (its skip_corrupt)
 
 
 def _codec_stats(stats: StreamStats, b: RecordBatch, payload: int) -> None:
@@ -95,10 +98,44 @@ def _codec_stats(stats: StreamStats, b: RecordBatch, payload: int) -> None:
     d["payload"] += payload
 
 
+def read_original(part_dir: Path, segments: list[int], stats: StreamStats, *, max_message_bytes: int,
+                  skip_corrupt: bool = False, limit: int | None = None) -> Iterator[Item]:
+    """The items of an original partition as ``canary run`` converts them, mapped to what v2 keeps: its batches
+    walked and checked as the converters walk and check them (``kafkatool.convert``'s ``source_batches`` and
+    ``SourceChecker``, which check what ``dump --deep --verify`` checks). A torn tail of the last segment is left
+    out as the broker's recovery truncates it; with ``skip_corrupt`` (the run's option) corrupt batches and
+    records are left out and counted; any other problem raises, naming file, byte and offset."""
+    checker = SourceChecker(skip_corrupt=skip_corrupt, limit=limit, skipped=stats.left_out)
+
+    def torn(_text: str, n_bytes: int) -> None:
+        stats.torn_bytes += n_bytes
+
+    for i, base in enumerate(segments):
+        log = part_dir / f"{base:020d}.log"
+        with FileRecords(log) as fr:
+            checker.begin_segment(fr.path, base)
+            try:
+                for b in source_batches(fr, torn, last=i == len(segments) - 1):
+                    verified = checker.check(b)
+                    if verified is None:
+                        continue
+                    # read a chunk at a time: the checked records, or the batch's own (v2: the checks needed none)
+                    if verified.source is not None:
+                        recs = verified.source
+                    elif verified.records is not None:
+                        recs = RecordSource.of(verified.records)
+                    else:
+                        recs = b.record_source(limit=limit)
+                    yield from _batch_items(b, recs, stats, True, f"{shown(log.name)} at byte {b.position}",
+                                            max_message_bytes)
+            except KafkaToolError as e:
+                raise e.at(log) from None
+
+
 def read_items(part_dir: Path, segments: list[int], stats: StreamStats, *, to_v2: bool, max_message_bytes: int,
                canary: bool, limit: int | None = None) -> Iterator[Item]:
-    """The items of a partition's segments, in order. ``to_v2`` maps legacy records to what v2 keeps.
-    ``canary`` records damage (instead of raising) so the comparison can go on around it."""
+    """The items of a partition's segments, in order, each batch CRC-checked. ``to_v2`` maps legacy records to
+    what v2 keeps. ``canary`` records damage (instead of raising) so the comparison can go on around it."""
     for i, base in enumerate(segments):
         log = part_dir / f"{base:020d}.log"
         next_base = segments[i + 1] if i + 1 < len(segments) else None

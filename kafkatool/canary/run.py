@@ -43,8 +43,9 @@ from kafkatool.canary.manifest import (
     dir_entries,
     remove_tree,
 )
+from kafkatool.canary.verify import verify_partition
 from kafkatool.constants import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_BYTES
-from kafkatool.errors import InputError, KafkaToolError, UsageError
+from kafkatool.errors import ExitCode, InputError, KafkaToolError, UsageError
 from kafkatool.log.layout import LOG_SUFFIX, LogDir, PartitionDir, is_log_dir, offset_from_filename
 from kafkatool.log.lock import refuse_if_live
 from kafkatool.log.outputs import Output, refuse_aliasing
@@ -63,6 +64,7 @@ class RunOptions:
     codec: str | None = None  # None: keep each batch's codec
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
+    skip_corrupt: bool = False  # leave corrupt batches and records out (counted) instead of refusing the partition
 
     def validate(self) -> None:
         if self.target_format != 2:
@@ -151,8 +153,11 @@ def _run(ld: Path, chosen: list[PartitionDir], w: Workdir, created: bool, opts: 
             note(f"{shown(pd.path.name)}: copying the originals")
             entry = _copy_originals(pd, w.originals(pd.path.name))
             note(f"{shown(pd.path.name)}: converting to v{opts.target_format}")
-            entry.convert = convert_partition_to_v2(w.originals(pd.path.name), w.path / CANARY, opts)
+            entry.convert = convert_partition_to_v2(w.originals(pd.path.name), w.path / CANARY, opts,
+                                                    shown_as=pd.path)
             _check_outputs(entry, w.canary(pd.path.name))
+            note(f"{shown(pd.path.name)}: verifying the canary against the original")
+            _verify_before_publishing(w, entry, opts)
             entries.append(entry)
         fsync_dir(w.path / ORIGINALS)
         fsync_dir(w.path / CANARY)
@@ -193,8 +198,10 @@ def _copy_originals(pd: PartitionDir, dst: Path) -> PartitionEntry:
                           segments=segments)
 
 
-def convert_partition_to_v2(src: Path, dst_root: Path, opts: RunOptions) -> dict[str, Any]:
-    """The one call into the convert engine: ``src`` (a partition dir) -> ``dst_root/<src.name>``.
+def convert_partition_to_v2(src: Path, dst_root: Path, opts: RunOptions, *,
+                            shown_as: Path | None = None) -> dict[str, Any]:
+    """The one call into the convert engine: ``src`` (a partition dir) -> ``dst_root/<src.name>``; an error about
+    one of its files names that file as ``shown_as`` (the partition dir ``src`` is a copy of).
 
     Options as Kafka 4's cleaner rewrites legacy data, except that a built batch over ``max.message.bytes`` is
     split (KIP-126) where the cleaner would fail; segments are never re-rolled (``segment_bytes`` at its int32
@@ -205,15 +212,37 @@ def convert_partition_to_v2(src: Path, dst_root: Path, opts: RunOptions) -> dict
     copts = ConvertOptions(to_magic=opts.target_format,
                            codec=None if opts.codec is None else Codec.from_label(opts.codec),
                            segment_bytes=MAX_SEGMENT_BYTES, max_message_bytes=opts.max_message_bytes,
-                           batch_bytes=opts.batch_bytes, index_interval_bytes=opts.index_interval_bytes)
+                           batch_bytes=opts.batch_bytes, index_interval_bytes=opts.index_interval_bytes,
+                           skip_corrupt=opts.skip_corrupt)
     copts.validate()
     (source,) = resolve_sources(src)
     try:
         stats = convert_partition(source, dst_root, copts, CompressionRatioEstimator(), ConvertObserver())
     except KafkaToolError as e:
-        e.message = f"{shown(src.name)}: {e.message}"
+        if e.path is not None and shown_as is not None and Path(e.path).parent == src:
+            e.path = str(shown_as / Path(e.path).name)  # the file in the log dir, not its copy (removed now)
+        elif e.path is None:
+            e.message = f"{shown(src.name)}: {e.message}"
         raise
     return stats.as_dict()
+
+
+class CanaryRunFailed(KafkaToolError):
+    """The canary a run made would not pass ``canary verify``: nothing is published (exit 1)."""
+
+    exit_code = ExitCode.FINDINGS
+
+
+def _verify_before_publishing(w: Workdir, entry: PartitionEntry, opts: RunOptions, listed: int = 3) -> None:
+    """``canary verify`` of the partition just converted, before the manifest exists: a run whose own verify would
+    fail publishes nothing (its work dir is removed) and says why."""
+    v = verify_partition(w, entry, max_bytes=opts.max_message_bytes, interval=opts.index_interval_bytes,
+                         max_details=listed, skip_corrupt=opts.skip_corrupt)
+    if not v.ok:
+        more = v.difference_count - len(v.differences)
+        raise CanaryRunFailed(f"{shown(entry.name)}: the canary would fail `canary verify` ({v.difference_count} "
+                              f"difference(s)), so nothing is published: " + "; ".join(v.differences)
+                              + (f"; and {more} more" if more > 0 else ""))
 
 
 def _check_outputs(entry: PartitionEntry, out: Path) -> None:

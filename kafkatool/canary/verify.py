@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkatool.canary.apply import PartitionState, classify, segment_file
-from kafkatool.canary.equivalence import Comparison, StreamStats, compare, read_items
+from kafkatool.canary.equivalence import Comparison, StreamStats, compare, read_items, read_original
 from kafkatool.canary.loader import predict
 from kafkatool.canary.manifest import PartitionEntry, Workdir, hash_file, matches
 from kafkatool.constants import DEFAULT_INDEX_INTERVAL_BYTES, DEFAULT_MAX_MESSAGE_BYTES
@@ -127,7 +127,8 @@ def verify_workdir(workdir: str | Path, *, max_details: int = 20, check_log_dir:
     verdicts = []
     for p in m.partitions:
         note(f"{shown(p.name)}")
-        verdicts.append(verify_partition(w, p, max_bytes=max_bytes, interval=interval, max_details=max_details))
+        verdicts.append(verify_partition(w, p, max_bytes=max_bytes, interval=interval, max_details=max_details,
+                                         skip_corrupt=bool(m.options.get("skip_corrupt", False))))
     states: list[PartitionState] = []
     loader: dict[str, list[str]] = {}
     log_dir = Path(m.log_dir)
@@ -152,7 +153,9 @@ def verify_workdir(workdir: str | Path, *, max_details: int = 20, check_log_dir:
 
 
 def verify_partition(w: Workdir, p: PartitionEntry, *, max_bytes: int, interval: int,
-                     max_details: int = 20) -> PartitionVerdict:
+                     max_details: int = 20, skip_corrupt: bool = False) -> PartitionVerdict:
+    """One partition of the canary against its saved original, read as ``canary run`` converted it (what ``dump
+    --deep --verify`` reports of the original stops it, unless the run left corrupt data out: ``skip_corrupt``)."""
     v = PartitionVerdict(p.name, segments=len(p.segments))
     orig, can = w.originals(p.name), w.canary(p.name)
     for e in p.inputs:
@@ -170,7 +173,7 @@ def verify_partition(w: Workdir, p: PartitionEntry, *, max_bytes: int, interval:
     if bases != p.segments:
         v.differ(f"canary segments start at {bases}, the originals at {p.segments}", max_details)
     try:
-        expected = read_items(orig, p.segments, v.source, to_v2=True, max_message_bytes=max_bytes, canary=False)
+        expected = read_original(orig, p.segments, v.source, max_message_bytes=max_bytes, skip_corrupt=skip_corrupt)
         actual = read_items(can, bases, v.canary, to_v2=False, max_message_bytes=max_bytes, canary=True)
         v.comparison = compare(expected, actual, v.canary.damage, max_details=max_details)
     except KafkaToolError as e:
@@ -281,6 +284,14 @@ def _check_sizes(v: PartitionVerdict, max_bytes: int, limit: int) -> None:
 
 def _expected_changes(v: PartitionVerdict) -> None:
     s = v.source
+    if s.torn_bytes:
+        v.expected["bytes of a torn tail left out, as the broker's recovery truncates them"] = s.torn_bytes
+    if s.left_out.count:
+        k = s.left_out
+        if k.records:
+            v.expected["corrupt records left out by the run (skip_corrupt)"] = k.records
+        if k.batches:
+            v.expected["corrupt batches left out by the run (skip_corrupt)"] = k.batches
     if s.v0_records:
         v.expected["v0 records without a timestamp: timestamp -1, type CreateTime"] = s.v0_records
     if s.legacy_messages:

@@ -152,6 +152,9 @@ def run_cmd(
     = 1048588,
     index_interval_bytes: Annotated[int, size_opt("--index-interval-bytes",
                                                   help="The topics' index.interval.bytes.")] = 4096,
+    skip_corrupt: Annotated[bool, typer.Option(
+        "--skip-corrupt", help="Leave corrupt batches and v0/v1 inner messages out of the canary (counted; canary "
+        "verify expects them gone) instead of refusing the partition.")] = False,
     memory: MemoryOpt = None,
     fmt: TextJsonFormatOpt = None,
     quiet: QuietOpt = False,
@@ -162,7 +165,7 @@ def run_cmd(
 
     output = Output(quiet=quiet)
     request = RunRequest(log_dir, partitions, workdir, target_format, batch_bytes, codec, max_message_bytes,
-                         index_interval_bytes, memory=memory_option(memory))
+                         index_interval_bytes, memory=memory_option(memory), skip_corrupt=skip_corrupt)
     with CanaryRenderer(output, "canary run") as renderer:
         outcome = canary_run(request, renderer)
     m = outcome.manifest

@@ -23,3 +23,7 @@ ResumeOpt = Annotated[bool, typer.Option(
     "--resume", help="DST holds an interrupted run of the same conversion (no _SUCCESS marker): keep the partitions "
     "it completed and convert the others. Over a new or empty DST: a normal run; over a complete one: nothing to "
     "do.")]
+SkipCorruptOpt = Annotated[bool, typer.Option(
+    "--skip-corrupt", help="Leave corrupt data out instead of stopping at it: batches (and v0/v1 inner messages) "
+    "that dump --deep --verify reports as errors are not converted, and are counted in the summary, the JSON and "
+    "one warning each (the first 20). Without it the first one stops the run (exit 1, nothing written).")]

@@ -7,7 +7,14 @@ from typing import Annotated
 
 import typer
 
-from kafkatool.commands.conversion import ChunkSizeOpt, DryRunOpt, MaxMessageBytesOpt, ResumeOpt, SegmentBytesOpt
+from kafkatool.commands.conversion import (
+    ChunkSizeOpt,
+    DryRunOpt,
+    MaxMessageBytesOpt,
+    ResumeOpt,
+    SegmentBytesOpt,
+    SkipCorruptOpt,
+)
 from kafkatool.commands.examples import DOWNCONVERT as EXAMPLES
 from kafkatool.commands.help import add_command
 from kafkatool.commands.options import (
@@ -45,6 +52,9 @@ HELP = "\n\n".join([
     'was interrupted leaves whole partition dirs and no _SUCCESS, and a second run over it stops and says '
     'so: '
     '--resume converts the partitions not yet complete (with the same options), or remove DST and run again.',
+    'Corrupt data is never rewritten with a fresh CRC: a batch or v0/v1 inner message that dump --deep --verify '
+    'reports as an error stops the run (exit 1, nothing written), naming file, byte and offset; --skip-corrupt '
+    'leaves such data out and counts it.',
     "Exit 3 (nothing written): DST is inside a log dir a live broker holds (its .lock), or SRC is and --live "
     'was not given. A stopped broker\'s log dir that DST is in stays locked while the run writes.',
 ])
@@ -75,6 +85,7 @@ def downconvert(
     max_message_bytes: MaxMessageBytesOpt = DEFAULT_MAX_MESSAGE_BYTES,
     dry_run: DryRunOpt = False,
     resume: ResumeOpt = False,
+    skip_corrupt: SkipCorruptOpt = False,
     live: LiveOpt = False,
     memory: MemoryOpt = None,
     fmt: TextJsonFormatOpt = None,
@@ -85,7 +96,8 @@ def downconvert(
     form = OutputFormat(fmt.value) if fmt is not None else OutputFormat.text
     request = ConvertRequest(src, dst, to_magic, codec=codec, zstd_to=zstd_to, batch_bytes=batch_bytes,
                              chunk_size=chunk_size, segment_bytes=segment_bytes, max_message_bytes=max_message_bytes,
-                             dry_run=dry_run, resume=resume, live=live, memory=memory_option(memory))
+                             dry_run=dry_run, resume=resume, skip_corrupt=skip_corrupt, live=live,
+                             memory=memory_option(memory))
     with ConvertRenderer(output, form, "downconvert") as renderer:
         outcome = convert(request, renderer)
     render_total(output, form, outcome.partitions, "downconvert", dry_run)

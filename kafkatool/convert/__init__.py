@@ -2,6 +2,7 @@
 formats, segment by segment, in bounded memory.
 """
 
+from kafkatool.convert.checks import Skipped, SourceChecker
 from kafkatool.convert.engine import (
     MAX_SEGMENT_BYTES,
     ConvertObserver,
@@ -9,7 +10,7 @@ from kafkatool.convert.engine import (
     convert_log,
     convert_partition,
 )
-from kafkatool.convert.files import resolve_sources
+from kafkatool.convert.files import resolve_sources, source_batches
 
-__all__ = ["MAX_SEGMENT_BYTES", "ConvertObserver", "ConvertOptions", "convert_log", "convert_partition",
-           "resolve_sources"]
+__all__ = ["MAX_SEGMENT_BYTES", "ConvertObserver", "ConvertOptions", "Skipped", "SourceChecker", "convert_log",
+           "convert_partition", "resolve_sources", "source_batches"]

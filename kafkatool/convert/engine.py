@@ -46,13 +46,14 @@ from kafkatool.constants import (
     DOWN_CONVERSION_READ_SIZE,
     INT32_MAX,
 )
+from kafkatool.convert.checks import Skipped, SourceChecker
 from kafkatool.convert.destination import Destination, begin, check_destination, finish, undo_begin
 from kafkatool.convert.files import (
     PartitionSource,
     SegmentWriter,
     resolve_sources,
     scan_for_zstd,
-    valid_batches,
+    source_batches,
 )
 from kafkatool.errors import CorruptRecordError, KafkaToolError, LimitExceededError, UsageError
 from kafkatool.log.layout import TXN_INDEX_SUFFIX
@@ -112,6 +113,7 @@ class ConvertOptions:
     index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
     decompress_limit: int | None = None
     dry_run: bool = False
+    skip_corrupt: bool = False  # leave corrupt batches (and legacy inner messages) out, counted, instead of stopping
 
     @property
     def up(self) -> bool:
@@ -160,6 +162,7 @@ class PartitionStats:
     headers_dropped: int = 0  # records whose headers v0/v1 cannot hold
     producer_fields_dropped: int = 0  # batches whose producer id/epoch/sequence were lost
     trailing_bytes_skipped: int = 0  # torn tails the broker's recovery would truncate too
+    corrupt: Skipped = field(default_factory=Skipped)  # what skip_corrupt left out
     log_end_offset_in: int = -1
     log_end_offset_out: int = -1
     files_carried: list[str] = field(default_factory=list)
@@ -188,8 +191,12 @@ class PartitionStats:
         self.trailing_bytes_skipped += n_bytes
 
     def as_dict(self) -> dict[str, Any]:
-        d = {k: v for k, v in asdict(self).items() if k != "counters"}
+        d = {k: v for k, v in asdict(self).items() if k not in ("counters", "corrupt")}
         d.update(asdict(self.counters))
+        c = self.corrupt
+        d.update(corrupt_batches_skipped=c.batches, corrupt_records_skipped=c.records,
+                 corrupt_batches_uncounted=c.unknown_records, corrupt_skipped=list(c.findings))
+        d["corrupt_skipped_count"] = c.count
         d["split_rate"] = round(self.split_rate, 6)
         d["elapsed_s"] = round(self.elapsed_s, 3)
         return d
@@ -234,29 +241,34 @@ class DownConverter:
         self._planner: BatchPlanner | None = None
         self._run_codecs: tuple[Any, ...] | None = None  # what run() hands the compiled run, built once
 
-    def add(self, batch: RecordBatch) -> Iterable[Unit]:
+    def add(self, batch: RecordBatch, records: list[Record] | None = None, dropped: int = 0,
+            source: RecordSource | None = None) -> Iterable[Unit]:
+        """Units completed by ``batch``. ``records``: its records, already decoded (and checked); ``source``: for a
+        batch of more records than a run holds, its (checked) records to read a chunk at a time; ``dropped``: how
+        many of its records were left out of them (then a batch Kafka would copy is rebuilt instead)."""
         opts = self.opts
         override = opts.codec
         if override is None and batch.codec_id == Codec.ZSTD:
             override = opts.zstd_to
         if (override is not None and override != Codec.NONE and batch.magic <= opts.to_magic
                 and not batch.is_compressed):
-            return self._group(batch, override)
+            return self._group(batch, override, records)
         if self._pending:
-            return chain(self.flush(), self._add(batch, override))
-        return self._add(batch, override)
+            return chain(self.flush(), self._add(batch, override, records, dropped, source))
+        return self._add(batch, override, records, dropped, source)
 
     @property
     def can_run(self) -> bool:
         """Whether :meth:`run` may take batches: the compiled extension is there and batches keep their codec."""
         return _C is not None and self.opts.codec is None and not self.opts.up
 
-    def run(self, buf: Any, p: int, end: int, writer: SegmentWriter, stats: PartitionStats) -> tuple[int, int] | None:
-        """Convert the batches from ``buf[p]`` (the first one already CRC-checked) that take the common path
-        (v2, same codec, no split, no segment roll) in one compiled run, as :meth:`add` and
-        ``SegmentWriter.append`` would one by one, and write them. Returns (where the run stopped, the log end
-        offset it reached), or None when it took no batch (the caller converts that one itself). Only between
-        groups (nothing pending)."""
+    def run(self, buf: Any, p: int, end: int, writer: SegmentWriter, stats: PartitionStats,
+            floor: int = -1) -> tuple[int, int] | None:
+        """Convert the batches from ``buf[p]`` that take the common path (v2, same codec, no split, no segment
+        roll) and pass every check of :class:`kafkatool.convert.checks.SourceChecker` (CRC, records, offsets after
+        ``floor`` and inside each batch) in one compiled run, as :meth:`add` and ``SegmentWriter.append`` would one
+        by one, and write them. Returns (where the run stopped, the log end offset it reached), or None when it
+        took no batch (the caller checks and converts that one itself). Only between groups (nothing pending)."""
         if self._pending or not self.can_run or _C is None:
             return None
         opts, c, dc = self.opts, self.c, self.dc
@@ -276,9 +288,9 @@ class DownConverter:
             self._run_codecs = (_crc32c.crc32c, dec, comp, snappy_block, lz4_fast_block, snappy_block_len,
                                 snappy_unblock, lz4_unblock)
         estimates = tuple(est.estimation(topic, cid) for cid in range(4)) + ESTIMATION_STEPS
-        r = _C.downconvert_run(buf, p, p + opts.chunk_size, end, 1, to_magic, 0, opts.max_message_bytes,
+        r = _C.downconvert_run(buf, p, p + opts.chunk_size, end, 0, to_magic, 0, opts.max_message_bytes,
                                writer.size, writer.base, writer.segment_bytes, WRAPPER_HEADER[to_magic], limit,
-                               self._run_codecs, estimates, _budget.record_chunk())
+                               self._run_codecs, estimates, _budget.record_chunk(), floor)
         if r is None or r.position == p:
             return None
         writer.append_run(r.data, r.last_offset)
@@ -302,21 +314,25 @@ class DownConverter:
                 est.ratios[(topic, cid)] = r.estimates[cid]
         return r.position, r.log_end_offset
 
-    def _add(self, batch: RecordBatch, override: Codec | None) -> Iterable[Unit]:
+    def _add(self, batch: RecordBatch, override: Codec | None, records: list[Record] | None, dropped: int,
+             source: RecordSource | None) -> Iterable[Unit]:
         opts, c = self.opts, self.c
         limit = opts.decompress_limit
         if type(batch) is DefaultRecordBatch:
             if (not batch.is_control and batch.records_count > _budget.record_chunk()
                     and (override is not None or batch.codec_id != Codec.ZSTD)):
-                return self._streamed(batch, batch.record_source(limit=limit), opts.to_magic, override,
-                                      reframed=override is None)
+                return self._streamed(batch, source if source is not None else batch.record_source(limit=limit),
+                                      opts.to_magic, override, reframed=override is None)
         elif batch.is_compressed and (batch.magic > opts.to_magic or (override is not None
-                                                                     and override != batch.codec)):
-            # A legacy wrapper converted or re-encoded: its inner messages may be millions.
-            return self._streamed(batch, batch.record_source(limit=limit), min(batch.magic, opts.to_magic),
-                                  override, reframed=False)
+                                                                     and override != batch.codec)
+                                      or (dropped and source is not None)):
+            # A legacy wrapper converted, re-encoded or rebuilt without its corrupt inner messages: those may be
+            # millions, read a chunk at a time (the checked ones when the checks read them).
+            if source is None:
+                source = RecordSource.of(records) if records is not None else batch.record_source(limit=limit)
+            return self._streamed(batch, source, min(batch.magic, opts.to_magic), override, reframed=False)
         res = down_convert_batch(batch, opts.to_magic, 0, self.dc, limit=opts.decompress_limit,
-                                 codec_override=override)
+                                 codec_override=override, records=records, rebuild=dropped > 0)
         if res is None:
             if not batch.is_control:
                 c.records_in += int(batch.count or 0)
@@ -325,7 +341,14 @@ class DownConverter:
         if res.copied:
             if len(res.data) > max_bytes:
                 raise oversized_copy(batch, max_bytes)
-            n = res.records if res.records is not None else sum(map(len, batch.record_chunks(limit=limit)))
+            if res.records is not None:
+                n = res.records
+            elif records is not None:
+                n = len(records)
+            elif source is not None:
+                n = source.count
+            else:
+                n = sum(map(len, batch.record_chunks(limit=limit)))
             c.records_in += n
             c.records_out += n
             c.batches_copied += 1
@@ -354,7 +377,8 @@ class DownConverter:
             return [(res.data, res.first_offset, res.last_offset, 1)]
         ts_type = batch.timestamp_type
         lat = batch.max_timestamp if ts_type == TimestampType.LOG_APPEND_TIME else NO_TIMESTAMP
-        return self._within_limit(batch.records(limit=opts.decompress_limit), res.data, res.uncompressed_bytes,
+        return self._within_limit(records if records is not None else batch.records(limit=opts.decompress_limit),
+                                  res.data, res.uncompressed_bytes,
                                   res.codec, res.magic, ts_type, lat)
 
     def _streamed(self, batch: RecordBatch, source: RecordSource, magic: int, override: Codec | None, *,
@@ -440,10 +464,10 @@ class DownConverter:
             if batch.producer_id >= 0 or batch.is_transactional:
                 dc.producer_fields_dropped += 1
 
-    def _group(self, batch: RecordBatch, codec: Codec) -> list[Unit]:
+    def _group(self, batch: RecordBatch, codec: Codec, records: list[Record] | None) -> list[Unit]:
         """One uncompressed legacy message into the pending group of its magic, timestamp type and time."""
         c = self.c
-        (rec,) = batch.records(limit=self.opts.decompress_limit)
+        (rec,) = records if records is not None else batch.records(limit=self.opts.decompress_limit)
         c.records_in += 1
         c.codec_changed_batches += 1
         ts_type = batch.timestamp_type
@@ -651,6 +675,7 @@ def _convert_into(source: PartitionSource, tmp: Path | None, opts: ConvertOption
     else:
         conv = DownConverter(opts, estimator, source.topic, c)
     writer = SegmentWriter(tmp, opts.segment_bytes, opts.index_interval_bytes)
+    checker = SourceChecker(skip_corrupt=opts.skip_corrupt, limit=opts.decompress_limit, skipped=stats.corrupt)
     log_end = -1
     for i, seg in enumerate(source.segments):
         stats.segments_in += 1
@@ -658,26 +683,31 @@ def _convert_into(source: PartitionSource, tmp: Path | None, opts: ConvertOption
         log_end = max(log_end, seg.base_offset)
         with FileRecords(seg.log) as fr:
             stats.bytes_in += fr.size
+            checker.begin_segment(fr.path, seg.base_offset)
             stream = fr.batches()
-            # The compiled run converts and writes the common batches (v2 keeping its codec) many at a time;
-            # the loop below takes every other one, and each batch where a run stops.
+            # The compiled run checks, converts and writes the common batches (v2 keeping its codec) many at a
+            # time; the loop below checks and converts every other one, and each batch where a run stops.
             run = conv.run if isinstance(conv, DownConverter) and conv.can_run else None
             done = 0  # bytes converted since the last progress report (one per chunk_size of source)
             try:
-                for batch in valid_batches(fr, stats.skipped, last=i == len(source.segments) - 1, stream=stream):
+                for batch in source_batches(fr, stats.skipped, last=i == len(source.segments) - 1, stream=stream):
                     pos = batch.position
-                    r = run(fr.buf, pos, stream.end, writer, stats) if run is not None else None
+                    r = run(fr.buf, pos, stream.end, writer, stats, checker.floor) if run is not None else None
                     if r is not None:
                         q, end_offset = r
                         log_end = max(log_end, end_offset)
+                        checker.ran_to(end_offset - 1)
                         stream.jump(q)
                         done += q - pos
                     else:
                         stats.batches_in += 1
-                        log_end = max(log_end, batch.last_offset + 1)
-                        for unit in conv.add(batch):
-                            writer.append(unit)
                         done += batch.size
+                        verified = checker.check(batch)
+                        if verified is None:
+                            continue  # left out (skip_corrupt), counted
+                        log_end = max(log_end, batch.last_offset + 1)
+                        for unit in conv.add(batch, verified.records, verified.dropped, verified.source):
+                            writer.append(unit)
                     if done >= opts.chunk_size:
                         obs.advance(done, source.name)
                         done = 0
@@ -699,6 +729,7 @@ def _convert_into(source: PartitionSource, tmp: Path | None, opts: ConvertOption
     if writer.tail_segment is not None:
         stats.warn(f"dropped batches at the end lowered the log end offset: empty segment "
                    f"{writer.tail_segment:020d}.log keeps it at {log_end}")
+    _warn_left_out(stats)
     stats.segments_out = writer.segments
     stats.bytes_out = writer.bytes_written
     dc = getattr(conv, "dc", None)
@@ -714,6 +745,17 @@ def _convert_into(source: PartitionSource, tmp: Path | None, opts: ConvertOption
             if note is not None:
                 stats.warn(note)
     _carry_files(source, tmp, opts, stats)
+
+
+def _warn_left_out(stats: PartitionStats, listed: int = 20) -> None:
+    """One warning per corrupt batch or record left out (skip_corrupt), the first ``listed`` of them."""
+    c = stats.corrupt
+    for f in c.findings[:listed]:
+        at = f" at byte {f['position']}" if f["position"] is not None else ""
+        off = f"offset {f['offset']}: " if f["offset"] is not None else ""
+        stats.warn(f"left out (corrupt, {f['kind']}): {shown(f['path'])}{at}: {off}{f['message']}")
+    if c.count > listed:
+        stats.warn(f"... and {c.count - listed} more left out: {c.batches} batches and {c.records} records in all")
 
 
 def _carry_files(source: PartitionSource, tmp: Path | None, opts: ConvertOptions, stats: PartitionStats) -> None:

@@ -141,11 +141,12 @@ def _zero_from(fr: FileRecords, pos: int) -> bool:
     return fr.first_nonzero(pos) is None
 
 
-def valid_batches(fr: FileRecords, skipped: Callable[[str, int], None], *, last: bool = True,
-                  stream: LogInputStream | None = None) -> Iterator[RecordBatch]:
-    """The batches the broker's recovery would keep, CRC-checked. In the last segment a torn tail (size past
-    the end, too few bytes for a header) or zero padding (``log.preallocate``) is skipped with a warning, as
-    recovery truncates it; anywhere else, and for damage in the middle, the run stops with the position
+def source_batches(fr: FileRecords, skipped: Callable[[str, int], None], *, last: bool = True,
+                   stream: LogInputStream | None = None) -> Iterator[RecordBatch]:
+    """The batches of a source segment, walked with the broker's stop rules (nothing checked here: each batch
+    goes through :class:`kafkatool.convert.checks.SourceChecker`). In the last segment a torn tail (size past the
+    end, too few bytes for a header) or zero padding (``log.preallocate``) is skipped with a warning, as recovery
+    truncates it; anywhere else, and for a size field the walk cannot go on from, the run stops with the position
     (recovery would also delete every later segment: that is for an operator to decide, not a converter).
     ``stream``: the walk to take them from (``fr.batches()`` unless given: a caller that converts runs of batches
     itself jumps it past them)."""
@@ -164,14 +165,6 @@ def valid_batches(fr: FileRecords, skipped: Callable[[str, int], None], *, last:
                         "file) skipped", end.trailing_bytes)
                 return
             raise
-        if batch.magic > MAGIC_V2:
-            # Kafka's file reader takes it for v2, but its consumers' reader rejects it (CorruptRecordException).
-            raise CorruptRecordError(f"Invalid magic found in record: {batch.magic}", path=fr.path,
-                                     position=batch.position)
-        try:
-            batch.ensure_valid()
-        except KafkaToolError as e:
-            raise e.at(fr.path) from None
         yield batch
     end = stream.end_state
     if end is not None and end.kind != "end" and not last:
@@ -299,4 +292,4 @@ def _write_fsync(path: Path, data: bytes) -> None:
 
 
 __all__ = ["PartitionSource", "SegmentWriter", "resolve_sources",
-           "scan_for_zstd", "valid_batches"]
+           "scan_for_zstd", "source_batches"]

@@ -45,6 +45,7 @@ class ConvertRequest:
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     dry_run: bool = False
     resume: bool = False  # continue an interrupted run over DST (the partitions it did not complete)
+    skip_corrupt: bool = False  # leave corrupt batches and records out (counted) instead of stopping at the first
     live: bool = False  # read a source in a log dir a live broker holds (never written)
     memory: str | None = None  # the run's budget as given (None: KAFKATOOL_MEMORY or the default)
 
@@ -90,7 +91,8 @@ def convert(request: ConvertRequest, listener: ConvertListener | None = None) ->
     opts = ConvertOptions(to_magic=req.to_magic, codec=parse_codec(req.codec, "codec"), zstd_to=zstd,
                           batch_bytes=req.batch_bytes, chunk_size=req.chunk_size,
                           decompress_limit=mem.worker.decompress_limit, segment_bytes=req.segment_bytes,
-                          max_message_bytes=req.max_message_bytes, dry_run=req.dry_run)
+                          max_message_bytes=req.max_message_bytes, dry_run=req.dry_run,
+                          skip_corrupt=req.skip_corrupt)
     refuse_if_live(req.dst)  # a write into a live log dir is refused first: reading live never allows that
     for lock in check_read([req.src], live=req.live):
         lis.warning(live_notice(lock))

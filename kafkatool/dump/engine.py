@@ -32,7 +32,8 @@ from typing import TYPE_CHECKING, Any
 
 from kafkatool._accel import crc32c as _crc32c
 from kafkatool._accel import speedups as _C
-from kafkatool.constants import INT32_MAX
+from kafkatool.constants import INT32_MAX, INT64_MAX
+from kafkatool.dump.control import describe_control
 from kafkatool.dump.events import (
     BatchEvent,
     DumpOptions,
@@ -65,6 +66,7 @@ from kafkatool.record.codecs import decompress
 from kafkatool.record.default_records import DefaultRecordBatch
 from kafkatool.record.file_records import FileRecords, LogInputStream, RecordBatch
 from kafkatool.record.sniff import looks_like
+from kafkatool.record.validate import RecordChecks, magic_problem, offset_problems, record_problems
 from kafkatool.util.regular import irregular as _irregular
 
 if TYPE_CHECKING:
@@ -403,12 +405,9 @@ class DumpEngine:
                         max_ts = first_ts = batch.timestamp  # type: ignore[union-attr]
                         magic = batch.magic
                     if not 0 <= magic <= MAGIC_V2:
-                        yield self.finding(
-                            "unknown-magic", ERROR, display,
-                            f"batch (offsets ..{last_off}, {size} bytes) has magic {magic}: Kafka writes 0, 1 and 2 "
-                            f"only. Its segment reader takes it for v{2 if magic > MAGIC_V2 else '0/1'}, but a broker "
-                            f"refuses it on produce and replication, and consumers fail on it (CorruptRecordException:"
-                            f" Invalid magic found in record: {magic})", pos, last_off, magic=magic)
+                        p_magic = magic_problem(batch)
+                        assert p_magic is not None
+                        yield self.finding(p_magic.kind, ERROR, display, p_magic.message, pos, last_off, magic=magic)
                     if base_offset is not None and not overflow_reported and not (
                             0 <= last_off - base_offset <= INT32_MAX):
                         overflow_reported = True
@@ -439,6 +438,10 @@ class DumpEngine:
                             "crc-mismatch", ERROR, display,
                             f"batch (offsets ..{last_off}, magic {magic}, {size} bytes) is corrupt: stored crc "
                             f"{batch.crc} != computed {batch.compute_crc()}", pos, last_off)
+                    elif last_off >= INT64_MAX or (is_v2 and h.last_offset_delta < 0):
+                        for prob in offset_problems(batch):
+                            bad = True
+                            yield self.finding(prob.kind, ERROR, display, prob.message, pos, prob.offset)
                     if flt is not None and not (
                             flt.batch_matches(h.producer_id, h.producer_epoch, bool(h.attributes & 0x10),
                                               bool(h.attributes & 0x20)) if is_v2
@@ -483,8 +486,12 @@ class DumpEngine:
                             if last != -1 and recs[0][0] != last + 1:
                                 yield self._gap(display, pos, last, recs[0][0])
                             last = last_off
-                        followed, kept, n = yield from self._chunked_records(
-                            display, batch, pos, crc_ok, more, last, cbase, selector, emit_records, need_records)
+                        check = RecordChecks(batch, crc=verify_inner, order=False, control=self._control_problem) \
+                            if crc_ok and (codec_id and not is_v2 or is_v2 and need_records) else None
+                        followed, kept, n, found = yield from self._chunked_records(
+                            display, batch, pos, crc_ok, more, last, cbase, selector, emit_records, need_records,
+                            check)
+                        bad = bad or found
                         if need_records:
                             last = followed
                         if kept:
@@ -503,12 +510,13 @@ class DumpEngine:
                             stopped = "strict"
                             break
                         continue
-                    if recs is not None and verify_inner and not is_v2 and codec_id:
-                        for r in recs:
-                            if r.crc_valid is False:
-                                yield self.finding("record-crc-mismatch", ERROR, display,
-                                                   f"inner message at offset {r.offset} of the wrapper at byte {pos} "
-                                                   f"has a bad crc ({r.crc})", pos, r.offset)
+                    if recs is not None and crc_ok and (codec_id and not is_v2 or is_v2 and need_records):
+                        # What the records say of their batch: legacy inner CRCs (verify) and a cut inner set,
+                        # offsets outside the batch, malformed control records (offsets are followed below).
+                        for prob in record_problems(batch, recs, crc=verify_inner, order=False,
+                                                    control=self._control_problem):
+                            bad = True
+                            yield self.finding(prob.kind, ERROR, display, prob.message, pos, prob.offset)
 
                     base = first if first is not None else (recs[0][0] if recs else None)
                     # Offsets, as DumpLogSegments follows them (per record when deep, else per batch).
@@ -660,13 +668,15 @@ class DumpEngine:
 
     def _chunked_records(self, display: str, batch: RecordBatch, pos: int, crc_ok: bool,
                          chunks: Iterator[list[Record]], last: int, base: int, selector: RecordSelector | None,
-                         emit_records: bool, follow: bool) -> Generator[Event, None, tuple[int, bool, int]]:
+                         emit_records: bool, follow: bool,
+                         check: RecordChecks | None = None) -> Generator[Event, None, tuple[int, bool, int, bool]]:
         """The records of a batch read a chunk at a time (``_walk`` takes every other batch's at once): per chunk
         the findings about its records, then its records, the first chunk's in the ``BatchEvent``, the others'
-        in a ``RecordsEvent`` each. ``follow``: offsets are followed record by record (a deep walk). Returns (the
-        last offset followed, whether any record passed the filters, how many did)."""
+        in a ``RecordsEvent`` each. ``follow``: offsets are followed record by record (a deep walk); ``check``: the
+        record problems of :mod:`kafkatool.record.validate`, chunk by chunk. Returns (the last offset followed,
+        whether any record passed the filters, how many did, whether a record problem was found)."""
         opts = self.opts
-        verify_inner = opts.verify and type(batch) is not DefaultRecordBatch and batch.codec_id
+        found = False
         from_off, to_off, from_ts, to_ts = opts.from_offset, opts.to_offset, opts.from_time, opts.to_time
         filter_records = opts.filters_offsets or opts.filters_time
         select_filters = opts.record_filter is not None and opts.record_filter.on_records
@@ -674,12 +684,10 @@ class DumpEngine:
         emitted = False
         n = 0
         for recs in chunks:
-            if verify_inner:
-                for r in recs:
-                    if r.crc_valid is False:
-                        yield self.finding("record-crc-mismatch", ERROR, display,
-                                           f"inner message at offset {r.offset} of the wrapper at byte {pos} has a "
-                                           f"bad crc ({r.crc})", pos, r.offset)
+            if check is not None:  # what the records say of their batch, as the walk checks a batch read at once
+                for prob in check.feed(recs):
+                    found = True
+                    yield self.finding(prob.kind, ERROR, display, prob.message, pos, prob.offset)
             if follow:
                 prev = last
                 for r in recs:
@@ -708,7 +716,13 @@ class DumpEngine:
                 elif emit_records:
                     yield RecordsEvent(display, batch, recs, decoded)
             emitted = True
-        return last, emitted, n
+        return last, emitted, n, found
+
+    @staticmethod
+    def _control_problem(key: bytes | None, value: bytes | None) -> str | None:
+        """What dump shows of a control record (KRaft's decoded too) failing: the record line says INVALID or
+        undecodable, and the finding counts it."""
+        return describe_control(key, value).error
 
     def _gap(self, display: str, pos: int, prev: int, nxt: int) -> Finding:
         if nxt <= prev:

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from kafkatool.constants import DOWN_CONVERSION_READ_SIZE, INT32_MAX
+from kafkatool.constants import DOWN_CONVERSION_READ_SIZE, INT32_MAX, INT64_MAX
 from kafkatool.errors import CorruptDataError, InputError, KafkaToolError, UsageError
 from kafkatool.fetch.consumer_view import ConsumerResult, ConsumerView
 from kafkatool.fetch.lazy import LazyDownConversionRecords, SendStats
@@ -191,23 +191,32 @@ class LogEnd:
     offset: int  # log end offset (LEO): last batch's last offset + 1
     segment: int  # index of the active (last) segment
     position: int  # the active segment's size: where nextOffsetMetadata points
+    last_batch: int | None = None  # the position of the batch the LEO comes from (None: the segment's base offset)
 
 
 def log_end(log: PartitionLog) -> LogEnd:
+    """``LogSegment.readNextOffset`` of the last segment: the last batch's last offset + 1 (or its base offset).
+    A last offset of 2^63-1 (or past it) leaves no next offset: Kafka never assigns one, and this is a finding."""
     if not log.segments:
         return LogEnd(0, -1, 0)
     seg = log.segments[-1]
     with FileRecords(seg.log) as fr:
         leo = seg.base_offset
-        start = _index_position(seg, 2**63 - 1)
+        last_batch = None
+        start = _index_position(seg, INT64_MAX)
         for _ in range(2):
             for batch in fr.batches(start):
                 leo = batch.last_offset + 1
+                last_batch = batch.position
             if leo != seg.base_offset or start == 0:
                 break
             start = 0  # an index pointing past the data: walk the whole segment
         fr.drop_before(fr.size)
-        return LogEnd(leo, len(log.segments) - 1, fr.size)
+        if leo > INT64_MAX:
+            raise CorruptDataError(f"the last batch ends at offset {leo - 1}, so the log end offset (its last offset + "
+                                   "1) does not fit an int64: Kafka never assigns such an offset",
+                                   path=seg.log, position=last_batch)
+        return LogEnd(leo, len(log.segments) - 1, fr.size, last_batch)
 
 
 # ---------------------------------------------------------------------------------------------- reading
@@ -239,6 +248,14 @@ def read_partition(log: PartitionLog, fetch_offset: int, max_bytes: int, min_one
     hw = end.offset if high_watermark is None else high_watermark
     r = ReadResult(high_watermark=hw, log_start_offset=log.log_start_offset, log_end_offset=end.offset,
                    max_bytes=max_bytes, min_one_message=min_one_message)
+    if end.offset < log.log_start_offset:
+        # The data, not an option: the last segment's batches end below the first segment's name.
+        seg = log.segments[-1]
+        raise CorruptDataError(
+            f"the log end offset {end.offset} (after the last batch of {seg.log.name}) is below the log start offset "
+            f"{log.log_start_offset} (the first segment's base offset): the segment's batches lie below its name "
+            "(or what it holds are not batches); the broker's recovery would split or truncate it",
+            path=seg.log, position=end.last_batch)
     if hw > end.offset or hw < log.log_start_offset:
         raise UsageError(f"{hw} is outside the log [{log.log_start_offset}, {end.offset}]", field="high_watermark")
     if fetch_offset < log.log_start_offset or fetch_offset > end.offset:

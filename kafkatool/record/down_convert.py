@@ -22,7 +22,7 @@ messages straight from the v2 records area, without building ``Record`` tuples; 
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from kafkatool._accel import speedups as _C
@@ -132,10 +132,12 @@ def down_convert(batches: Iterable[RecordBatch], to_magic: int, first_offset: in
 
 
 def down_convert_batch(batch: RecordBatch, to_magic: int, first_offset: int, out: DownConverted, *,
-                       limit: int | None = None,
-                       codec_override: Codec | None = None) -> ConvertedBatch | None:
+                       limit: int | None = None, codec_override: Codec | None = None,
+                       records: Sequence[Record] | None = None, rebuild: bool = False) -> ConvertedBatch | None:
     """One source batch of :func:`down_convert`: its converted bytes (None when it converts to nothing);
-    statistics are added to ``out``."""
+    statistics are added to ``out``. ``records``: a legacy batch's records, already decoded; ``rebuild``: they
+    are not all of the batch's (corrupt ones were left out), so a batch Kafka would copy is written anew from them
+    (same magic, codec, timestamp type and offsets)."""
     out.batches_in += 1
     if to_magic < MAGIC_V2 and codec_override is None and type(batch) is DefaultRecordBatch:
         attrs = batch.h.attributes
@@ -151,9 +153,10 @@ def down_convert_batch(batch: RecordBatch, to_magic: int, first_offset: int, out
             raise ZstdDownConversionError(
                 "Down-conversion of zstandard-compressed batches is not supported", position=batch.position)
     if batch.magic <= to_magic:
-        if codec_override is not None and codec_override != batch.codec:
-            recoded = _with_codec(batch, codec_override, out, limit)
-            if recoded is not None:
+        if rebuild or (codec_override is not None and codec_override != batch.codec):
+            recoded = _with_codec(batch, batch.codec if codec_override is None else codec_override, out, limit,
+                                  records)
+            if recoded is not None or rebuild:
                 return recoded
         out.temporary_memory_bytes += batch.size
         out.batches_copied += 1
@@ -187,7 +190,9 @@ def down_convert_batch(batch: RecordBatch, to_magic: int, first_offset: int, out
             batch_header_size(to_magic, codec) if codec != Codec.NONE else 0)
         return ConvertedBatch(r.data, r.first_offset, r.last_offset, r.records, codec, False, r.inner_bytes,
                               to_magic)
-    if to_magic < MAGIC_V2 and batch.is_compressed:
+    if records is not None:
+        source = list(records)
+    elif to_magic < MAGIC_V2 and batch.is_compressed:
         held = batch.record_source(limit=limit)
         if held.held is None:  # more records than a run holds: written as they are read
             return _streamed_records(batch, held, to_magic, codec, ts_type, log_append_time, out)
@@ -346,7 +351,8 @@ _CODECS = tuple(Codec)
 WRAPPER_HEADER = (batch_header_size(MAGIC_V0, Codec.GZIP), batch_header_size(MAGIC_V1, Codec.GZIP))
 
 
-def _with_codec(batch: RecordBatch, codec: Codec, out: DownConverted, limit: int | None) -> ConvertedBatch | None:
+def _with_codec(batch: RecordBatch, codec: Codec, out: DownConverted, limit: int | None,
+                records: Sequence[Record] | None = None) -> ConvertedBatch | None:
     """A batch already at or below the target magic, re-encoded with ``codec`` in its own magic (kafkatool's
     choice of codec; Kafka copies such batches). Legacy batches keep offsets, timestamps, timestamp type, keys
     and values (``MemoryRecordsBuilder`` rules: v1 wrapper offsets relative, the wrapper's timestamp the max
@@ -362,18 +368,18 @@ def _with_codec(batch: RecordBatch, codec: Codec, out: DownConverted, limit: int
         out.temporary_memory_bytes += batch.size + area
         return ConvertedBatch(data, batch.base_offset, batch.last_offset, batch.records_count, codec, False, area,
                               MAGIC_V2)
-    records = batch.records(limit=limit)
-    if not records:
+    recs = batch.records(limit=limit) if records is None else list(records)
+    if not recs:
         return None
     ts_type = batch.timestamp_type
     lat = batch.max_timestamp if ts_type == TimestampType.LOG_APPEND_TIME else NO_TIMESTAMP
-    data = build_entries([(r.offset, r.timestamp, r.key, r.value) for r in records], magic=batch.magic, codec=codec,
+    data = build_entries([(r.offset, r.timestamp, r.key, r.value) for r in recs], magic=batch.magic, codec=codec,
                          timestamp_type=ts_type, log_append_time=lat)
-    written = _uncompressed_bytes_written(records, batch.magic, codec, data)
+    written = _uncompressed_bytes_written(recs, batch.magic, codec, data)
     out.batches_converted += 1
-    out.records_converted += len(records)
+    out.records_converted += len(recs)
     out.temporary_memory_bytes += batch.size + written
-    return ConvertedBatch(data, records[0].offset, records[-1].offset, len(records), codec, False,
+    return ConvertedBatch(data, recs[0].offset, recs[-1].offset, len(recs), codec, False,
                           written - (batch_header_size(batch.magic, codec) if codec != Codec.NONE else 0), batch.magic)
 
 

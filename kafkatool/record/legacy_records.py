@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Iterator, Sequence
+from typing import NamedTuple
 
 from kafkatool.errors import CorruptRecordError, InvalidRecordError, KafkaToolError
 from kafkatool.record.batch import (
@@ -75,6 +76,15 @@ COMPRESSION_CODEC_MASK = 0x07
 TIMESTAMP_TYPE_MASK = 0x08
 
 
+class InnerCut(NamedTuple):
+    """The end of a compressed wrapper's inner message set that is not a whole message (Kafka drops it)."""
+
+    position: int  # in the decompressed inner set
+    length: int  # bytes from there to its end
+    offset: int | None  # the cut message's offset field, when its 8 bytes are there
+    size: int | None  # its size field, when there
+
+
 def record_overhead(magic: int) -> int:
     return RECORD_OVERHEAD_V0 if magic == MAGIC_V0 else RECORD_OVERHEAD_V1
 
@@ -86,12 +96,16 @@ class LegacyRecordBatch:
     position in its file, ``buf[start:]`` its bytes.
     """
 
-    __slots__ = ("buf", "start", "position", "offset", "length", "crc", "magic", "attributes", "timestamp")
+    __slots__ = ("buf", "start", "position", "offset", "length", "crc", "magic", "attributes", "timestamp",
+                 "inner_cut")
 
     def __init__(self, buf: Buffer, start: int, position: int) -> None:
         self.buf = buf
         self.start = start
         self.position = position
+        # Set by records() on a compressed wrapper whose inner message set ends inside a message (Kafka's reader
+        # drops that message silently): where, in the decompressed set, and what is known of the cut message.
+        self.inner_cut: InnerCut | None = None
         self.offset, self.length, self.crc, self.magic, self.attributes = ENTRY_HEADER.unpack_from(buf, start)
         if (self.magic != MAGIC_V0 and self.length >= HEADER_SIZE_V1
                 and len(buf) - start >= LOG_OVERHEAD + HEADER_SIZE_V1):
@@ -261,6 +275,7 @@ class LegacyRecordBatch:
             raise (e.at(base=pos) if e.position is None else e) from None
         unpack_log = LOG_HEADER.unpack_from
         p, end = 0, len(data)
+        self.inner_cut = None
         count = 0
         last_inner = 0
         while end - p >= LOG_OVERHEAD:
@@ -274,6 +289,14 @@ class LegacyRecordBatch:
             count += 1
             last_inner = offset
             p += LOG_OVERHEAD + size
+        if p < end:
+            # DataLogInputStream.nextBatch: an EOFException inside the next entry ends the set without an error.
+            cut_offset = cut_size = None
+            if end - p >= LOG_OVERHEAD:
+                cut_offset, cut_size = unpack_log(data, p)
+            elif end - p >= LOG_HEADER.size - I32.size:
+                cut_offset = TIMESTAMP.unpack_from(data, p)[0]
+            self.inner_cut = InnerCut(p, end - p, cut_offset, cut_size)
         if not count:
             raise InvalidRecordError("Found invalid compressed record set with no inner records", position=pos)
         if wrapper_magic == MAGIC_V1:

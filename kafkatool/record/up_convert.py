@@ -97,9 +97,12 @@ class UpConverter:
         self._pending_source_codec = Codec.NONE
         self._planner: BatchPlanner | None = None
 
-    def add(self, batch: RecordBatch) -> Iterable[Unit]:
+    def add(self, batch: RecordBatch, records: list[Record] | None = None, dropped: int = 0,
+            source: RecordSource | None = None) -> Iterable[Unit]:
         """Units completed by ``batch`` (a pending group of messages is completed by anything that
-        cannot join it)."""
+        cannot join it). ``records``: a legacy batch's records, already decoded (and checked: those left out
+        are not among them, ``dropped`` says how many); ``source``: instead, for a wrapper of more inner messages
+        than a run holds, its checked ones to read a chunk at a time; v2 batches are read from their bytes."""
         c = self.c
         if batch.magic >= MAGIC_V2:
             units = self.flush()
@@ -115,7 +118,10 @@ class UpConverter:
             c.batches_out += 1
             units.append((bytes(batch.raw()), batch.base_offset, batch.last_offset, 1))
             return units
-        source = batch.record_source(limit=self.limit)  # a wrapper may hold millions of inner messages
+        if records is not None:
+            source = RecordSource.of(records)
+        elif source is None:
+            source = batch.record_source(limit=self.limit)  # a wrapper may hold millions of inner messages
         c.records_in += source.count
         ts_type = batch.timestamp_type
         if ts_type == TimestampType.NO_TIMESTAMP_TYPE:

@@ -292,3 +292,52 @@ def test_wrong_file_type_is_named_by_its_content(tmp_path, case):
     assert batches == [] and kinds(findings) == [("wrong-file-type", "error", 0)], findings
     assert findings[0].data["looks_like"].startswith(looks), findings[0].data
     assert (end.stopped, end.invalid_bytes, s.errors) == ("wrong-file-type", len(data), 1)
+
+
+# ---------------------------------------------------------------------------------------------- issue 23, 5-7
+
+def _all_paths(monkeypatch: pytest.MonkeyPatch, compiled: bool) -> None:
+    if not compiled:
+        import kafkatool.dump.engine as engine_mod
+        monkeypatch.setattr(engine_mod, "_C", None)
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled-walk", "python-walk"])
+def test_what_kafka_reads_without_an_error_but_is_wrong_is_an_error_finding(tmp_path, monkeypatch, compiled):
+    """Each of these passes Kafka's CRC check and reader; each is an error finding at its batch (exit 1), whether
+    the compiled walk or the Python loop reads the batches around it."""
+    from tests.support import damaged_batches as d
+
+    _all_paths(monkeypatch, compiled)
+    data = d.batch(0) + d.negative_delta(3, -1) + d.batch(4) + d.bad_control(offset=7) + d.batch(8) + d.offset_max()
+    positions = [0]
+    for part in (d.batch(0), d.negative_delta(3, -1), d.batch(4), d.bad_control(offset=7), d.batch(8)):
+        positions.append(positions[-1] + len(part))
+    p = write(tmp_path, data)
+    _, shallow, _, s = run(p, emit_data=False)
+    assert [(f.kind, f.position) for f in shallow if f.severity == Severity.ERROR] == [
+        ("offset-range", positions[1]), ("offset-int64", positions[5])]
+    _, deep, _, s = run(p, deep=True, verify=True, emit_data=False)
+    errors = [(f.kind, f.position, f.offset) for f in deep if f.severity == Severity.ERROR]
+    assert errors == [("offset-range", positions[1], 2), ("invalid-control-record", positions[3], 7),
+                      ("offset-int64", positions[5], (1 << 63) - 1)]
+    assert s.errors == 3
+
+
+def test_a_cut_inner_set_is_an_error_with_kafka_s_offsets(tmp_path):
+    from tests.support import damaged_batches as d
+
+    p = write(tmp_path, d.inner_cut(magic=1, n=3))
+    batches, findings, _, s = run(p, deep=True)
+    assert [(f.kind, f.severity) for f in findings] == [("inner-set-truncated", Severity.ERROR)]
+    assert [r.offset for r in batches[0].records or []] == [1, 2]  # as Kafka 3.9's reader numbers them
+    assert s.errors == 1
+
+
+def test_malformed_control_record_counts_as_an_error_where_the_line_says_invalid(tmp_path):
+    from tests.support import damaged_batches as d
+
+    p = write(tmp_path, d.batch(0) + d.bad_control(b"\x00" * 6, key=b"\x01"))
+    batches, findings, _, s = run(p, deep=True)
+    assert [f.kind for f in findings] == ["invalid-control-record"] and s.errors == 1
+    assert "control record key" in findings[0].message

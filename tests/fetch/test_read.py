@@ -199,3 +199,35 @@ def test_cli_fetch_offset_per_partition(tmp_path: Path) -> None:
     assert r.returncode == 2 and "3 fetch offsets for 2 partitions" in r.stderr
     r = run_cli("fetch-sim", a.path, b.path, "--fetch-offset", "b-0=1")
     assert r.returncode == 2 and "unknown partitions: b-0" in r.stderr
+
+
+def test_a_log_end_offset_past_int64_is_a_finding_not_an_internal_error(tmp_path: Path) -> None:
+    # A batch at offset 2^63-1: the log end offset (last + 1) does not fit the response's int64 high watermark.
+    import pytest
+
+    from kafkatool.errors import CorruptDataError
+    from tests.support import damaged_batches as d
+
+    (tmp_path / "t-0").mkdir()
+    (tmp_path / "t-0" / f"{0:020d}.log").write_bytes(_batch(0, 3) + d.offset_max())
+    log = PartitionLog.from_partition_dir(PartitionDir.scan(tmp_path / "t-0"))
+    with pytest.raises(CorruptDataError, match="does not fit an int64") as e:
+        read_partition(log, 0, 1 << 20, True)
+    assert (e.value.position, e.value.exit_code) == (len(_batch(0, 3)), 1)
+
+
+def test_data_below_its_segment_s_name_is_blamed_on_the_data_not_on_an_option(tmp_path: Path) -> None:
+    import pytest
+
+    from kafkatool.errors import CorruptDataError, UsageError
+
+    log = _partition(tmp_path, "t-0", {1000: [_batch(0, 3), _batch(3, 3)]})
+    with pytest.raises(CorruptDataError, match="log end offset 6 .* below the log start offset 1000") as e:
+        read_partition(log, 1000, 1 << 20, True)
+    assert e.value.field is None and e.value.position == len(_batch(0, 3))
+    ok = _partition(tmp_path, "u-0", {0: [_batch(0, 3)]})
+    with pytest.raises(UsageError) as u:  # a high watermark the operator gave, outside the log: that option
+        read_partition(ok, 0, 1 << 20, True, high_watermark=10)
+    assert u.value.field == "high_watermark"
+    r = run_cli("fetch-sim", tmp_path / "t-0")
+    assert r.returncode == 1 and "--high-watermark" not in r.stderr and "below the log start offset" in r.stderr

@@ -13,6 +13,7 @@ from pathlib import Path
 import pyarrow.dataset as ds
 import pytest
 
+from kafkatool.dump import Severity
 from kafkatool.errors import KafkaToolError
 from kafkatool.record import default_records as v2
 from kafkatool.record.file_records import FileRecords
@@ -200,6 +201,21 @@ def test_decompression_over_the_task_limit_is_a_finding_not_a_crash(tmp_path):
     assert rep.total.decode_failures == 1
     (f,) = rep.findings
     assert f.kind == "decompress-limit" and "exceeds the limit" in f.message
+
+
+def test_an_unknown_magic_is_a_finding_as_dump_reports_it(tmp_path):
+    from tests.support import damaged_batches as d
+
+    odd = bytearray(d.batch(3))
+    odd[16] = 3  # outside the CRC: the batch reads as v2 with a valid checksum
+    _segment(tmp_path, "m-0", [d.batch(0), bytes(odd), d.batch(6)])
+    found = discover([str(tmp_path)])
+    for split in (1 << 30, 120):
+        rep = run_local(make_plan(found.segments, split_bytes=split))
+        assert rep.total.crc_failures == 0
+        (f,) = [f for f in rep.findings if f.severity == Severity.ERROR]
+        assert (f.kind, f.position) == ("unknown-magic", len(d.batch(0)))
+        assert int(rep.exit_code) == 1
 
 
 def test_remote_url_source_reads_the_same_as_mmap(mixed_dir, whole, tmp_path):

@@ -385,3 +385,52 @@ def _varint(value: int) -> bytes:
         v >>= 7
     out.append(v)
     return bytes(out)
+
+
+# ------------------------------------------------------------------------------------------- hlaunder (items 5-7)
+# Corrupt data the converters and canary must refuse (never rewrite with a fresh CRC), and data Kafka reads
+# without an error that every reader must still report: each passes the batch CRC.
+
+def _magic_3(root: Path) -> Path:
+    odd = bytearray(batch(3))
+    odd[16] = 3  # the magic is outside the CRC: Kafka's segment reader takes the batch for v2
+    return partition(root, "magic3-0", {SEG0: batch(0) + bytes(odd) + batch(6)})
+
+
+def _v2_undecodable(root: Path) -> Path:
+    bad = bytearray(batch(3))
+    bad[61] += 2  # the first record's length varint one too large; the CRC resealed over the damage
+    return partition(root, "undec-0", {SEG0: batch(0) + bytes(reseal(bad)) + batch(6)})
+
+
+def _backwards(root: Path) -> Path:
+    return partition(root, "back-0", {SEG0: batch(0, n=5) + batch(3, n=2) + batch(5)})
+
+
+def _negative_base(root: Path) -> Path:
+    data = bytearray(batch(0))
+    struct.pack_into(">q", data, 0, -5000)  # the base offset is outside the CRC
+    return partition(root, "neg-base-0", {SEG0: bytes(data)})
+
+
+def _v0_lz4_flip(root: Path) -> Path:
+    inner = bytearray(legacy.build_entries([(3 + i, -1, b"k", b"value-%d" % i) for i in range(4)], magic=0))
+    size = 12 + struct.unpack_from(">i", inner, 8)[0]
+    inner[size - 2] ^= 0x01  # the first inner message's value
+    return partition(root, "lz4flip-0", {SEG0: batch(0) + legacy_wrapper(0, Codec.LZ4, bytes(inner), 6) + batch(7)})
+
+
+_LAUNDER = frozenset({"dump-deep", "downconvert", "upconvert", "canary-run"})
+
+CASES += [
+    Case("magic-3-batch", "partition", _magic_3, default=frozenset({0, 1}),
+         expect={c: FINDING for c in ("dump", "spark-scan", *_LAUNDER)}),
+    Case("v2-records-undecodable-resealed", "partition", _v2_undecodable, default=frozenset({0, 1}),
+         expect={c: FINDING for c in ("spark-scan", *_LAUNDER)}),
+    Case("batch-offsets-go-backwards", "partition", _backwards, default=frozenset({0, 1}),
+         expect={c: FINDING for c in ("dump", *_LAUNDER)}),
+    Case("negative-base-offsets", "partition", _negative_base, default=frozenset({0, 1}),
+         expect={"fetch-sim": FINDING, "dump": FINDING}),
+    Case("v0-lz4-inner-crc-flip", "partition", _v0_lz4_flip, default=frozenset({0, 1}),
+         expect={c: FINDING for c in _LAUNDER}),
+]

@@ -77,6 +77,10 @@ def render_partition(output: Output, form: OutputFormat, s: PartitionStats, comm
     ]
     if s.trailing_bytes_skipped:
         lines.append(f"  skipped    {s.trailing_bytes_skipped} torn-tail bytes (as broker recovery would)")
+    k = s.corrupt
+    if k.count:
+        unknown = f" (and {k.unknown_records} batches whose records do not decode)" if k.unknown_records else ""
+        lines.append(f"  corrupt    left out (--skip-corrupt): {k.records} records{unknown}; {k.batches} whole batches")
     for line in lines:
         output.line(line)
 
@@ -85,7 +89,8 @@ def render_total(output: Output, form: OutputFormat, results: list[PartitionStat
                  dry_run: bool) -> None:
     keys = ("segments_in", "segments_out", "bytes_in", "bytes_out", "batches_in", "records_in", "records_out",
             "batches_out", "batches_built", "batches_copied", "control_batches_dropped", "headers_dropped",
-            "recompressed_batches", "splits", "split_batches", "trailing_bytes_skipped")
+            "recompressed_batches", "splits", "split_batches", "trailing_bytes_skipped", "corrupt_batches_skipped",
+            "corrupt_records_skipped")
     totals = {k: 0 for k in keys}
     for r in results:
         d = r.as_dict()
@@ -98,6 +103,8 @@ def render_total(output: Output, form: OutputFormat, results: list[PartitionStat
                      **totals, "elapsed_s": round(elapsed, 3), "peak_rss_bytes": peak})
         return
     if len(results) > 1:
+        left_out = (f", {totals['corrupt_records_skipped']} corrupt records left out"
+                    if totals["corrupt_records_skipped"] or totals["corrupt_batches_skipped"] else "")
         output.line(f"total: {len(results)} partitions, {totals['records_in']} records in, {totals['records_out']} "
-                    f"out, {format_size(totals['bytes_in'])} in, {format_size(totals['bytes_out'])} out, "
+                    f"out{left_out}, {format_size(totals['bytes_in'])} in, {format_size(totals['bytes_out'])} out, "
                     f"{totals['splits']} splits, {elapsed:.3f} s, peak memory {format_size(peak)}")
