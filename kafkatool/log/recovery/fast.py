@@ -34,7 +34,7 @@ import numpy.typing as npt
 from kafkatool._accel import crc32c as _crc32c
 from kafkatool._accel import speedups as _C
 from kafkatool.constants import INT32_MAX
-from kafkatool.errors import CorruptRecordError, InputError
+from kafkatool.errors import CorruptDataError, CorruptRecordError, InputError
 from kafkatool.log.recovery.control import ControlFailure, check_control_batch, ensure_readable
 from kafkatool.log.recovery.result import (
     SegmentRecovery,
@@ -600,3 +600,113 @@ def recover_fast(path: str, size: int | None, base_offset: int, *, index_interva
     out.time_timestamps = _concat(b.time_ts)
     out.time_offsets = _concat(b.time_offsets)
     return out
+
+
+class SegmentIndexer:
+    """``LogSegment.recover``'s indexes of a segment being written, fed its bytes as they are written: the same
+    :class:`SegmentRecovery` (index arrays, last offset, max timestamp) that :func:`recover_fast` builds by walking
+    the finished file, without reading it back (the converter's ``SegmentWriter``; the tests hold the two equal).
+
+    Each :meth:`feed` must hold whole batches. What a walk of the file would stop at is an error here
+    (:class:`CorruptDataError`, position in the segment): a size below the minimum, a batch running past the bytes
+    written, a v2 batch below its header size, an offset outside the segment's relative range, an index append
+    ``InvalidOffsetException`` rejects. CRCs are not checked (the writer computed them)."""
+
+    def __init__(self, base_offset: int, index_interval_bytes: int) -> None:
+        self.base = base_offset
+        self.size = 0  # bytes fed
+        self._b = _Builder(base_offset, index_interval_bytes, -1)
+        self._headers = bytearray()
+        self._taken = 0  # position of the first batch whose header is pending
+        self._step = max(1024, min(CHUNK_BATCHES, _budget.cache_bytes() // BYTES_PER_BATCH))
+        self._batches = 0
+        self._last_offset: int | None = None
+        self._magics: set[int] = set()
+
+    def feed(self, data: bytes | memoryview) -> None:
+        """The next bytes of the segment: whole batches."""
+        n = len(data)
+        hdr = self._headers
+        lp = 0
+        if _C is not None and n > HDR:
+            r = _C.headers_walk(data, 0, n - HDR, hdr)  # every batch with HDR bytes after its start
+            if r is not None:
+                lp = r.position
+        # The last few batches (and every batch without the extension), their headers padded with zeros.
+        view = memoryview(data)
+        unpack = _SIZE.unpack_from
+        while lp < n:
+            if n - lp < LOG_OVERHEAD:
+                raise CorruptDataError(f"{n - lp} bytes that are not a batch end what was written",
+                                       position=self.size + lp)
+            s = unpack(view, lp + SIZE_OFFSET)[0]
+            if s < RECORD_OVERHEAD_V0:
+                raise size_below_overhead(s, None, self.size + lp)
+            if lp + HDR <= n:
+                hdr += view[lp:lp + HDR]
+            else:
+                hdr += view[lp:n]
+                hdr += _ZEROS[:lp + HDR - n]
+            lp += s + LOG_OVERHEAD
+        if lp != n:
+            raise CorruptDataError(f"a batch runs {lp - n} bytes past what was written", position=self.size + lp)
+        self.size += n
+        if len(hdr) >= self._step * HDR:
+            self._flush()
+
+    def _flush(self) -> None:
+        hdr = self._headers
+        if not hdr:
+            return
+        self._headers = bytearray()
+        h = np.frombuffer(hdr, dtype=_V2)
+        sizes = h["size"].astype(np.int64) + LOG_OVERHEAD
+        q = np.empty(len(sizes), np.int64)
+        q[0] = self._taken
+        np.cumsum(sizes[:-1], out=q[1:])
+        q[1:] += self._taken
+        magic = h["magic"].astype(np.int8)
+        base_off = h["base"].astype(np.int64)
+        is_v2 = magic >= MAGIC_V2
+        last = np.where(is_v2, base_off + h["last_delta"], base_off)
+        legacy_ts = np.frombuffer(hdr, dtype=_LEGACY)["ts"]
+        mts = np.where(is_v2, h["max_ts"], np.where(magic == MAGIC_V0, NO_TIMESTAMP, legacy_ts))
+        rel = last - self.base
+        bad = (is_v2 & (sizes < RECORD_BATCH_OVERHEAD)) | (rel < 0) | (rel > INT32_MAX)
+        if bad.any():
+            i = int(np.argmax(bad))
+            if is_v2[i] and sizes[i] < RECORD_BATCH_OVERHEAD:
+                raise v2_too_small(int(sizes[i]), None, int(q[i]))
+            raise offset_overflow(int(last[i]), self.base, None, int(q[i]))
+        failure = self._b.feed(q, last, mts)
+        if failure is not None:
+            k, what, off, prev = failure
+            raise invalid_offset(off, self._b.index_count if what == "offset index" else self._b.time_count, prev,
+                                 what, None, int(q[k]))
+        self._batches += len(q)
+        self._last_offset = int(last[-1])
+        self._magics.update(np.unique(magic).tolist())
+        self._taken = int(q[-1] + sizes[-1])
+
+    def finish(self) -> SegmentRecovery:
+        """The indexes of everything fed, with recovery's final time entry (the roll's ``maybeAppend``)."""
+        self._flush()
+        b = self._b
+        out = SegmentRecovery(self.base, self.size)
+        out.valid_bytes = self.size
+        out.stop = short_tail(self.size, 0)
+        out.batches = self._batches
+        out.last_offset = self._last_offset
+        out.max_timestamp = b.max_ts
+        out.offset_of_max_timestamp = b.max_ts_offset
+        out.magics = set(self._magics)
+        if b.time_count and b.max_ts_offset < b.time_last_offset:
+            raise invalid_offset(b.max_ts_offset, b.time_count, b.time_last_offset, "time index", None, self.size)
+        if b.max_ts > b.time_last_ts:
+            b.time_ts.append(np.array([b.max_ts], np.int64))
+            b.time_offsets.append(np.array([b.max_ts_offset], np.int64))
+        out.index_offsets = _concat(b.index_offsets)
+        out.index_positions = _concat(b.index_positions)
+        out.time_timestamps = _concat(b.time_ts)
+        out.time_offsets = _concat(b.time_offsets)
+        return out
