@@ -394,48 +394,9 @@ class _Builder:
                 k = np.array(points, np.int64)
         failure: tuple[int, str, int, int] | None = None
         if len(k):
-            offs = last[k]
-            # OffsetIndex.append needs strictly increasing offsets.
-            prev = np.concatenate(([self.index_last if self.index_last is not None else offs[0] - 1], offs[:-1]))
-            bad_off = offs <= prev
-            # TimeIndex.maybeAppend(runMax, runOff) at each point: appends when the timestamp rises, but
-            # rejects an offset below the last *appended* entry's even when it does not append.
-            ts_c, off_c = run_max[k], run_off[k]
-            appended = ts_c > np.concatenate(([self.time_last_ts], ts_c[:-1]))
-            last_app = np.maximum.accumulate(np.where(appended, np.arange(len(k)), -1))
-            before = np.concatenate(([-1], last_app[:-1]))
-            prev_off = np.where(before >= 0, off_c[np.maximum(before, 0)], self.time_last_offset)
-            has_entries = (before >= 0) | (self.time_count > 0)
-            bad_time = has_entries & (off_c < prev_off)
-            bad = bad_off | bad_time
-            k_off = k_time = k
-            if bad.any():
-                j = int(np.argmax(bad))
-                if bad_off[j]:
-                    failure = (int(k[j]), "offset index", int(offs[j]), int(prev[j]))
-                    k_off, k_time = k[:j], k[:j]
-                else:
-                    failure = (int(k[j]), "time index", int(off_c[j]), int(prev_off[j]))
-                    k_off, k_time = k[:j + 1], k[:j]
-                appended = appended[:j]
-            if len(k_off):
-                self.index_offsets.append(last[k_off])
-                self.index_positions.append(q[k_off])
-                self.index_last = int(last[k_off[-1]])
-                self.last_index_entry = int(q[k_off[-1]])
-            if appended.any():
-                sel = k_time[appended]
-                self.time_ts.append(run_max[sel])
-                self.time_offsets.append(run_off[sel])
-                self.time_last_ts = int(run_max[sel[-1]])
-                self.time_last_offset = int(run_off[sel[-1]])
-            if failure is not None:  # slot numbers as the exception reports them
-                failure = (failure[0], failure[1], failure[2], failure[3])
-                self.index_count += len(k_off) - (0 if failure[1] == "offset index" else 1)
-                self.time_count += int(appended.sum())
-            else:
-                self.index_count += len(k_off)
-                self.time_count += int(appended.sum())
+            failure = self.points(last[k], q[k], run_max[k], run_off[k])
+            if failure is not None:
+                failure = (int(k[failure[0]]), failure[1], failure[2], failure[3])
         if failure is not None:
             # recover() had already folded batch k into maxTimestampSoFar when the append threw.
             self.max_ts = int(run_max[failure[0]])
@@ -445,6 +406,49 @@ class _Builder:
             self.max_ts = int(run_max[-1])
             self.max_ts_offset = int(run_off[-1])
         return None
+
+    def points(self, offs: I64, positions: I64, ts_c: I64, off_c: I64) -> tuple[int, str, int, int] | None:
+        """The index points of a chunk (last offsets, positions, the running max timestamp and its offset at each):
+        ``OffsetIndex.append`` then ``TimeIndex.maybeAppend`` at each; on an ``InvalidOffsetException``, what the
+        points before it appended is kept and (point, what, offset, last) returned."""
+        # OffsetIndex.append needs strictly increasing offsets.
+        prev = np.concatenate(([self.index_last if self.index_last is not None else offs[0] - 1], offs[:-1]))
+        bad_off = offs <= prev
+        # TimeIndex.maybeAppend(runMax, runOff) at each point: appends when the timestamp rises, but
+        # rejects an offset below the last *appended* entry's even when it does not append.
+        appended = ts_c > np.concatenate(([self.time_last_ts], ts_c[:-1]))
+        last_app = np.maximum.accumulate(np.where(appended, np.arange(len(offs)), -1))
+        before = np.concatenate(([-1], last_app[:-1]))
+        prev_off = np.where(before >= 0, off_c[np.maximum(before, 0)], self.time_last_offset)
+        has_entries = (before >= 0) | (self.time_count > 0)
+        bad_time = has_entries & (off_c < prev_off)
+        bad = bad_off | bad_time
+        n_off = len(offs)
+        failure: tuple[int, str, int, int] | None = None
+        if bad.any():
+            j = int(np.argmax(bad))
+            if bad_off[j]:
+                failure = (j, "offset index", int(offs[j]), int(prev[j]))
+                n_off = j
+            else:
+                failure = (j, "time index", int(off_c[j]), int(prev_off[j]))
+                n_off = j + 1
+            appended = appended[:j]
+        if n_off:
+            self.index_offsets.append(offs[:n_off])
+            self.index_positions.append(positions[:n_off])
+            self.index_last = int(offs[n_off - 1])
+            self.last_index_entry = int(positions[n_off - 1])
+        if appended.any():
+            sel = np.flatnonzero(appended)
+            self.time_ts.append(ts_c[sel])
+            self.time_offsets.append(off_c[sel])
+            self.time_last_ts = int(ts_c[sel[-1]])
+            self.time_last_offset = int(off_c[sel[-1]])
+        # slot numbers as the exception reports them
+        self.index_count += n_off - (1 if failure is not None and failure[1] == "time index" else 0)
+        self.time_count += int(appended.sum())
+        return failure
 
     def feed_epochs(self, epochs: I64, base_offsets: I64, magic: npt.NDArray[np.int8]) -> None:
         """Leader-epoch cache: assign (epoch, baseOffset) for v2 batches with epoch >= 0 above the latest."""
@@ -626,6 +630,10 @@ class SegmentIndexer:
     def feed(self, data: bytes | memoryview) -> None:
         """The next bytes of the segment: whole batches."""
         n = len(data)
+        if _C is not None and not self._headers and self._compiled(data):
+            self.size += n
+            self._taken = self.size
+            return
         hdr = self._headers
         lp = 0
         if _C is not None and n > HDR:
@@ -653,6 +661,29 @@ class SegmentIndexer:
         self.size += n
         if len(hdr) >= self._step * HDR:
             self._flush()
+
+    def _compiled(self, data: bytes | memoryview) -> bool:
+        """:meth:`feed` by ``_speedups.index_walk``: False (nothing changed) where the Python walk must run."""
+        assert _C is not None
+        b = self._b
+        pts = bytearray()
+        r = _C.index_walk(data, self.size, self.base, b.interval, b.last_index_entry, b.max_ts, b.max_ts_offset, pts)
+        if r is None:
+            return False
+        batches, last_offset, max_ts, max_ts_offset, magics = r
+        if pts:
+            p = np.frombuffer(pts, np.int64).reshape(-1, 4)
+            failure = b.points(p[:, 0], p[:, 1], p[:, 2], p[:, 3])
+            if failure is not None:
+                j, what, off, prev = failure
+                raise invalid_offset(off, b.index_count if what == "offset index" else b.time_count, prev, what,
+                                     None, int(p[j, 1]))
+        if batches:
+            b.max_ts, b.max_ts_offset = max_ts, max_ts_offset
+            self._batches += batches
+            self._last_offset = last_offset
+            self._magics.update(m for m in (0, 1, 2) if magics >> m & 1)
+        return True
 
     def _flush(self) -> None:
         hdr = self._headers
