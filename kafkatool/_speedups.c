@@ -1403,11 +1403,12 @@ static PyObject *sp_headers_walk(PyObject *self, PyObject *const *args, Py_ssize
 }
 
 /* index_walk(data, pos0, base, interval, last_index_entry, max_ts, max_ts_offset, points)
- *     -> (batches, last_offset, max_ts, max_ts_offset, magics) | None
+ *     -> (batches, last_offset, max_ts, max_ts_offset, magics, last_index_entry) | None
  * ``recovery.fast.SegmentIndexer.feed``'s walk: the batches of ``data`` (whole ones, the segment's bytes from
  * position ``pos0``) under LogSegment.recover's rules: the running max timestamp and its offset, and an index
  * point wherever ``position - last_index_entry > interval``, appended to the bytearray ``points`` as four native
- * int64 (last offset, position, running max timestamp, its offset). ``magics``: bit m for each magic m seen.
+ * int64 (last offset, position, running max timestamp, its offset). ``magics``: bit m for each magic m seen;
+ * ``last_index_entry``: the last point's position (as given without one).
  * Nothing is checked at the points (the caller applies the index appends' rules to them). None, with nothing
  * appended, for anything recovery would stop at (the Python walk then raises): a size below
  * RECORD_OVERHEAD_V0, a batch past the end of ``data``, a v2 batch below its overhead, a magic other than
@@ -1499,8 +1500,8 @@ static PyObject *sp_index_walk(PyObject *self, PyObject *const *args, Py_ssize_t
         memcpy(PyByteArray_AS_STRING(out_pts) + old, pts, (size_t)n_pts * 4 * sizeof(int64_t));
     }
     PyMem_Free(pts);
-    return Py_BuildValue("(LLLLI)", (long long)batches, (long long)last, (long long)max_ts, (long long)max_off,
-                         magics);
+    return Py_BuildValue("(LLLLIL)", (long long)batches, (long long)last, (long long)max_ts, (long long)max_off,
+                         magics, (long long)lie);
 unusual:
     PyBuffer_Release(&view);
     PyMem_Free(pts);

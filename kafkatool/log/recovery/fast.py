@@ -88,6 +88,7 @@ HOPS_C = 1024  # headers per compiled hopping step
 # a window at all; with small ones it falls back to the window after them.
 PROBE_HOPS_C = 64
 _SIZE = struct.Struct(">i")
+_POINT = 32  # an index point from _speedups.index_walk: four native int64
 _U32 = struct.Struct(">I")
 _ZEROS = bytes(HDR + 64)
 _SPARE_WINDOWS: list[mmap.mmap] = []  # window buffers of finished walks, for the next one
@@ -626,6 +627,7 @@ class SegmentIndexer:
         self._batches = 0
         self._last_offset: int | None = None
         self._magics: set[int] = set()
+        self._points = bytearray()  # index points the compiled walk found, not yet appended: _POINT bytes each
 
     def feed(self, data: bytes | memoryview) -> None:
         """The next bytes of the segment: whole batches."""
@@ -634,6 +636,7 @@ class SegmentIndexer:
             self.size += n
             self._taken = self.size
             return
+        self._flush_points()  # the Python walk from here: its rules need the index state up to date
         hdr = self._headers
         lp = 0
         if _C is not None and n > HDR:
@@ -666,24 +669,33 @@ class SegmentIndexer:
         """:meth:`feed` by ``_speedups.index_walk``: False (nothing changed) where the Python walk must run."""
         assert _C is not None
         b = self._b
-        pts = bytearray()
-        r = _C.index_walk(data, self.size, self.base, b.interval, b.last_index_entry, b.max_ts, b.max_ts_offset, pts)
+        r = _C.index_walk(data, self.size, self.base, b.interval, b.last_index_entry, b.max_ts, b.max_ts_offset,
+                          self._points)
         if r is None:
             return False
-        batches, last_offset, max_ts, max_ts_offset, magics = r
-        if pts:
-            p = np.frombuffer(pts, np.int64).reshape(-1, 4)
-            failure = b.points(p[:, 0], p[:, 1], p[:, 2], p[:, 3])
-            if failure is not None:
-                j, what, off, prev = failure
-                raise invalid_offset(off, b.index_count if what == "offset index" else b.time_count, prev, what,
-                                     None, int(p[j, 1]))
+        batches, last_offset, max_ts, max_ts_offset, magics, b.last_index_entry = r
         if batches:
             b.max_ts, b.max_ts_offset = max_ts, max_ts_offset
             self._batches += batches
             self._last_offset = last_offset
             self._magics.update(m for m in (0, 1, 2) if magics >> m & 1)
+        if len(self._points) >= self._step * _POINT:
+            self._flush_points()
         return True
+
+    def _flush_points(self) -> None:
+        """The index appends at the points the compiled walks found (their checks, a step of points at a time)."""
+        pts = self._points
+        if not pts:
+            return
+        self._points = bytearray()
+        b = self._b
+        p = np.frombuffer(pts, np.int64).reshape(-1, 4)
+        failure = b.points(p[:, 0], p[:, 1], p[:, 2], p[:, 3])
+        if failure is not None:
+            j, what, off, prev = failure
+            raise invalid_offset(off, b.index_count if what == "offset index" else b.time_count, prev, what,
+                                 None, int(p[j, 1]))
 
     def _flush(self) -> None:
         hdr = self._headers
@@ -721,6 +733,7 @@ class SegmentIndexer:
 
     def finish(self) -> SegmentRecovery:
         """The indexes of everything fed, with recovery's final time entry (the roll's ``maybeAppend``)."""
+        self._flush_points()
         self._flush()
         b = self._b
         out = SegmentRecovery(self.base, self.size)
