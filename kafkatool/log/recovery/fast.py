@@ -636,7 +636,6 @@ class SegmentIndexer:
             self.size += n
             self._taken = self.size
             return
-        self._flush_points()  # the Python walk from here: its rules need the index state up to date
         hdr = self._headers
         lp = 0
         if _C is not None and n > HDR:
@@ -661,6 +660,7 @@ class SegmentIndexer:
             lp += s + LOG_OVERHEAD
         if lp != n:
             raise CorruptDataError(f"a batch runs {lp - n} bytes past what was written", position=self.size + lp)
+        self._flush_points()  # the Python walk from here on: its rules need the compiled walk's points applied
         self.size += n
         if len(hdr) >= self._step * HDR:
             self._flush()
