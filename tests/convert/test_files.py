@@ -60,9 +60,9 @@ def _assert_indexes_are_recoverys(out: Path, interval: int) -> int:
     return n
 
 
-@pytest.mark.parametrize(("to_magic", "codec"), [(0, None), (1, None), (0, Codec.NONE), (1, Codec.NONE),
-                                                 (1, Codec.GZIP), (2, None)])
-@pytest.mark.parametrize(("interval", "segment_bytes"), [(4096, 1 << 30), (1, 1 << 30), (100, 3000), (1000, 20000)])
+@pytest.mark.parametrize(("to_magic", "codec", "interval", "segment_bytes"), [
+    (0, None, 4096, 1 << 30), (1, None, 1, 1 << 30), (0, None, 1, 20000), (0, Codec.NONE, 100, 3000),
+    (1, Codec.NONE, 1000, 20000), (1, Codec.NONE, 4096, 1 << 30), (1, Codec.GZIP, 100, 3000), (2, None, 1, 20000)])
 def test_indexes_built_while_writing_are_those_recovery_rebuilds(sample_dir: Path, tmp_path: Path, walk: str,
                                                                   to_magic: int, codec: Codec | None, interval: int,
                                                                   segment_bytes: int) -> None:
