@@ -1407,6 +1407,112 @@ static PyObject *sp_headers_walk(PyObject *self, PyObject *const *args, Py_ssize
     return result(R_HEADERS_WALK, Py_BuildValue("(LnL)", (long long)lp, n, (long long)s));
 }
 
+/* index_walk(data, pos0, base, interval, last_index_entry, max_ts, max_ts_offset, points)
+ *     -> (batches, last_offset, max_ts, max_ts_offset, magics, last_index_entry) | None
+ * ``recovery.fast.SegmentIndexer.feed``'s walk: the batches of ``data`` (whole ones, the segment's bytes from
+ * position ``pos0``) under LogSegment.recover's rules: the running max timestamp and its offset, and an index
+ * point wherever ``position - last_index_entry > interval``, appended to the bytearray ``points`` as four native
+ * int64 (last offset, position, running max timestamp, its offset). ``magics``: bit m for each magic m seen;
+ * ``last_index_entry``: the last point's position (as given without one).
+ * Nothing is checked at the points (the caller applies the index appends' rules to them). None, with nothing
+ * appended, for anything recovery would stop at (the Python walk then raises): a size below
+ * RECORD_OVERHEAD_V0, a batch past the end of ``data``, a v2 batch below its overhead, a magic other than
+ * 0, 1, 2, a last offset outside [base, base + INT32_MAX]. */
+static PyObject *sp_index_walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer view;
+    int64_t pos0, base, interval, lie, max_ts, max_off, last = -1, batches = 0;
+    int64_t *pts = NULL, *grown;
+    Py_ssize_t n_pts = 0, cap = 0, p = 0, n, old;
+    const uint8_t *d;
+    PyObject *out_pts;
+    unsigned magics = 0;
+    (void)self;
+    if (nargs != 8) {
+        PyErr_SetString(PyExc_TypeError, "index_walk takes 8 arguments");
+        return NULL;
+    }
+    out_pts = args[7];
+    if (!PyByteArray_CheckExact(out_pts) || arg_i64(args[1], &pos0) || arg_i64(args[2], &base)
+        || arg_i64(args[3], &interval) || arg_i64(args[4], &lie) || arg_i64(args[5], &max_ts)
+        || arg_i64(args[6], &max_off))
+        Py_RETURN_NONE;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    d = (const uint8_t *)view.buf;
+    n = view.len;
+    while (p < n) {
+        int32_t s;
+        int8_t magic;
+        int64_t batch_last, ts, rel;
+        if (n - p < HEADER_SIZE_UP_TO_MAGIC)
+            goto unusual;
+        s = be_i32(d + p + SIZE_OFFSET);
+        if (s < RECORD_OVERHEAD_V0 || (int64_t)s + LOG_OVERHEAD > n - p)
+            goto unusual;
+        magic = (int8_t)d[p + MAGIC_OFFSET];
+        if (magic == 2) {
+            if ((int64_t)s + LOG_OVERHEAD < RECORD_BATCH_OVERHEAD)
+                goto unusual;
+            batch_last = be_i64(d + p) + be_i32(d + p + V2_LAST_OFFSET_DELTA_OFFSET);
+            ts = be_i64(d + p + V2_MAX_TIMESTAMP_OFFSET);
+        } else if (magic == 1) {
+            batch_last = be_i64(d + p);
+            ts = be_i64(d + p + ENTRY_TIMESTAMP_OFFSET);
+        } else if (magic == 0) {
+            batch_last = be_i64(d + p);
+            ts = -1; /* NO_TIMESTAMP */
+        } else {
+            goto unusual;
+        }
+        rel = batch_last - base;
+        if (rel < 0 || rel > INT32_MAX)
+            goto unusual;
+        magics |= 1u << magic;
+        if (ts > max_ts) {
+            max_ts = ts;
+            max_off = batch_last;
+        }
+        if (pos0 + p - lie > interval) {
+            if (n_pts == cap) {
+                cap = cap ? cap * 2 : 64;
+                grown = PyMem_Realloc(pts, (size_t)cap * 4 * sizeof(int64_t));
+                if (grown == NULL)
+                    goto unusual;
+                pts = grown;
+            }
+            pts[4 * n_pts] = batch_last;
+            pts[4 * n_pts + 1] = pos0 + p;
+            pts[4 * n_pts + 2] = max_ts;
+            pts[4 * n_pts + 3] = max_off;
+            n_pts++;
+            lie = pos0 + p;
+        }
+        last = batch_last;
+        batches++;
+        p += (Py_ssize_t)s + LOG_OVERHEAD;
+    }
+    PyBuffer_Release(&view);
+    if (n_pts) {
+        old = PyByteArray_GET_SIZE(out_pts);
+        if (PyByteArray_Resize(out_pts, old + n_pts * 4 * (Py_ssize_t)sizeof(int64_t)) < 0) {
+            PyErr_Clear();
+            PyMem_Free(pts);
+            Py_RETURN_NONE;
+        }
+        memcpy(PyByteArray_AS_STRING(out_pts) + old, pts, (size_t)n_pts * 4 * sizeof(int64_t));
+    }
+    PyMem_Free(pts);
+    return Py_BuildValue("(LLLLIL)", (long long)batches, (long long)last, (long long)max_ts, (long long)max_off,
+                         magics, (long long)lie);
+unusual:
+    PyBuffer_Release(&view);
+    PyMem_Free(pts);
+    Py_RETURN_NONE;
+}
+
 /* hop_walk(fd, p, limit, max_n, headers) -> HeadersWalk(position, headers, size) | None
  * The hopping loop of ``recovery.fast._Walk._hops``: one RECOVERY_HEADER-byte pread per batch (headers read
  * short at the end of the file are padded with zeros) while ``p < limit`` and fewer than ``max_n`` batches were
@@ -2173,6 +2279,8 @@ static PyMethodDef methods[] = {
      "verify_walk(buf, p, stop, end, crc32c, crc32): file_records._verify's loop."},
     {"headers_walk", (PyCFunction)(void (*)(void))sp_headers_walk, METH_FASTCALL,
      "headers_walk(win, lp, wl, headers): recover_fast's window loop."},
+    {"index_walk", (PyCFunction)(void (*)(void))sp_index_walk, METH_FASTCALL,
+     "index_walk(data, pos0, base, interval, last_index_entry, max_ts, max_ts_offset, points): SegmentIndexer's walk."},
     {"hop_walk", (PyCFunction)(void (*)(void))sp_hop_walk, METH_FASTCALL,
      "hop_walk(fd, p, limit, max_n, headers): recover_fast's hopping loop."},
     {"dump_walk", (PyCFunction)(void (*)(void))sp_dump_walk, METH_FASTCALL,

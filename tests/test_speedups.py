@@ -433,6 +433,32 @@ def test_verify_segment_same_with_and_without(data: bytes) -> None:
             assert verify_fields(path) == want
 
 
+def indexed(data: bytes, cut: int, base: int, interval: int) -> Any:
+    """What ``SegmentIndexer`` makes of ``data`` fed in two pieces (the second from ``cut``): its recovery or the
+    error it raises."""
+    from kafkatool.log.recovery.fast import SegmentIndexer
+
+    def run() -> Any:
+        idx = SegmentIndexer(base, interval)
+        idx.feed(data[:cut])
+        idx.feed(data[cut:])
+        r = idx.finish()
+        return (r.encode_offset_index(), r.encode_time_index(), r.batches, r.last_offset, r.max_timestamp,
+                r.offset_of_max_timestamp, r.magics, r.valid_bytes)
+
+    return outcome(run)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=segment(), cut=st.integers(0, 1 << 16), base=st.sampled_from([0, 3, 1 << 40]),
+       interval=st.sampled_from([0, 1, 64, 4096]))
+def test_segment_indexer_same_with_and_without(data: bytes, cut: int, base: int, interval: int) -> None:
+    with compiled(False):
+        want = indexed(data, cut, base, interval)
+    with compiled(True):
+        assert indexed(data, cut, base, interval) == want
+
+
 def hostile_logs() -> list[Path]:
     return sorted(p for p in HOSTILE.rglob("*") if p.is_file() and p.suffix in (".log", ".bin"))
 

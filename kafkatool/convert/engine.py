@@ -7,8 +7,8 @@ loadable by a broker:
 
 * every source segment yields one or more output segments, the first named by the source's base
   offset; a new one is rolled as the broker's ``LogSegment.shouldRoll`` would (``segment_bytes``
-  reached, or an offset that would not fit the 4-byte relative index); each finished ``.log`` gets its
-  ``.index``/``.timeindex`` from :func:`kafkatool.log.recovery.recover_segment` (Kafka 3.9 ``LogSegment.recover``);
+  reached, or an offset that would not fit the 4-byte relative index); each ``.log`` gets the
+  ``.index``/``.timeindex`` Kafka 3.9's ``LogSegment.recover`` would build, built while it is written;
 * offsets are preserved; if dropped control batches would lower the log end offset, an empty segment
   named by the source's log end offset keeps it (consumers' committed offsets stay valid);
 * ``leader-epoch-checkpoint`` and ``partition.metadata`` are carried over; up-conversion also carries the
@@ -52,8 +52,8 @@ from kafkatool.convert.files import (
     PartitionSource,
     SegmentWriter,
     resolve_sources,
-    scan_for_zstd,
     source_batches,
+    zstd_refused,
 )
 from kafkatool.errors import CorruptRecordError, KafkaToolError, LimitExceededError, UsageError
 from kafkatool.log.layout import TXN_INDEX_SUFFIX
@@ -250,6 +250,8 @@ class DownConverter:
         override = opts.codec
         if override is None and batch.codec_id == Codec.ZSTD:
             override = opts.zstd_to
+            if override is None and (refused := zstd_refused(batch)) is not None:
+                raise refused
         if (override is not None and override != Codec.NONE and batch.magic <= opts.to_magic
                 and not batch.is_compressed):
             return self._group(batch, override, records)
@@ -595,8 +597,6 @@ def convert_log(src: str | os.PathLike[str], dst: str | os.PathLike[str], opts: 
         obs.note(f"resuming: {len(dest.done)} of {len(sources)} partition(s) already complete in {dst_p}"
                  + (" (the run had finished)" if dest.complete else ""))
     sources = [s for s in sources if s.name not in dest.done]
-    if not opts.up and opts.codec is None and opts.zstd_to is None:
-        scan_for_zstd(sources)
     obs.start(sources, sum(s.total_bytes() for s in sources))
     if opts.dry_run:
         return _convert_all(sources, dest, opts, obs)

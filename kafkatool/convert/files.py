@@ -23,7 +23,8 @@ from kafkatool.log.layout import (
     parse_partition_dir_name,
     resolve_inputs,
 )
-from kafkatool.log.recovery import recover_segment
+from kafkatool.log.recovery import SegmentRecovery, recover_segment
+from kafkatool.log.recovery.fast import SegmentIndexer
 from kafkatool.log.txn_index import AbortedTxn, encode_txn_index
 from kafkatool.record.batch import MAGIC_V2
 from kafkatool.record.codecs import Codec
@@ -120,21 +121,15 @@ def resolve_sources(src: Path, *, skip_internal: bool = False,
     return out
 
 
-def scan_for_zstd(sources: list[PartitionSource]) -> None:
-    """Kafka refuses to down-convert zstd; name the first zstd batch before anything is written."""
-    for source in sources:
-        for seg in source.segments:
-            with FileRecords(seg.log) as fr:
-                try:
-                    for b in fr.batches():
-                        if b.magic >= MAGIC_V2 and b.codec_id == Codec.ZSTD and not b.is_control:
-                            raise ZstdDownConversionError(
-                                f"zstd-compressed batch (offsets {b.base_offset}..{b.last_offset}) cannot be "
-                                "down-converted below magic 2 (Kafka: UnsupportedCompressionTypeException); "
-                                "recompress it with gzip, lz4, snappy or none", path=fr.path, field="zstd_to",
-                                position=b.position)
-                except CorruptRecordError:
-                    pass  # the conversion pass reports it with its position
+def zstd_refused(batch: RecordBatch) -> ZstdDownConversionError | None:
+    """Kafka refuses to down-convert zstd: the error naming a zstd batch that nothing may down-convert
+    (the run stops at the first one, and a failed run leaves nothing written), None for any other batch."""
+    if batch.magic >= MAGIC_V2 and batch.codec_id == Codec.ZSTD and not batch.is_control:
+        return ZstdDownConversionError(
+            f"zstd-compressed batch (offsets {batch.base_offset}..{batch.last_offset}) cannot be down-converted "
+            "below magic 2 (Kafka: UnsupportedCompressionTypeException); recompress it with gzip, lz4, snappy or "
+            "none", field="zstd_to", position=batch.position)
+    return None
 
 
 def _zero_from(fr: FileRecords, pos: int) -> bool:
@@ -177,10 +172,19 @@ def source_batches(fr: FileRecords, skipped: Callable[[str, int], None], *, last
 
 class SegmentWriter:
     """Output segments of one partition, rolled by ``LogSegment.shouldRoll``'s size and offset rules and
-    indexed by ``LogSegment.recover``. ``dir`` None is a dry run: rolls are computed, nothing written."""
+    indexed by ``LogSegment.recover``'s rules. ``dir`` None is a dry run: rolls are computed, nothing written.
 
-    def __init__(self, dir: Path | None, segment_bytes: int, index_interval_bytes: int) -> None:
+    The ``.index``/``.timeindex`` are built from the bytes as they are written (:class:`SegmentIndexer`, which
+    also checks that they are whole batches recovery keeps, offsets within the segment, index appends Kafka
+    accepts); each segment's files are fsynced once, when it is complete. ``oracle``: also walk each finished
+    ``.log`` with :func:`recover_segment` and require the same indexes (the tests' check; a second read of the
+    output)."""
+
+    def __init__(self, dir: Path | None, segment_bytes: int, index_interval_bytes: int, *,
+                 oracle: bool = False) -> None:
         self.dir = dir
+        self.oracle = oracle
+        self._indexer: SegmentIndexer | None = None
         self.segment_bytes = segment_bytes
         self.index_interval_bytes = index_interval_bytes
         self.base = -1
@@ -211,6 +215,7 @@ class SegmentWriter:
         if self.dir is not None:
             # The write buffer is the memory budget's output share, at least 64 KiB.
             self.file = open(self._path(base, ".log"), "xb", buffering=max(64 << 10, _budget.output_bytes()))
+            self._indexer = SegmentIndexer(base, self.index_interval_bytes)
 
     def _close(self) -> None:
         if self.base < 0:
@@ -224,13 +229,32 @@ class SegmentWriter:
             self._write_indexes()
 
     def _write_indexes(self) -> None:
-        rec = recover_segment(self._path(self.base, ".log"), self.base, index_interval_bytes=self.index_interval_bytes)
-        if rec.error is not None or rec.valid_bytes != self.size:
-            raise KafkaToolError(f"internal error: output segment {self.base:020d}.log does not pass the broker's "
-                                 f"recovery: {rec.error or rec.stop}")
-        # Straight from recovery's arrays: no entry objects (a 1 GiB segment has ~260 000 of each).
+        assert self._indexer is not None
+        indexer, self._indexer = self._indexer, None
+        try:
+            rec = indexer.finish()
+        except KafkaToolError as e:
+            raise self._not_recoverable(e) from None
+        if self.oracle:
+            self._check_with_recovery(rec)
+        # Straight from the index arrays: no entry objects (a 1 GiB segment has ~260 000 of each).
         _write_fsync(self._path(self.base, ".index"), rec.encode_offset_index())
         _write_fsync(self._path(self.base, ".timeindex"), rec.encode_time_index())
+
+    def _not_recoverable(self, cause: KafkaToolError | str) -> KafkaToolError:
+        return KafkaToolError(f"internal error: output segment {self.base:020d}.log does not pass the broker's "
+                              f"recovery: {cause}")
+
+    def _check_with_recovery(self, rec: SegmentRecovery) -> None:
+        """The oracle: the broker's recovery walk of the finished file, which must keep all of it and build the
+        same indexes."""
+        walked = recover_segment(self._path(self.base, ".log"), self.base,
+                                 index_interval_bytes=self.index_interval_bytes)
+        if walked.error is not None or walked.valid_bytes != self.size:
+            raise self._not_recoverable(str(walked.error or walked.stop))
+        if (walked.encode_offset_index() != rec.encode_offset_index()
+                or walked.encode_time_index() != rec.encode_time_index()):
+            raise self._not_recoverable("its indexes differ from those built while writing")
 
     def begin_source_segment(self, base: int) -> None:
         self._close()
@@ -252,6 +276,11 @@ class SegmentWriter:
         (``DownConverter.run``), which has checked that none of them rolls the segment; ``last`` is the last
         offset they hold."""
         if self.file is not None:
+            assert self._indexer is not None
+            try:
+                self._indexer.feed(data)
+            except KafkaToolError as e:
+                raise self._not_recoverable(e) from None
             self.file.write(data)
         self.size += len(data)
         self.bytes_written += len(data)
@@ -292,4 +321,4 @@ def _write_fsync(path: Path, data: bytes) -> None:
 
 
 __all__ = ["PartitionSource", "SegmentWriter", "resolve_sources",
-           "scan_for_zstd", "source_batches"]
+           "source_batches", "zstd_refused"]

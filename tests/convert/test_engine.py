@@ -224,6 +224,20 @@ def test_zstd_is_refused_by_default_naming_the_batch(tmp_path):
         convert(src, tmp_path / "x", to_magic=0, codec=Codec.ZSTD)
 
 
+def test_zstd_in_a_later_partition_leaves_nothing_written(tmp_path):
+    """No pre-scan: the run converts the partitions before it, meets the zstd batch, and removes what it wrote."""
+    make_partition(tmp_path / "logs", "a-0", {0: v2_log(0, batches=3)})
+    make_partition(tmp_path / "logs", "b-0", {0: v2_log(0, batches=3), 15: v2_log(15, batches=1, codec=Codec.ZSTD)})
+    with pytest.raises(ZstdDownConversionError, match="offsets 15..19") as e:
+        convert(tmp_path / "logs", tmp_path / "out", to_magic=0)
+    assert e.value.path is not None and e.value.path.endswith(f"b-0/{15:020d}.log") and e.value.position == 0
+    assert not (tmp_path / "out").exists()
+    (tmp_path / "out").mkdir()  # an existing empty DST: left as it was
+    with pytest.raises(ZstdDownConversionError):
+        convert(tmp_path / "logs", tmp_path / "out", to_magic=1)
+    assert list((tmp_path / "out").iterdir()) == []
+
+
 def test_destination_rules(tmp_path):
     src = make_partition(tmp_path / "logs", "t-0", {0: v2_log()})
     (tmp_path / "busy").mkdir()

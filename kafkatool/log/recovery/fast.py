@@ -34,7 +34,7 @@ import numpy.typing as npt
 from kafkatool._accel import crc32c as _crc32c
 from kafkatool._accel import speedups as _C
 from kafkatool.constants import INT32_MAX
-from kafkatool.errors import CorruptRecordError, InputError
+from kafkatool.errors import CorruptDataError, CorruptRecordError, InputError
 from kafkatool.log.recovery.control import ControlFailure, check_control_batch, ensure_readable
 from kafkatool.log.recovery.result import (
     SegmentRecovery,
@@ -88,6 +88,7 @@ HOPS_C = 1024  # headers per compiled hopping step
 # a window at all; with small ones it falls back to the window after them.
 PROBE_HOPS_C = 64
 _SIZE = struct.Struct(">i")
+_POINT = 32  # an index point from _speedups.index_walk: four native int64
 _U32 = struct.Struct(">I")
 _ZEROS = bytes(HDR + 64)
 _SPARE_WINDOWS: list[mmap.mmap] = []  # window buffers of finished walks, for the next one
@@ -394,48 +395,9 @@ class _Builder:
                 k = np.array(points, np.int64)
         failure: tuple[int, str, int, int] | None = None
         if len(k):
-            offs = last[k]
-            # OffsetIndex.append needs strictly increasing offsets.
-            prev = np.concatenate(([self.index_last if self.index_last is not None else offs[0] - 1], offs[:-1]))
-            bad_off = offs <= prev
-            # TimeIndex.maybeAppend(runMax, runOff) at each point: appends when the timestamp rises, but
-            # rejects an offset below the last *appended* entry's even when it does not append.
-            ts_c, off_c = run_max[k], run_off[k]
-            appended = ts_c > np.concatenate(([self.time_last_ts], ts_c[:-1]))
-            last_app = np.maximum.accumulate(np.where(appended, np.arange(len(k)), -1))
-            before = np.concatenate(([-1], last_app[:-1]))
-            prev_off = np.where(before >= 0, off_c[np.maximum(before, 0)], self.time_last_offset)
-            has_entries = (before >= 0) | (self.time_count > 0)
-            bad_time = has_entries & (off_c < prev_off)
-            bad = bad_off | bad_time
-            k_off = k_time = k
-            if bad.any():
-                j = int(np.argmax(bad))
-                if bad_off[j]:
-                    failure = (int(k[j]), "offset index", int(offs[j]), int(prev[j]))
-                    k_off, k_time = k[:j], k[:j]
-                else:
-                    failure = (int(k[j]), "time index", int(off_c[j]), int(prev_off[j]))
-                    k_off, k_time = k[:j + 1], k[:j]
-                appended = appended[:j]
-            if len(k_off):
-                self.index_offsets.append(last[k_off])
-                self.index_positions.append(q[k_off])
-                self.index_last = int(last[k_off[-1]])
-                self.last_index_entry = int(q[k_off[-1]])
-            if appended.any():
-                sel = k_time[appended]
-                self.time_ts.append(run_max[sel])
-                self.time_offsets.append(run_off[sel])
-                self.time_last_ts = int(run_max[sel[-1]])
-                self.time_last_offset = int(run_off[sel[-1]])
-            if failure is not None:  # slot numbers as the exception reports them
-                failure = (failure[0], failure[1], failure[2], failure[3])
-                self.index_count += len(k_off) - (0 if failure[1] == "offset index" else 1)
-                self.time_count += int(appended.sum())
-            else:
-                self.index_count += len(k_off)
-                self.time_count += int(appended.sum())
+            failure = self.points(last[k], q[k], run_max[k], run_off[k])
+            if failure is not None:
+                failure = (int(k[failure[0]]), failure[1], failure[2], failure[3])
         if failure is not None:
             # recover() had already folded batch k into maxTimestampSoFar when the append threw.
             self.max_ts = int(run_max[failure[0]])
@@ -445,6 +407,49 @@ class _Builder:
             self.max_ts = int(run_max[-1])
             self.max_ts_offset = int(run_off[-1])
         return None
+
+    def points(self, offs: I64, positions: I64, ts_c: I64, off_c: I64) -> tuple[int, str, int, int] | None:
+        """The index points of a chunk (last offsets, positions, the running max timestamp and its offset at each):
+        ``OffsetIndex.append`` then ``TimeIndex.maybeAppend`` at each; on an ``InvalidOffsetException``, what the
+        points before it appended is kept and (point, what, offset, last) returned."""
+        # OffsetIndex.append needs strictly increasing offsets.
+        prev = np.concatenate(([self.index_last if self.index_last is not None else offs[0] - 1], offs[:-1]))
+        bad_off = offs <= prev
+        # TimeIndex.maybeAppend(runMax, runOff) at each point: appends when the timestamp rises, but
+        # rejects an offset below the last *appended* entry's even when it does not append.
+        appended = ts_c > np.concatenate(([self.time_last_ts], ts_c[:-1]))
+        last_app = np.maximum.accumulate(np.where(appended, np.arange(len(offs)), -1))
+        before = np.concatenate(([-1], last_app[:-1]))
+        prev_off = np.where(before >= 0, off_c[np.maximum(before, 0)], self.time_last_offset)
+        has_entries = (before >= 0) | (self.time_count > 0)
+        bad_time = has_entries & (off_c < prev_off)
+        bad = bad_off | bad_time
+        n_off = len(offs)
+        failure: tuple[int, str, int, int] | None = None
+        if bad.any():
+            j = int(np.argmax(bad))
+            if bad_off[j]:
+                failure = (j, "offset index", int(offs[j]), int(prev[j]))
+                n_off = j
+            else:
+                failure = (j, "time index", int(off_c[j]), int(prev_off[j]))
+                n_off = j + 1
+            appended = appended[:j]
+        if n_off:
+            self.index_offsets.append(offs[:n_off])
+            self.index_positions.append(positions[:n_off])
+            self.index_last = int(offs[n_off - 1])
+            self.last_index_entry = int(positions[n_off - 1])
+        if appended.any():
+            sel = np.flatnonzero(appended)
+            self.time_ts.append(ts_c[sel])
+            self.time_offsets.append(off_c[sel])
+            self.time_last_ts = int(ts_c[sel[-1]])
+            self.time_last_offset = int(off_c[sel[-1]])
+        # slot numbers as the exception reports them
+        self.index_count += n_off - (1 if failure is not None and failure[1] == "time index" else 0)
+        self.time_count += int(appended.sum())
+        return failure
 
     def feed_epochs(self, epochs: I64, base_offsets: I64, magic: npt.NDArray[np.int8]) -> None:
         """Leader-epoch cache: assign (epoch, baseOffset) for v2 batches with epoch >= 0 above the latest."""
@@ -600,3 +605,152 @@ def recover_fast(path: str, size: int | None, base_offset: int, *, index_interva
     out.time_timestamps = _concat(b.time_ts)
     out.time_offsets = _concat(b.time_offsets)
     return out
+
+
+class SegmentIndexer:
+    """``LogSegment.recover``'s indexes of a segment being written, fed its bytes as they are written: the same
+    :class:`SegmentRecovery` (index arrays, last offset, max timestamp) that :func:`recover_fast` builds by walking
+    the finished file, without reading it back (the converter's ``SegmentWriter``; the tests hold the two equal).
+
+    Each :meth:`feed` must hold whole batches. What a walk of the file would stop at is an error here
+    (:class:`CorruptDataError`, position in the segment): a size below the minimum, a batch running past the bytes
+    written, a v2 batch below its header size, an offset outside the segment's relative range, an index append
+    ``InvalidOffsetException`` rejects. CRCs are not checked (the writer computed them)."""
+
+    def __init__(self, base_offset: int, index_interval_bytes: int) -> None:
+        self.base = base_offset
+        self.size = 0  # bytes fed
+        self._b = _Builder(base_offset, index_interval_bytes, -1)
+        self._headers = bytearray()
+        self._taken = 0  # position of the first batch whose header is pending
+        self._step = max(1024, min(CHUNK_BATCHES, _budget.cache_bytes() // BYTES_PER_BATCH))
+        self._batches = 0
+        self._last_offset: int | None = None
+        self._magics: set[int] = set()
+        self._points = bytearray()  # index points the compiled walk found, not yet appended: _POINT bytes each
+
+    def feed(self, data: bytes | memoryview) -> None:
+        """The next bytes of the segment: whole batches."""
+        n = len(data)
+        if _C is not None and not self._headers and self._compiled(data):
+            self.size += n
+            self._taken = self.size
+            return
+        hdr = self._headers
+        lp = 0
+        if _C is not None and n > HDR:
+            r = _C.headers_walk(data, 0, n - HDR, hdr)  # every batch with HDR bytes after its start
+            if r is not None:
+                lp = r.position
+        # The last few batches (and every batch without the extension), their headers padded with zeros.
+        view = memoryview(data)
+        unpack = _SIZE.unpack_from
+        while lp < n:
+            if n - lp < LOG_OVERHEAD:
+                raise CorruptDataError(f"{n - lp} bytes that are not a batch end what was written",
+                                       position=self.size + lp)
+            s = unpack(view, lp + SIZE_OFFSET)[0]
+            if s < RECORD_OVERHEAD_V0:
+                raise size_below_overhead(s, None, self.size + lp)
+            if lp + HDR <= n:
+                hdr += view[lp:lp + HDR]
+            else:
+                hdr += view[lp:n]
+                hdr += _ZEROS[:lp + HDR - n]
+            lp += s + LOG_OVERHEAD
+        if lp != n:
+            raise CorruptDataError(f"a batch runs {lp - n} bytes past what was written", position=self.size + lp)
+        self._flush_points()  # the Python walk from here on: its rules need the compiled walk's points applied
+        self.size += n
+        if len(hdr) >= self._step * HDR:
+            self._flush()
+
+    def _compiled(self, data: bytes | memoryview) -> bool:
+        """:meth:`feed` by ``_speedups.index_walk``: False (nothing changed) where the Python walk must run."""
+        assert _C is not None
+        b = self._b
+        r = _C.index_walk(data, self.size, self.base, b.interval, b.last_index_entry, b.max_ts, b.max_ts_offset,
+                          self._points)
+        if r is None:
+            return False
+        batches, last_offset, max_ts, max_ts_offset, magics, b.last_index_entry = r
+        if batches:
+            b.max_ts, b.max_ts_offset = max_ts, max_ts_offset
+            self._batches += batches
+            self._last_offset = last_offset
+            self._magics.update(m for m in (0, 1, 2) if magics >> m & 1)
+        if len(self._points) >= self._step * _POINT:
+            self._flush_points()
+        return True
+
+    def _flush_points(self) -> None:
+        """The index appends at the points the compiled walks found (their checks, a step of points at a time)."""
+        pts = self._points
+        if not pts:
+            return
+        self._points = bytearray()
+        b = self._b
+        p = np.frombuffer(pts, np.int64).reshape(-1, 4)
+        failure = b.points(p[:, 0], p[:, 1], p[:, 2], p[:, 3])
+        if failure is not None:
+            j, what, off, prev = failure
+            raise invalid_offset(off, b.index_count if what == "offset index" else b.time_count, prev, what,
+                                 None, int(p[j, 1]))
+
+    def _flush(self) -> None:
+        hdr = self._headers
+        if not hdr:
+            return
+        self._headers = bytearray()
+        h = np.frombuffer(hdr, dtype=_V2)
+        sizes = h["size"].astype(np.int64) + LOG_OVERHEAD
+        q = np.empty(len(sizes), np.int64)
+        q[0] = self._taken
+        np.cumsum(sizes[:-1], out=q[1:])
+        q[1:] += self._taken
+        magic = h["magic"].astype(np.int8)
+        base_off = h["base"].astype(np.int64)
+        is_v2 = magic >= MAGIC_V2
+        last = np.where(is_v2, base_off + h["last_delta"], base_off)
+        legacy_ts = np.frombuffer(hdr, dtype=_LEGACY)["ts"]
+        mts = np.where(is_v2, h["max_ts"], np.where(magic == MAGIC_V0, NO_TIMESTAMP, legacy_ts))
+        rel = last - self.base
+        bad = (is_v2 & (sizes < RECORD_BATCH_OVERHEAD)) | (rel < 0) | (rel > INT32_MAX)
+        if bad.any():
+            i = int(np.argmax(bad))
+            if is_v2[i] and sizes[i] < RECORD_BATCH_OVERHEAD:
+                raise v2_too_small(int(sizes[i]), None, int(q[i]))
+            raise offset_overflow(int(last[i]), self.base, None, int(q[i]))
+        failure = self._b.feed(q, last, mts)
+        if failure is not None:
+            k, what, off, prev = failure
+            raise invalid_offset(off, self._b.index_count if what == "offset index" else self._b.time_count, prev,
+                                 what, None, int(q[k]))
+        self._batches += len(q)
+        self._last_offset = int(last[-1])
+        self._magics.update(np.unique(magic).tolist())
+        self._taken = int(q[-1] + sizes[-1])
+
+    def finish(self) -> SegmentRecovery:
+        """The indexes of everything fed, with recovery's final time entry (the roll's ``maybeAppend``)."""
+        self._flush_points()
+        self._flush()
+        b = self._b
+        out = SegmentRecovery(self.base, self.size)
+        out.valid_bytes = self.size
+        out.stop = short_tail(self.size, 0)
+        out.batches = self._batches
+        out.last_offset = self._last_offset
+        out.max_timestamp = b.max_ts
+        out.offset_of_max_timestamp = b.max_ts_offset
+        out.magics = set(self._magics)
+        if b.time_count and b.max_ts_offset < b.time_last_offset:
+            raise invalid_offset(b.max_ts_offset, b.time_count, b.time_last_offset, "time index", None, self.size)
+        if b.max_ts > b.time_last_ts:
+            b.time_ts.append(np.array([b.max_ts], np.int64))
+            b.time_offsets.append(np.array([b.max_ts_offset], np.int64))
+        out.index_offsets = _concat(b.index_offsets)
+        out.index_positions = _concat(b.index_positions)
+        out.time_timestamps = _concat(b.time_ts)
+        out.time_offsets = _concat(b.time_offsets)
+        return out
