@@ -701,7 +701,7 @@ class DumpEngine:
                 if filter_records:
                     recs = [r for r in recs if (from_off is None or r[0] >= from_off)
                             and (to_off is None or r[0] <= to_off)
-                            and (from_ts is None or r[1] >= from_ts) and (to_ts is None or r[1] <= to_ts)]
+                            and (from_ts is None or r[1] >= from_ts) and (to_ts is None or r[1] < to_ts)]
                 if selector is not None and recs:
                     recs, decoded, failures = selector.select(recs, control, emit_records)
                     for fail in failures:

@@ -87,7 +87,7 @@ def test_text_format_gives_one_stderr_line_per_finding_with_file_and_position():
     lines = r.stderr.splitlines()
     for name, m in MANIFEST.items():
         if m["dump_finding"] is not None:
-            head = f"kafkatool: {'info' if m['dump_exit'] == 0 else ''}"
+            head = f"kafkatool dump: {'info' if m['dump_exit'] == 0 else ''}"
             want = f": {m['dump_finding']}: {HOSTILE / name} at byte {m['dump_position']}: "
             assert any(x.startswith(head) and want in x for x in lines), (name, want)
 

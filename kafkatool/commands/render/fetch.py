@@ -56,7 +56,7 @@ class FetchRenderer(FetchListener):
         if self.form == OutputFormat.json:
             self.output.json({"type": "finding", "kind": NotRegularFileError.finding, "path": str(file.path),
                               "message": file.message})
-        self.output.finding(f"fetch-sim: {shown(file.path)}: {file.message}")
+        self.output.error(f"{shown(file.path)}: {file.message}")
 
     def partition(self, report: dict[str, Any], problem: str | None) -> None:
         if self.form == OutputFormat.json:

@@ -63,7 +63,7 @@ class ReindexRenderer(ReindexListener):
             self.out.json({"type": "finding", "kind": NOT_REGULAR, "severity": "error", "path": str(file.path),
                            "message": file.message})
             return
-        self.out.finding(f"{shown(file.path)}: {NOT_REGULAR} (error): {file.message}")
+        self.out.error(f"{NOT_REGULAR}: {shown(file.path)}: {file.message}")
 
     def segment(self, res: SegmentResult) -> None:
         if self.form == OutputFormat.json:

@@ -86,7 +86,7 @@ class ScanRenderer(ScanListener):
         if self.form == OutputFormat.json:
             self.out.json({"type": "finding", "kind": NotRegularFileError.finding, "path": str(file.path),
                            "message": file.message})
-        self.out.finding(f"kafkatool spark-scan: {shown(file.path)}: {file.message}")
+        self.out.error(f"{NotRegularFileError.finding}: {shown(file.path)}: {file.message}")  # as dump prints it
 
 
 class ProgressLine:
