@@ -102,7 +102,7 @@ def read_original(part_dir: Path, segments: list[int], stats: StreamStats, *, ma
                   skip_corrupt: bool = False, limit: int | None = None) -> Iterator[Item]:
     """The items of an original partition as ``canary run`` converts them, mapped to what v2 keeps: its batches
     walked and checked as the converters walk and check them (``kafkatool.convert``'s ``source_batches`` and
-    ``SourceChecker``, which check what ``dump --deep --verify`` checks). A torn tail of the last segment is left
+    ``SourceChecker``, which check what dump's deep, verifying walk checks). A torn tail of the last segment is left
     out as the broker's recovery truncates it; with ``skip_corrupt`` (the run's option) corrupt batches and
     records are left out and counted; any other problem raises, naming file, byte and offset."""
     checker = SourceChecker(skip_corrupt=skip_corrupt, limit=limit, skipped=stats.left_out)

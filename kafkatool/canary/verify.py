@@ -154,8 +154,8 @@ def verify_workdir(workdir: str | Path, *, max_details: int = 20, check_log_dir:
 
 def verify_partition(w: Workdir, p: PartitionEntry, *, max_bytes: int, interval: int,
                      max_details: int = 20, skip_corrupt: bool = False) -> PartitionVerdict:
-    """One partition of the canary against its saved original, read as ``canary run`` converted it (what ``dump
-    --deep --verify`` reports of the original stops it, unless the run left corrupt data out: ``skip_corrupt``)."""
+    """One partition of the canary against its saved original, read as ``canary run`` converted it (what dump's
+    deep, verifying walk reports of the original stops it, unless the run left corrupt data out: ``skip_corrupt``)."""
     v = PartitionVerdict(p.name, segments=len(p.segments))
     orig, can = w.originals(p.name), w.canary(p.name)
     for e in p.inputs:

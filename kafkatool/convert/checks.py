@@ -1,4 +1,4 @@
-"""What the converters refuse to rewrite: every source batch checked as ``dump --deep --verify`` checks it
+"""What the converters refuse to rewrite: every source batch checked as dump's deep, verifying walk checks it
 (:mod:`kafkatool.record.validate`), so that a corrupt record never leaves a conversion with a fresh CRC.
 
 A partition's batches pass through one :class:`SourceChecker`, segment by segment, in file order. A batch whose

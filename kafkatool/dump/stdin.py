@@ -25,7 +25,7 @@ from kafkatool.record.sniff import MAX_SNIFF, looks_like
 SPOOL_CHUNK = 1 << 20
 STDIN_NAME = "-"
 
-# ``dump --kind`` values -> the file kind, and a name dump's planning reads as that kind.
+# dump's ``kind`` values -> the file kind, and a name dump's planning reads as that kind.
 KINDS: dict[str, tuple[FileKind, str]] = {
     "log": (FileKind.LOG, "00000000000000000000.log"),
     "index": (FileKind.INDEX, "00000000000000000000.index"),
@@ -38,7 +38,7 @@ KINDS: dict[str, tuple[FileKind, str]] = {
 
 
 def sniff_kind(path: Path) -> str | None:
-    """The ``--kind`` the bytes of ``path`` look like: a log when a valid batch starts at byte 0, else one of
+    """The ``kind`` the bytes of ``path`` look like: a log when a valid batch starts at byte 0, else one of
     Kafka's other partition files by their exact structure (``record.sniff``); None when none of them."""
     from kafkatool.dump.resync import valid_batch_at
 

@@ -44,7 +44,7 @@ from kafkatool.util import budget as _budget
 
 class _LazyModule:
     """A codec library imported at its first use: a run that meets no compressed batch (``kafkatool dump`` of an
-    uncompressed segment, ``--version``) loads none of them."""
+    uncompressed segment, the version) loads none of them."""
 
     def __init__(self, name: str) -> None:
         self._name = name

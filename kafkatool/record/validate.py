@@ -1,4 +1,4 @@
-"""What ``dump --deep --verify`` checks of one batch and its records, in one place for every reader that must
+"""What dump's deep, verifying walk checks of one batch and its records, in one place for every reader that must
 refuse what it refuses (the converters, ``canary run`` and ``canary verify``): a corrupt record is never
 rewritten with a fresh CRC.
 
@@ -250,7 +250,7 @@ class Checked:
 
 def check_batch(batch: RecordBatch, *, limit: int | None = None, need_records: bool = True,
                 crc: bool = True) -> Checked:
-    """Every check of ``dump --deep --verify`` on ``batch``. ``need_records`` False: the caller only needs the
+    """Every check of dump's deep, verifying walk on ``batch``. ``need_records`` False: the caller only needs the
     verdict, so a v2 batch is checked by the compiled walk when it can (no record objects). A batch of more records
     than a run holds (``budget.record_chunk``) is checked a chunk at a time, never decoded into one list: its
     ``records`` are None and its ``source`` reads them again."""

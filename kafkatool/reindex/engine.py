@@ -429,7 +429,7 @@ class SegmentVerdict:
 def verify_segment(log_path: str | Path, base_offset: int, *, active: bool = False,
                    index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES, verify: bool = False) -> SegmentVerdict:
     """The ``reindex-time`` check's verdict for one segment, read-only; ``verify``: CRCs checked as the broker's
-    recovery checks them (``reindex-time --check --verify``)."""
+    recovery checks them (``reindex-time``'s verifying check)."""
     log = Path(log_path)
     task = SegmentTask(log, base_offset, log.stat().st_size, active, log.parent.name)
     res = check_segment(task, ReindexOptions(index_interval_bytes=index_interval_bytes, verify=verify))

@@ -2,7 +2,7 @@
 segments exactly as one walk of the file, then partitions, topics and the total; and the single-process engine.
 
 ``scan_range(item)`` walks the batches a range owns with ``dump``'s engine (``kafkatool.dump``: ``dump_file``
-with ``start``/``stop``, deep and verifying, as ``dump --deep --verify`` walks), a ``BatchStats`` observer adding
+with ``start``/``stop``, deep and verifying, as dump's deep, verifying walk walks), a ``BatchStats`` observer adding
 up the figures (``kafkatool.scan.stats``). It returns the figures, dump's findings for the range, and where the
 walk handed off to the next range. The same function runs on Spark executors and here in one process (or a
 multiprocessing pool).
@@ -12,7 +12,7 @@ hand off exactly where the next range starts (else the planned cut was not where
 segment is walked again whole); a range whose walk ended (the file's end, damage it did not resync past) ends the
 segment, later ranges are dropped; the offsets followed across a boundary are joined by dump's own rule
 (``DumpEngine.offset_step``); ``offset-overflow`` is reported once per file. So a segment's findings, counts and
-exit code are those of ``dump --deep --verify`` on the file, however it was cut.
+exit code are those of dump's deep, verifying walk on the file, however it was cut.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Partial results: one broker's scan kept as mergeable figures, and the cluster-wide report made from several.
 
-Logs usually sit on each broker's own disk. Each broker scans its log dirs (``spark-scan LOG_DIR --partial-output
-DIR``, the local process pool, no JVM needed) and writes a *partial result*: per segment the merged figures
+Logs usually sit on each broker's own disk. Each broker scans its log dirs (``spark-scan`` with a partial output
+dir, the local process pool, no JVM needed) and writes a *partial result*: per segment the merged figures
 (``STATS_SCHEMA`` rows: counts, timestamps, the distinct-key sketch, key-sharing loads and hot keys, dump's
 findings, the index check) and a manifest (``_kafkatool_partial.json``: the source, the key-sharing parameters,
 the notes). The partial results go to shared or object storage; ``spark-scan P1 P2 ...`` over them merges the

@@ -77,7 +77,7 @@ def partition_row(p: PartitionResult) -> dict[str, Any]:
 
 
 def finding_rows(report: ScanReport) -> list[dict[str, Any]]:
-    """Every finding of the walks (``dump --deep --verify``'s own: kind, severity, where, what), in plan order."""
+    """Every finding of the walks (dump's deep, verifying walk's own: kind, severity, where, what), in plan order."""
     return [{"topic": seg.topic, "partition": seg.partition, "path": f.path, "position": f.position,
              "offset": f.offset, "kind": f.kind, "severity": f.severity.value, "message": f.message}
             for seg in report.segments for f in seg.findings]

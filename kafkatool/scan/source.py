@@ -42,7 +42,8 @@ _fs_lock = threading.Lock()
 
 def _s3_filesystem(netloc: str) -> Any:
     """pyarrow's S3 filesystem with the usual credential chain (environment, profile, instance role); an
-    S3-compatible endpoint from ``KAFKATOOL_S3_ENDPOINT`` (``--s3-endpoint`` sets it, also for executors)."""
+    S3-compatible endpoint from ``KAFKATOOL_S3_ENDPOINT`` (spark-scan's S3 endpoint option sets it, also for
+    executors)."""
     import pyarrow.fs as pafs
 
     endpoint = os.environ.get(S3_ENDPOINT_ENV)

@@ -1,7 +1,7 @@
 """The index check (``verify_index``): each segment's ``.index`` and ``.timeindex`` judged against a rebuild from its
-``.log`` by the broker's recovery rules, CRCs checked as the recovery checks them (``reindex-time --check
---verify``'s verdict). It runs in the task that walks the segment's first range, on the bytes that walk read (a
-remote segment's mirror), so the check adds no read from storage."""
+``.log`` by the broker's recovery rules, CRCs checked as the recovery checks them (the verdict of
+``reindex-time``'s verifying check). It runs in the task that walks the segment's first range, on the bytes that
+walk read (a remote segment's mirror), so the check adds no read from storage."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ A :class:`ScanRequest` says what to scan and which analyses to run (stats, key s
 export) on which engine: ``spark`` (a SparkSession: embedded ``local[N]`` or a cluster master) or
 ``local-processes`` (kafkatool's process pool, no JVM). Whatever is asked, the log is read once: every range is
 walked by ``dump``'s own engine, the export and the index check riding on the same walk (``kafkatool.scan.task``),
-so findings and exit code are ``dump --deep --verify``'s for every analysis. This module plans the run's memory
+so findings and exit code are dump's deep, verifying walk's for every analysis. This module plans the run's memory
 and the byte ranges, starts the session on the Spark path only (pyspark is imported there and nowhere else: a
 plain install without pyspark runs the local engine), and hands the figures to a :class:`ScanListener`. The
 :class:`ScanOutcome` holds them and the exit code.
@@ -129,7 +129,7 @@ class ScanListener:
         """The stats (when asked for, or as the default analysis)."""
 
     def findings(self, report: ScanReport) -> None:
-        """The walks' findings (``dump --deep --verify``'s), whatever analyses were asked for."""
+        """The walks' findings (dump's deep, verifying walk's), whatever analyses were asked for."""
 
     def keyshare(self, shares: Sequence[TopicShare]) -> None:
         """key_sharing: how records would spread over the consumers, per topic."""

@@ -248,8 +248,8 @@ def test_a_broker_that_never_gets_ready_is_one_line_and_leaves_nothing(sample_ca
     r, _ = rehearse(w, kafka3, tmp_path / "tmp", "--timeout", "2")
     assert r.returncode == 2
     (line,) = r.stderr.strip().splitlines()[-1:]
-    assert line.startswith("kafkatool: error: --timeout: the broker was not ready within 2 s"), line
-    assert [x for x in r.stderr.splitlines() if x.startswith("kafkatool: error")] == [line]
+    assert line.startswith("kafkatool canary rehearse: error: --timeout: the broker was not ready within 2 s"), line
+    assert [x for x in r.stderr.splitlines() if x.startswith("kafkatool canary rehearse: error")] == [line]
     assert not (w / "rehearse.json").exists()
 
 

@@ -25,6 +25,7 @@ STARTUP_MODULES = {
     "kafkatool.commands.options", "kafkatool.commands.registry", "kafkatool.errors", "kafkatool.util",
     "kafkatool.commands.examples",  # the root's Examples (its --help epilog): text only
     "kafkatool.util.jsonl", "kafkatool.util.units",
+    "kafkatool.util.printable",  # names shown escaped in every error line (errors.py): a few lines of str methods
 }
 STARTUP_LIBRARIES = {"typer", "shellingham", "annotated_doc"}  # typer's own dependencies (no pydantic: < 0.29)
 

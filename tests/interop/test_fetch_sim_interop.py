@@ -12,14 +12,12 @@ record for record, and again byte for byte with snappy-java's own compressor sta
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import io
 import json
 import os
 import platform
 import random
-import signal
 import struct
 import zipfile
 from collections.abc import Callable, Iterator
@@ -29,7 +27,6 @@ from typing import Any
 
 import pytest
 
-from kafkatool.commands.app import main as app_main
 from kafkatool.fetch.simulate import FetchOptions, PartitionLog, PartitionRequest, simulate, version_for_magic
 from kafkatool.log.index import encode_offset_index
 from kafkatool.log.layout import TopicPartition
@@ -37,7 +34,6 @@ from kafkatool.log.recovery import recover_segment
 from kafkatool.record import codecs
 from kafkatool.record.codecs import Codec
 from kafkatool.record.file_records import FileRecords
-from kafkatool.util import budget
 from tests.support.cli import run_cli
 from tests.support.kafkaref import KafkaRef
 
@@ -411,33 +407,20 @@ def _random_cases(rng: random.Random, paths: list[Path]) -> list[RandomCase]:
 
 
 def fetch_sim_cli(*args: object, subprocess_: bool = False) -> tuple[int, str]:
-    """``kafkatool fetch-sim`` through its entry point (``kafkatool.commands.app.main``), in this process or in
-    a child ``python -m kafkatool``: (exit code, stdout)."""
-    argv = ["fetch-sim", *map(str, args)]
-    if subprocess_:
-        r = run_cli(*argv)
-        return r.returncode, r.stdout
-    previous_budget = budget.activate(None)
-    budget.activate(previous_budget)
-    sigint = signal.getsignal(signal.SIGINT)
-    out, err = io.StringIO(), io.StringIO()
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                app_main(argv)
-                rc = 0
-            except SystemExit as e:
-                rc = int(e.code or 0)
-    finally:
-        budget.activate(previous_budget)
-        signal.signal(signal.SIGINT, sigint)
-    assert rc in (0, 1), err.getvalue()
-    return rc, out.getvalue()
+    """``kafkatool fetch-sim`` through its entry point (``tests.support.cli.run_cli``: in this process, or in a
+    process of its own with ``subprocess_``): (exit code, stdout)."""
+    r = run_cli("fetch-sim", *map(str, args), subprocess=True if subprocess_ else None)
+    assert r.returncode in (0, 1), r.stderr
+    return r.returncode, r.stdout
 
 
 @pytest.fixture(scope="module")
 def random_runs(kafka_ref: KafkaRef, tmp_path_factory: pytest.TempPathFactory) -> list[tuple[Any, ...]]:
-    d = tmp_path_factory.mktemp("random")
+    # Inputs and outputs in dirs of their own, one level below pytest's numbered dir: that dir holds pytest's
+    # ``.lock``, which makes it look like a broker's log dir, inside which no output may go.
+    base = tmp_path_factory.mktemp("random")
+    d = base / "src"
+    d.mkdir()
     rng = random.Random(RANDOM_SEED)
     plans = _random_plan(rng)
     paths = [d / f"s{i}.log" for i in range(len(plans))]
@@ -453,11 +436,12 @@ def random_runs(kafka_ref: KafkaRef, tmp_path_factory: pytest.TempPathFactory) -
     refs = kafka_ref.run_batches([[g] for g in groups], allow=ALL_EXIT_CODES)
     out = []
     for c, r in zip(cases, refs, strict=True):
-        ours = d / f"ours{c.index}.bin"
+        ours = base / "ours" / f"ours{c.index}.bin"  # not beside the input: an output never is
+        ours.parent.mkdir(exist_ok=True)
         rc, stdout = fetch_sim_cli(
             paths[c.source], "--to-magic", c.to_magic, "--fetch-offset", c.offset, "--partition-max-bytes", c.size,
             "--min-one-message" if c.min_one else "--no-min-one-message", "--chunk-size", c.chunk_size,
-            "--out", ours, "--raw", "--format", "json", subprocess_=c.index % SUBPROCESS_EVERY == 0)
+            "--output", ours, "--raw", "--format", "json", subprocess_=c.index % SUBPROCESS_EVERY == 0)
         report = next(json.loads(x) for x in stdout.splitlines() if x.startswith('{"type":"partition"'))
         ref_bytes = (d / f"ref{c.index}.bin").read_bytes() if (d / f"ref{c.index}.bin").exists() else b""
         out.append((c, paths[c.source], plans[c.source], r[0].returncode, list(r[0].lines), ref_bytes, rc, report,
@@ -496,7 +480,7 @@ def test_random_snappy_fetches_are_byte_identical_with_snappy_javas_compressor(
         rc, stdout = fetch_sim_cli(
             path, "--to-magic", c.to_magic, "--fetch-offset", c.offset, "--partition-max-bytes", c.size,
             "--min-one-message" if c.min_one else "--no-min-one-message", "--chunk-size", c.chunk_size,
-            "--out", ours, "--raw", "--format", "json")
+            "--output", ours, "--raw", "--format", "json")
         report = next(json.loads(x) for x in stdout.splitlines() if x.startswith('{"type":"partition"'))
         try:
             _check_random(c, path, ref_rc, lines, theirs, rc, report, ours.read_bytes() if ours.exists() else b"",
@@ -607,7 +591,7 @@ def test_start_position_through_the_offset_index_across_segments(kafka_ref: Kafk
         ref = r[0].lines[0]
         ours = tmp_path / f"ours{i}.bin"
         rc, stdout = fetch_sim_cli(part_dir, "--to-magic", to_magic, "--fetch-offset", offset,
-                                   "--partition-max-bytes", size, "--no-min-one-message", "--out", ours, "--raw",
+                                   "--partition-max-bytes", size, "--no-min-one-message", "--output", ours, "--raw",
                                    "--format", "json")
         report = next(json.loads(x) for x in stdout.splitlines() if x.startswith('{"type":"partition"'))
         assert report["segment"] == str(log), (offset, report["segment"], log)

@@ -161,7 +161,7 @@ def test_spark_scan_on_a_standalone_cluster_equals_the_single_process_scan(clust
     # Shipping: the executors' Python has this very kafkatool installed (the venv's editable install of this
     # checkout) with its compiled extension, so nothing is shipped: the probe says so per executor, and the
     # installed package, not a zip, ran the scan.
-    notes = [line for line in r.stderr.splitlines() if line.startswith("executor ")]
+    notes = [line for line in r.stderr.splitlines() if line.startswith("kafkatool spark-scan: executor ")]
     assert len(notes) == 1, r.stderr
     root = Path(kafkatool.__file__).parent
     assert notes[0].endswith(f"from {root / '__init__.py'} (installed: the same sources as this driver), "
@@ -196,7 +196,7 @@ def test_a_worker_killed_mid_scan_ends_the_run_with_what_spark_reported(cluster,
         assert proc.stderr is not None
         for line in proc.stderr:
             lines.append(line)
-            if line.startswith("executor "):  # probed: the scan job is next
+            if line.startswith("kafkatool spark-scan: executor "):  # probed: the scan job is next
                 _stop(worker)
                 break
         else:

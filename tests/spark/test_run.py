@@ -121,7 +121,8 @@ except UsageError as e:
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
                        env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert r.returncode == 0, r.stderr
-    assert r.stdout.startswith("engine spark needs pyspark: pip install 'kafkatool[spark]'"), r.stdout
+    assert r.stdout.startswith("engine the Spark engine needs pyspark, which is not installed: pip install "
+                               "'kafkatool[spark]'"), r.stdout
 
 
 @pytest.mark.parametrize("kw, field", [
