@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from kafkatool.constants import INT32_MAX
 from kafkatool.errors import LimitExceededError
 from kafkatool.record.batch import MAGIC_V2, NO_SEQUENCE, NO_TIMESTAMP, Record, TimestampType, increment_sequence
 from kafkatool.record.codecs import Codec
@@ -124,7 +125,10 @@ class UpConverter:
         (rec,) = records
         key = (ts_type, lat)
         units = []
-        if self._pending and (key != self._pending_key or self._planner is None or not self._planner.has_room_for(
+        # A v2 batch's offset deltas are int32: a message more than that past the group's first one starts another
+        # (as LogCleaner.groupSegmentsBySize keeps a group's offsets within an int32 of its base).
+        if self._pending and (key != self._pending_key or rec.offset - self._pending[0].offset > INT32_MAX
+                              or self._planner is None or not self._planner.has_room_for(
                 record_size(MAGIC_V2, rec, self._pending[0].offset, self._pending[-1].offset,
                             self._pending[0].timestamp))):
             units = self.flush()
