@@ -14,7 +14,7 @@ import atheris
 with atheris.instrument_imports():
     from kafkatool.errors import KafkaToolError
     from kafkatool.log import checkpoints, index, snapshot, txn_index
-    from kafkatool.log.recovery import reference as recover
+    from kafkatool.log import recovery as recover
 
 TMP = tempfile.mkdtemp(prefix="kafkatool-fuzz-")
 NAMES = ["00000000000000000100.index", "00000000000000000100.timeindex", "00000000000000000100.txnindex",

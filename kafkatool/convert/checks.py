@@ -7,7 +7,8 @@ before it, stops the conversion with the finding (file, byte position, offset; e
 ``skip_corrupt``: then it is left out and counted (a legacy inner message whose own CRC fails is left out alone,
 its wrapper rebuilt from the others). A batch below its segment's base offset (a segment named above its offsets:
 the broker splits such a segment at startup, KAFKA-6264) is refused whatever the request: its records are not
-corrupt, and the converters keep segment names.
+corrupt, and the converters keep segment names. So is a legacy wrapper whose inner offsets span more than an int32:
+neither a v2 batch nor a segment's relative index can hold it.
 
 The compiled down-conversion run makes the same checks itself and declines any batch that fails one: the batch
 then comes here, which names the finding exactly.
@@ -18,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafkatool.constants import INT32_MAX
 from kafkatool.errors import InvalidRecordError, KafkaToolError
 from kafkatool.record.batch import MAGIC_V2, Record, RecordSource
 from kafkatool.record.file_records import RecordBatch
@@ -103,6 +105,12 @@ class SourceChecker:
                     "The broker's recovery throws LogSegmentOffsetOverflowException and splits such a segment "
                     "(KAFKA-6264); a conversion keeps segment names, so rename the segment after its first offset "
                     "(or let a broker recover it) first", path=self.path, position=batch.position)
+            if first is not None and batch.last_offset - first > INT32_MAX:
+                raise InvalidRecordError(
+                    f"offset {first}: the wrapper at byte {batch.position} holds offsets {first}..{batch.last_offset}, "
+                    f"more than {INT32_MAX} apart: no v2 batch can hold them (its offset deltas are int32) and no "
+                    "segment can index them (UnifiedLog.maybeRoll assumes a batch spans at most Integer.MAX_VALUE "
+                    "offsets); Kafka never writes such a wrapper", path=self.path, position=batch.position)
             if first is not None and self.last is not None and first <= self.last:
                 problems = [Problem(OFFSET_ORDER, f"the batch at byte {batch.position} starts at offset {first}, "
                                     f"not after the previous batch's last offset {self.last}", batch.position,

@@ -477,8 +477,10 @@ class DownConverter:
         key = (batch.magic, codec, ts_type, lat)
         size = legacy_entry_size(batch.magic, rec.key, rec.value)
         units: list[Unit] = []
-        if self._pending and (key != self._pending_key or self._planner is None
-                              or not self._planner.has_room_for(size)):
+        # A wrapper more than an int32 of offsets long fits no segment (its last offset is indexed relative to a
+        # base at or below its first; UnifiedLog.maybeRoll assumes no batch spans more): start another one.
+        if self._pending and (key != self._pending_key or rec.offset - self._pending[0].offset > INT32_MAX
+                              or self._planner is None or not self._planner.has_room_for(size)):
             units = self.flush()
         if not self._pending:
             self._pending_key = key

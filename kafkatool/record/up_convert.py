@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import chain
 
+from kafkatool.constants import INT32_MAX
 from kafkatool.errors import LimitExceededError
 from kafkatool.record import streamed
 from kafkatool.record.batch import (
@@ -144,7 +145,10 @@ class UpConverter:
         (rec,) = source.held
         key = (ts_type, lat)
         units = []
-        if self._pending and (key != self._pending_key or self._planner is None or not self._planner.has_room_for(
+        # A v2 batch's offset deltas are int32: a message more than that past the group's first one starts another
+        # (as LogCleaner.groupSegmentsBySize keeps a group's offsets within an int32 of its base).
+        if self._pending and (key != self._pending_key or rec.offset - self._pending[0].offset > INT32_MAX
+                              or self._planner is None or not self._planner.has_room_for(
                 record_size(MAGIC_V2, rec, self._pending[0].offset, self._pending[-1].offset,
                             self._pending[0].timestamp))):
             units = self.flush()

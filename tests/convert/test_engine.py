@@ -566,3 +566,29 @@ def test_output_is_the_same_whatever_the_chunk_size(tmp_path, to_magic, kw):
     first = results[1]
     assert len(first[0]) > 6  # several rolled segments with their indexes
     assert all(r == first for r in results.values())
+
+
+@pytest.mark.parametrize("kw", [{"to_magic": 2}, {"to_magic": 2, "codec": Codec.GZIP},
+                                {"to_magic": 1, "codec": Codec.GZIP}, {"to_magic": 0, "codec": Codec.LZ4}],
+                         ids=["up", "up-gzip", "down1-gzip", "down0-lz4"])
+def test_grouped_legacy_messages_never_span_more_than_an_int32_of_offsets(tmp_path, kw):
+    # The fuzzers' first crashes: uncompressed messages int32-far apart grouped into one v2 batch (its
+    # lastOffsetDelta is an int32: struct.error) or one wrapper (which no segment can index: the output failed our
+    # own recovery). A group ends before such a message; INT32_MAX itself still fits, and the writer rolls there.
+    from kafkatool.constants import INT32_MAX
+    from kafkatool.record import legacy_records as legacy
+
+    far = INT32_MAX + 1
+    offsets = [0, 1, INT32_MAX, far, far + 5]
+    data = legacy.build_entries([(o, TS + i, b"k", b"value-%d" % i) for i, o in enumerate(offsets)],
+                                magic=min(kw["to_magic"], 1))  # downconvert groups messages already at its magic
+    src = make_partition(tmp_path / "src", "t-0", {0: data})
+    convert(src, tmp_path / "out", batch_bytes=1 << 20, **kw)
+    out = tmp_path / "out" / "t-0"
+    assert sorted(p.name for p in out.glob("*.log")) == [f"{0:020d}.log", f"{far:020d}.log"]
+    groups = [[r.offset for r in b.records()] for b in iter_batches((out / f"{0:020d}.log").read_bytes())]
+    assert groups == [[0, 1, INT32_MAX]]
+    assert [[r.offset for r in b.records()] for b in iter_batches((out / f"{far:020d}.log").read_bytes())] == [
+        [far, far + 5]]
+    for base in (0, far):
+        assert recover_segment(out / f"{base:020d}.log", base).error is None

@@ -184,3 +184,84 @@ def test_the_converter_harness_fails_on_each_broken_contract(converters, monkeyp
     monkeypatch.setattr(convert, "convert_log", fake_conversion(lambda data: other))
     with pytest.raises(AssertionError, match="records that are not the input's"):
         up.convert(b"\x08" + good)
+
+
+# ------------------------------------------------- what the conversion targets found in their first 10-minute runs
+# Each crash input replayed through the command line, compiled (KAFKATOOL_PURE=0) and pure. Byte 0 is the target's
+# flags (fuzz/_convert.py); the segment is the rest, CRCs re-sealed when bit 0 says so, as the target does.
+CRASHES = {
+    # 0x97: re-seal, --codec zstd, --batch-bytes 16KiB. Two v0 messages at 8 and 89791548480290824 (then a torn
+    # tail) were grouped into one v2 batch: lastOffsetDelta past int32, struct.error in _assemble.
+    "upconvert-messages-int32-apart-grouped.bin": (
+        ("upconvert", "--codec", "zstd", "--batch-bytes", "16KiB"), [8, 89791548480290824]),
+    # 0xae: --to-magic 1, --codec lz4, --skip-corrupt, --max-message-bytes 400. Two v0 messages at 7 and
+    # 576460752303423496 were grouped into one lz4 wrapper; the writer rolled to its first offset (7), which cannot
+    # index its last: the output failed the converter's own recovery check ("internal error").
+    "downconvert-messages-int32-apart-grouped.bin": (
+        ("downconvert", "--to-magic", "1", "--codec", "lz4", "--skip-corrupt", "--max-message-bytes", "400"),
+        [7, 576460752303423496]),
+}
+
+
+@pytest.mark.parametrize("pure", ["0", "1"], ids=["compiled", "pure"])
+@pytest.mark.parametrize("name", sorted(CRASHES))
+def test_conversion_crash_inputs_convert_into_one_segment_per_far_offset(converters, tmp_path, name, pure):
+    from kafkatool.record.file_records import iter_batches
+    from tests.support.cli import run_cli
+
+    data = (FOUND / name).read_bytes()
+    segment = converters[0].reseal(data[1:]) if data[0] & 1 else data[1:]
+    part = tmp_path / "src" / "topic-0"
+    part.mkdir(parents=True)
+    (part / "00000000000000000000.log").write_bytes(segment)
+    args, offsets = CRASHES[name]
+    env = {"KAFKATOOL_PURE": pure}
+    r = run_cli(*args, "-q", part, tmp_path / "dst", env=env)
+    assert r.returncode == 0 and "internal error" not in r.stderr and "Traceback" not in r.stderr, r.stderr
+    out = tmp_path / "dst" / "topic-0"
+    # The far message starts a batch and a segment of its own (UnifiedLog.maybeRoll, by its first offset).
+    assert sorted(p.name for p in out.glob("*.log")) == [f"{o:020d}.log" for o in (0, offsets[1])]
+    got = [r.offset for p in sorted(out.glob("*.log")) for b in iter_batches(p.read_bytes()) for r in b.records()]
+    assert got == offsets
+    v = run_cli("dump", "--deep", "--verify", out, env=env)
+    assert v.returncode == 0 and "findings: 0 errors, 0 warnings" in v.stderr, v.stderr
+    assert (part / "00000000000000000000.log").read_bytes() == segment
+
+
+@pytest.mark.parametrize("name", sorted(CRASHES))
+def test_conversion_crash_inputs_pass_their_targets_contract(converters, name):
+    target = converters[1] if name.startswith("upconvert") else converters[2]
+    assert target.convert((FOUND / name).read_bytes()) == ""
+
+
+def wrapper_int32_apart(magic: int) -> bytes:
+    """A gzip wrapper whose two inner messages are 2^31+5 offsets apart (valid CRCs), then a v2 batch: what a
+    legacy wrapper cannot be in Kafka (no segment indexes it, no v2 batch holds it)."""
+    from kafkatool.record import legacy_records as legacy
+    from tests.support import damaged_batches as d
+
+    far = (1 << 31) + 5
+    inner = legacy.build_entries([(0, d.TS, b"k", b"a"), (far, d.TS, b"k", b"b")], magic=magic)
+    return d.wrapper(magic, d.Codec.GZIP, inner, far) + d.batch(far + 1)
+
+
+@pytest.mark.parametrize("pure", ["0", "1"], ids=["compiled", "pure"])
+@pytest.mark.parametrize("magic", [0, 1])
+def test_a_wrapper_whose_offsets_are_int32_apart_is_a_finding(tmp_path, magic, pure):
+    # Found while fixing the two crashes: upconvert failed on it with struct.error, downconvert --codec with
+    # "File exists" (a roll onto its own base), and downconvert without --codec wrote it into a segment based
+    # above its first offset. It is refused in both directions, --skip-corrupt or not.
+    from tests.support.cli import run_cli
+
+    part = tmp_path / "src" / "topic-0"
+    part.mkdir(parents=True)
+    seg = part / "00000000000000000000.log"
+    seg.write_bytes(wrapper_int32_apart(magic))
+    for i, args in enumerate([("upconvert",), ("upconvert", "--skip-corrupt"), ("downconvert", "--to-magic", "1"),
+                              ("downconvert", "--to-magic", "0", "--codec", "lz4", "--skip-corrupt")]):
+        dst = tmp_path / f"dst{i}"
+        r = run_cli(*args, "-q", part, dst, env={"KAFKATOOL_PURE": pure})
+        assert r.returncode == 1 and "internal error" not in r.stderr and "Traceback" not in r.stderr, (args, r)
+        assert f"{seg} at byte 0: offset 0: the wrapper at byte 0 holds offsets 0..2147483653" in r.stderr, r.stderr
+        assert not dst.exists()
+    assert seg.read_bytes() == wrapper_int32_apart(magic)
