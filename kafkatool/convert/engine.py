@@ -55,7 +55,7 @@ from kafkatool.convert.files import (
     source_batches,
     zstd_refused,
 )
-from kafkatool.errors import CorruptRecordError, KafkaToolError, LimitExceededError, UsageError
+from kafkatool.errors import CorruptRecordError, InvalidRecordError, KafkaToolError, LimitExceededError, UsageError
 from kafkatool.log.layout import TXN_INDEX_SUFFIX
 from kafkatool.log.lock import hold_for_write
 from kafkatool.log.txn_index import read_txn_index
@@ -474,6 +474,12 @@ class DownConverter:
         c.codec_changed_batches += 1
         ts_type = batch.timestamp_type
         lat = batch.max_timestamp if ts_type == TimestampType.LOG_APPEND_TIME else NO_TIMESTAMP
+        ts = lat if ts_type == TimestampType.LOG_APPEND_TIME else rec.timestamp
+        if batch.magic >= 1 and ts < NO_TIMESTAMP:
+            # MemoryRecordsBuilder.appendWithOffset refuses it: no wrapper can hold the message (found by fuzzing)
+            raise InvalidRecordError(f"message at offset {rec.offset} has timestamp {ts}: below -1, which message "
+                                     f"format v{batch.magic} cannot hold (Kafka: Invalid negative timestamp)",
+                                     position=batch.position)
         key = (batch.magic, codec, ts_type, lat)
         size = legacy_entry_size(batch.magic, rec.key, rec.value)
         units: list[Unit] = []

@@ -265,3 +265,28 @@ def test_a_wrapper_whose_offsets_are_int32_apart_is_a_finding(tmp_path, magic, p
         assert f"{seg} at byte 0: offset 0: the wrapper at byte 0 holds offsets 0..2147483653" in r.stderr, r.stderr
         assert not dst.exists()
     assert seg.read_bytes() == wrapper_int32_apart(magic)
+
+
+# Found by the pure-Python run of fuzz_downconvert (0xef: re-seal, --to-magic 1, --codec lz4, --zstd-to lz4,
+# --skip-corrupt, --max-message-bytes 400): an uncompressed v1 LogAppendTime message stamped -1297036692682702845,
+# grouped into a wrapper, made build_entries raise ValueError (an internal error, exit 70). Kafka's
+# MemoryRecordsBuilder refuses such a timestamp too: it is a finding at the message's byte, nothing written.
+@pytest.mark.parametrize("pure", ["0", "1"], ids=["compiled", "pure"])
+def test_a_v1_message_stamped_below_minus_one_is_a_finding_not_an_internal_error(converters, tmp_path, pure):
+    from tests.support.cli import run_cli
+
+    data = (FOUND / "downconvert-v1-negative-timestamp-grouped.bin").read_bytes()
+    segment = converters[0].reseal(data[1:]) if data[0] & 1 else data[1:]
+    part = tmp_path / "src" / "topic-0"
+    part.mkdir(parents=True)
+    (part / "00000000000000000000.log").write_bytes(segment)
+    r = run_cli("downconvert", "--to-magic", "1", "--codec", "lz4", "--zstd-to", "lz4", "--skip-corrupt",
+                "--max-message-bytes", "400", "-q", part, tmp_path / "dst", env={"KAFKATOOL_PURE": pure})
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.splitlines() == [
+        f"kafkatool downconvert: error: {part / '00000000000000000000.log'} at byte 62: message at offset "
+        "844424930131976 has timestamp -1297036692682702845: below -1, which message format v1 cannot hold (Kafka: "
+        "Invalid negative timestamp)"]
+    assert not (tmp_path / "dst").exists()
+    assert (part / "00000000000000000000.log").read_bytes() == segment
+    assert converters[2].convert(data).endswith("(Kafka: Invalid negative timestamp)")  # a refusal the contract allows
