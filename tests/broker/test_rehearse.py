@@ -242,10 +242,26 @@ def test_damaged_canaries_fail_in_the_brokers_own_words(sample_canary: Path, kaf
         assert f"canary rehearse: {name}: " in r.stderr
 
 
+def _java_whose_broker_never_starts(tmp_path: Path) -> Path:
+    """A Java home whose ``java`` is the real one for everything (``-version``, the storage format) but the broker's
+    main class, which it replaces by a process that never listens: a broker that never gets ready, on any machine
+    (a real broker on an idle machine was sometimes ready within the test's 2 s)."""
+    real = shutil.which("java")
+    assert real is not None
+    home = tmp_path / "jdk-stalled"
+    (home / "bin").mkdir(parents=True)
+    java = home / "bin" / "java"
+    java.write_text('#!/bin/sh\nfor a in "$@"; do [ "$a" = kafka.Kafka ] && exec sleep 600; done\n'
+                    f'exec {real} "$@"\n')
+    java.chmod(0o755)
+    return home
+
+
 def test_a_broker_that_never_gets_ready_is_one_line_and_leaves_nothing(sample_canary: Path, kafka3: KafkaInstall,
                                                                        tmp_path: Path) -> None:
     w = _copy(sample_canary, tmp_path / "w")
-    r, _ = rehearse(w, kafka3, tmp_path / "tmp", "--timeout", "2")
+    r, _ = rehearse(w, kafka3, tmp_path / "tmp", "--timeout", "2", "--java-home",
+                    _java_whose_broker_never_starts(tmp_path))
     assert r.returncode == 2
     (line,) = r.stderr.strip().splitlines()[-1:]
     assert line.startswith("kafkatool canary rehearse: error: --timeout: the broker was not ready within 2 s"), line
