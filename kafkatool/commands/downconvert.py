@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from kafkatool.commands.conversion import (
+    DST_RULES_HELP,
     ChunkSizeOpt,
     DryRunOpt,
     MaxMessageBytesOpt,
@@ -47,16 +48,7 @@ HELP = "\n\n".join([
     'DST must be new or empty; it receives one complete partition dir per input partition (segments, '
     '.index, .timeindex, leader-epoch-checkpoint, partition.metadata), written crash-safely. Source files '
     'are never modified. Stop the broker before moving the result into a log dir.',
-    'DST is refused (exit 2, nothing written) when it, or a DST/<partition> it would receive, is or lies '
-    'inside SRC, its partition dir or its broker log dir. A complete run ends with DST/_SUCCESS; a run that '
-    'was interrupted leaves whole partition dirs and no _SUCCESS, and a second run over it stops and says '
-    'so: '
-    '--resume converts the partitions not yet complete (with the same options), or remove DST and run again.',
-    'Corrupt data is never rewritten with a fresh CRC: a batch or v0/v1 inner message that dump --deep --verify '
-    'reports as an error stops the run (exit 1, nothing written), naming file, byte and offset; --skip-corrupt '
-    'leaves such data out and counts it.',
-    "Exit 3 (nothing written): DST is inside a log dir a live broker holds (its .lock), or SRC is and --live "
-    'was not given. A stopped broker\'s log dir that DST is in stays locked while the run writes.',
+    *DST_RULES_HELP,
 ])
 
 
