@@ -220,6 +220,9 @@ def _rehearse(run: _Run) -> None:
 
 # ---------------------------------------------------------------------------------------------- create
 
+_INVALID_REPLICATION_FACTOR = 38
+
+
 def _create(run: _Run, sb: BrokerSandbox) -> None:
     run.note(f"starting Kafka {run.install.version} ({run.mode.value}) on 127.0.0.1:{sb.port} to "
              "create the canary's topics")
@@ -235,11 +238,20 @@ def _create(run: _Run, sb: BrokerSandbox) -> None:
             run.result.api_versions = {name: run.api.range_text(key) for key, name in
                                        ((kp.API_FETCH, "Fetch"), (kp.API_PRODUCE, "Produce"))}
             topics = new_topics(run.topics, run.limits)
-            if topics:
-                for r in c.create_topics(topics, int(t * 1000)):
-                    if r.error_code:
+            deadline = time.monotonic() + t
+            while topics:
+                results = c.create_topics(topics, int(t * 1000))
+                # A ZooKeeper-mode broker answers before it has registered itself: no broker to place a replica on
+                # yet (INVALID_REPLICATION_FACTOR, "available brokers: 0"). Those topics are asked for again.
+                again = {r.name for r in results if r.error_code == _INVALID_REPLICATION_FACTOR
+                         and time.monotonic() < deadline}
+                for r in results:
+                    if r.error_code and r.name not in again:
                         raise RehearseError(f"the sandbox broker did not create topic {r.name}: "
                                             f"{kp.error_text(r.error_code, r.error_message)}")
+                topics = [x for x in topics if x.name in again]
+                if topics:
+                    time.sleep(0.25)
             for topic in run.topics.internal:
                 key_type = kp.COORDINATOR_GROUP if topic == OFFSETS_TOPIC else kp.COORDINATOR_TRANSACTION
                 c.until(f"the {topic} coordinator", _coordinator(c, key_type), t)
