@@ -15,7 +15,7 @@ import pytest
 from kafkatool.log.checkpoints import EpochEntry, encode_leader_epoch_checkpoint, encode_partition_metadata
 from kafkatool.record import default_records as v2
 from kafkatool.record.batch import ControlRecordType
-from tests.support.cli import run_cli
+from tests.support.cli import interruptible, run_cli
 from tests.support.dump_fixtures import TS, G, golden_commit_marker, patch_index_entry, v2_batches, write_segment
 from tests.support.paths import ROOT
 
@@ -297,7 +297,7 @@ def test_interrupt_exits_130(tmp_path):
     # Nobody reads stdout after the first line: the dump blocks on a full pipe until SIGINT arrives. The signal is
     # sent only once the dump has printed that line, so it interrupts the work, not the interpreter's start-up.
     proc = subprocess.Popen([sys.executable, "-m", "kafkatool", "dump", str(p), "--deep", "--print-data"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(), preexec_fn=interruptible)
     assert proc.stdout is not None
     ready, _, _ = select.select([proc.stdout], [], [], 120)
     assert ready, "the dump printed nothing in 120 s"

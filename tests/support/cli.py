@@ -416,3 +416,10 @@ def run_on_pty(args: list[str | os.PathLike[str]], env: dict[str, str] | None = 
     everything it printed)."""
     rc, tty, _ = pty_session(args, env, columns=columns, timeout=timeout)
     return rc, tty.decode("utf-8", "replace")
+
+
+def interruptible() -> None:
+    """``preexec_fn`` for a child that a test interrupts: SIGINT back to its default, so that Python installs its
+    KeyboardInterrupt handler. A test run started in the background of a shell (``cmd &``, ``nohup``) inherits
+    SIGINT ignored, and an ignored SIGINT is kept ignored across exec: the child would finish its work instead."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
