@@ -19,8 +19,7 @@ import importlib
 import os
 import random
 import zlib
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -40,6 +39,7 @@ from kafkatool.record.file_records import verify_segment
 from tests.record.test_conversion import v2_batches
 from tests.record.test_fast_paths import as_file, err, segment
 from tests.support.paths import HOSTILE
+from tests.support.speedups import dispatching_to
 
 try:
     SP: ModuleType | None = importlib.import_module("kafkatool._speedups")
@@ -76,18 +76,9 @@ def test_extension_is_built() -> None:
             assert importlib.import_module(name)._C is SP, name
 
 
-@contextmanager
-def compiled(on: bool) -> Iterator[None]:
+def compiled(on: bool) -> AbstractContextManager[None]:
     """Run the library with (``on``) or without the extension, whatever KAFKATOOL_PURE says."""
-    mods = [importlib.import_module(m) for m in DISPATCHING]
-    saved = [m._C for m in mods]
-    for m in mods:
-        m._C = SP if on else None
-    try:
-        yield
-    finally:
-        for m, s in zip(mods, saved, strict=True):
-            m._C = s
+    return dispatching_to(SP if on else None, DISPATCHING)
 
 
 def outcome(fn: Any, *args: Any, **kw: Any) -> Any:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 import pytest
@@ -20,6 +20,7 @@ from kafkatool.record.codecs import Codec
 from kafkatool.record.file_records import iter_batches
 from tests.support import damaged_batches as d
 from tests.support.convert_fixtures import make_partition, read_segments
+from tests.support.speedups import dispatching_to
 
 DIRECTIONS = [pytest.param({"to_magic": 0}, id="down0"), pytest.param({"to_magic": 1}, id="down1"),
               pytest.param({"to_magic": 2}, id="up"),
@@ -31,17 +32,8 @@ PATHS = ("kafkatool.record.validate", "kafkatool.record.default_records", "kafka
          "kafkatool.record.file_records", "kafkatool.convert.engine")
 
 
-@contextmanager
-def compiled(on: bool) -> Iterator[None]:
-    mods = [importlib.import_module(m) for m in PATHS]
-    saved = [m._C for m in mods]
-    for m in mods:
-        m._C = SP if on else None
-    try:
-        yield
-    finally:
-        for m, s in zip(mods, saved, strict=True):
-            m._C = s
+def compiled(on: bool) -> AbstractContextManager[None]:
+    return dispatching_to(SP if on else None, PATHS)
 
 
 def deep_verify(path: Path) -> tuple[list[Finding], Summary]:
