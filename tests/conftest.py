@@ -3,6 +3,10 @@ session-wide sample and mixed-format log dirs (read-only: copy to modify)."""
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,6 +24,63 @@ if TYPE_CHECKING:
 
 # kafka-ref (Apache Kafka's own code) for every test directory: the session fixture lives there.
 pytest_plugins = ["tests.support.kafkaref"]
+
+
+# The session's temp dirs live here, not in pytest's numbered dirs: pytest puts a `.lock` in each of those
+# (pytest-of-USER/pytest-N/.lock), and kafkatool, writing under it, takes that `.lock` as a broker log dir's and
+# holds it while it writes; in another process (a pytest-xdist worker) kafkatool then finds it held and refuses
+# ("a live broker holds this log dir's .lock"), as it must refuse any dir a live process holds.
+RUNS = Path(tempfile.gettempdir()) / f"kafkatool-tests-{os.getuid()}"
+KEEP_RUNS = 3  # as pytest keeps its last three numbered dirs
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    if config.option.basetemp or hasattr(config, "workerinput"):
+        return  # given on the command line, or an xdist worker: the controller hands each its own below its own
+    RUNS.mkdir(mode=0o700, exist_ok=True)
+    _prune(RUNS)
+    # Short: a test binds a Unix socket deep below it (sun_path holds 107 bytes).
+    config.option.basetemp = tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=RUNS)
+
+
+# pytest-xdist (`-n`, with `--dist loadgroup`): which tests run on one worker, in one process. Session and module
+# fixtures are per worker, so a module's tests stay together (its module fixtures are made once) and so do the
+# tests of each expensive session fixture: the real brokers (tests/broker, one broker set at a time) and the
+# Spark session and cluster (tests/spark). The hostile sweep's runs share nothing but inputs built per case, so
+# they spread over the workers one by one.
+SHARED_GROUPS = {"tests/broker/": "broker", "tests/spark/": "spark"}
+SPREAD = {"tests/hostile/test_sweep.py"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        path = item.nodeid.split("::", 1)[0]
+        if path in SPREAD or item.get_closest_marker("xdist_group"):
+            continue
+        group = next((g for prefix, g in SHARED_GROUPS.items() if path.startswith(prefix)), path)
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
+def _prune(runs: Path) -> None:
+    """Remove all but the newest runs (by the time each started), never one whose pytest is still running."""
+    dirs = [d for d in runs.iterdir() if d.is_dir() and re.fullmatch(r"\d+-\w+", d.name)]
+    dirs.sort(key=lambda d: d.stat().st_mtime)
+    for d in dirs[:max(0, len(dirs) - (KEEP_RUNS - 1))]:
+        if not _alive(int(d.name.split("-", 1)[0])):
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 @pytest.fixture
