@@ -308,6 +308,10 @@ def _damage(dirs: Dirs, base: Path) -> Path:
             assert r.returncode == 0, r.stderr
         side = "canary" if name == "bad-canary" else "originals"
         _flip(sorted((live / "work" / side / "v0-0").glob("*.log"))[0], 100)
+    # the changed canary verified again (it fails), so that apply's refusal ("the last verify failed") does not
+    # depend on whether the "canary verify" case ran first
+    r = run_cli("canary", "verify", base / "bad-canary" / "work", "-q")
+    assert r.returncode == 1, r.stderr
     return base
 
 

@@ -19,7 +19,6 @@ import signal
 import socket
 import subprocess
 import time
-import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -231,10 +230,11 @@ class KraftNode:
 
 
 def _cluster_id() -> str:
-    """``Uuid.randomUuid().toString()``: 22 base64url characters."""
-    import base64
+    """``Uuid.randomUuid().toString()``: 22 base64url characters, never starting with ``-`` (one in 64 did here,
+    and StorageTool's argument parser took it for a flag)."""
+    from kafkatool.canary.sandbox import random_cluster_id
 
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    return random_cluster_id()
 
 
 @contextmanager

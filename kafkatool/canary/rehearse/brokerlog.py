@@ -16,7 +16,10 @@ alone). What becomes what:
   topics are new, their leader epochs start at 0, below the canary's); ``Deleting non-empty leader epoch cache
   due to incompatible message format`` (a ZooKeeper broker of an old message format drops the checkpoint the
   canary carries); ``UnsupportedVersionException`` for a request the rehearsal sends to show that the broker
-  refuses it (Kafka 4: Fetch v0-3, Produce v0-2);
+  refuses it (Kafka 4: Fetch v0-3, Produce v0-2); a coordinator's load of ``__consumer_offsets`` or
+  ``__transaction_state`` overtaken by a newer leader epoch or by the broker's stop (``Stopped loading records
+  from ... because the partition is not online or is no longer the leader``: seen once on Kafka 4.4, whose
+  restarted KRaft broker takes leadership again as it is unfenced);
 * ``Completed load of Log(dir=.../orders-0, ...) with N segments, local-log-start-offset S and log-end-offset E``:
   the partition loaded, and where the broker says it ends;
 * ``kafka.request.logger`` entries (``Completed request:{json}``, logged at INFO for deprecated API versions,
@@ -52,6 +55,11 @@ EXPECTED: tuple[tuple[re.Pattern[str], str], ...] = (
      "the rehearsal's own request, sent to show that this broker refuses it"),
     (re.compile(r"Closing socket for .* because of error|Exception while processing request from"),
      "the broker closing the connection of a request it refuses (the rehearsal's own)"),
+    (re.compile(r"Stopped loading records from \S+ because the partition is not online or is no longer the leader"),
+     "the group or transaction coordinator's load of the partition was overtaken by a newer leader epoch (a "
+     "restarted KRaft broker takes leadership again as it is unfenced) or by the broker's stop; Kafka 4's "
+     "CoordinatorRuntime logs the dropped load as an ERROR and loads again at the new epoch (a log that fails to "
+     "load has lines of its own, which stay findings)"),
 )
 _FORCED_RECOVERY = re.compile(r"Recovering unflushed segment|Recovering \d+ logs from .* since no clean shutdown "
                               r"file was found")

@@ -103,3 +103,23 @@ def test_failed_loads():
     text = (f"[2026-11-26 14:57:10,150] INFO Error while loading logs in {SANDBOX}/data/orders-1 in 3ms (1/2 "
             f"completed in {SANDBOX}/data) (kafka.log.LogManager)\n")
     assert bl.failed_loads(text, ["orders-1", "orders-10"]) == {"orders-1"}
+
+
+def test_a_coordinator_load_overtaken_by_a_newer_epoch_is_expected_not_a_finding():
+    # Kafka 4.4's words, from a rehearsal whose reads and produce all passed (a restarted KRaft broker takes
+    # leadership again as it is unfenced, and the group coordinator drops the load begun at the older epoch)
+    text = ("[2026-11-26 19:41:02,313] ERROR [GroupCoordinator id=1] Failed to load metadata from __consumer_offsets-0 "
+            "with epoch 4 due to Stopped loading records from __consumer_offsets-0 because the partition is not online "
+            "or is no longer the leader.. (org.apache.kafka.coordinator.common.runtime.CoordinatorRuntime)\n"
+            "org.apache.kafka.common.errors.NotLeaderOrFollowerException: Stopped loading records from "
+            "__consumer_offsets-0 because the partition is not online or is no longer the leader.\n")
+    names = bl.PartitionNames(["__consumer_offsets-0", "orders-1"])
+    said = bl.judge(text, names, sandbox=SANDBOX, forced_recovery=False, all_errors=True)
+    assert [(s.kind, s.partition) for s in said] == [("expected", "__consumer_offsets-0")]
+    assert "newer leader epoch" in said[0].why
+    # the same partition's failed log load stays a finding
+    failed = text.replace("Failed to load metadata from __consumer_offsets-0 with epoch 4 due to Stopped loading "
+                          "records from __consumer_offsets-0 because the partition is not online or is no longer the "
+                          "leader..", "Error while loading log dir <d> for __consumer_offsets-0").split("\n")[0]
+    said = bl.judge(failed + "\n", names, sandbox=SANDBOX, forced_recovery=False, all_errors=True)
+    assert [(s.kind, s.partition) for s in said] == [("finding", "__consumer_offsets-0")]
