@@ -3,6 +3,7 @@ session-wide sample and mixed-format log dirs (read-only: copy to modify)."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shutil
@@ -44,24 +45,32 @@ def pytest_configure(config: pytest.Config) -> None:
     config.option.basetemp = tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=RUNS)
 
 
-# pytest-xdist (`-n`, with `--dist loadgroup`): which tests run on one worker, in one process. Session and module
-# fixtures are per worker, so a module's tests stay together (its module fixtures are made once) and so do the
-# tests of each expensive session fixture: the real brokers (tests/broker, one broker set at a time) and the
-# Spark session and cluster (tests/spark). The hostile sweep's runs share nothing but inputs built per case, so
-# they spread over the workers one by one.
+# pytest-xdist (`-n auto`): which tests run on one worker, in one process. Session and module fixtures are per
+# worker, so a module's tests stay together (its module fixtures are made once) and so do the tests of each
+# expensive session fixture: the real brokers (tests/broker, one broker set at a time) and the Spark session and
+# cluster (tests/spark). The hostile sweep's runs share nothing but inputs built per case, so they spread over the
+# workers one by one. (A scheduler of our own: xdist's `loadgroup` marks rename node ids, which pytest 9 ignores.)
 SHARED_GROUPS = {"tests/broker/": "broker", "tests/spark/": "spark"}
 SPREAD = {"tests/hostile/test_sweep.py"}
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not config.pluginmanager.hasplugin("xdist"):
-        return
-    for item in items:
-        path = item.nodeid.split("::", 1)[0]
-        if path in SPREAD or item.get_closest_marker("xdist_group"):
-            continue
-        group = next((g for prefix, g in SHARED_GROUPS.items() if path.startswith(prefix)), path)
-        item.add_marker(pytest.mark.xdist_group(group))
+def xdist_scope(nodeid: str) -> str:
+    path = nodeid.split("::", 1)[0]
+    if path in SPREAD:
+        return nodeid
+    return next((g for prefix, g in SHARED_GROUPS.items() if path.startswith(prefix)), path)
+
+
+if importlib.util.find_spec("xdist") is not None:  # the hook exists only with the plugin
+
+    def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+        from xdist.scheduler import LoadScopeScheduling
+
+        class Scopes(LoadScopeScheduling):
+            def _split_scope(self, nodeid: str) -> str:
+                return xdist_scope(nodeid)
+
+        return Scopes(config, log)
 
 
 def _prune(runs: Path) -> None:
