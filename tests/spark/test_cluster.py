@@ -169,6 +169,25 @@ def test_spark_scan_on_a_standalone_cluster_equals_the_single_process_scan(clust
     assert not list(work.rglob("kafkatool.zip")), "shipped although every executor had it installed"
 
 
+def test_an_executor_without_the_compiled_extension_is_named_warned_about_and_still_right(cluster, mixed_dir,
+                                                                                         sample_dir, dumped):
+    """Issue 22, item 5: the preflight says per executor whether the compiled path is active and warns when not
+    (here its Python workers have KAFKATOOL_PURE=1 through Spark's executor environment); the scan then takes the
+    pure-Python path there and still equals dump."""
+    master, _work, _worker = cluster
+    r = _run_cli_in_group("spark-scan", mixed_dir.path, sample_dir, "--master", master, "--driver-host", "127.0.0.1",
+                          "--memory", "1536MiB", "--format", "json", "--conf", "spark.executorEnv.KAFKATOOL_PURE=1",
+                          env={"SPARK_LOCAL_IP": "127.0.0.1", "KAFKATOOL_SPARK_FAST_JVM": "1"}, timeout=300)
+    assert r.returncode == 1, r.stderr  # damaged-0, as in every scan of the mixed dir
+    notes = [line for line in r.stderr.splitlines() if line.startswith("kafkatool spark-scan: executor ")]
+    assert len(notes) == 1 and notes[0].endswith("compiled path INACTIVE"), r.stderr
+    host = notes[0].removeprefix("kafkatool spark-scan: executor ").split(":", 1)[0]
+    assert (f"kafkatool spark-scan: warning: executor {host} runs kafkatool without its compiled extension (not "
+            "built for its Python, or KAFKATOOL_PURE set): about 1.3-1.5x the CPU.") in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+    assert_scan_equals_dump([json.loads(line) for line in r.stdout.splitlines()], dumped)
+
+
 def test_an_unreachable_master_is_one_line_naming_it_and_the_cause(sample_dir):
     url = f"spark://127.0.0.1:{_free_port()}"  # nothing listens there
     r = _run_cli_in_group("spark-scan", sample_dir, "--master", url, "--driver-host", "127.0.0.1",
