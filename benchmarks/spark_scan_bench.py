@@ -11,7 +11,8 @@ v2 batches. 1000-byte values (half compressible), one header (v2), 100 records p
 
 Measured, each once (the machine is shared: big runs are not repeated in loops):
 
-* ``single``: ``kafkatool.scan.engine.run_local(jobs=1)``, the single-process scan (wall and CPU time);
+* ``single``: ``kafkatool.scan.pool.run_pass(jobs=1)``, the single-process scan spark-scan's local engine runs
+  (wall and CPU time);
 * ``dump``: ``kafkatool dump DIR --deep --verify --summary-only``, the peer issue 22 names (CPU of the process);
 * ``pool2``: the same with a 2-process pool (``--engine local-processes -j 2``);
 * ``spark``: the Spark job on a ``local[2]`` session already started (production JVM flags), and
@@ -35,7 +36,12 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+# the repository root, not this script's dir, first on the path: benchmarks/profile.py would shadow the
+# standard library's profile module, which pyspark imports
+if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
+    sys.path[0] = str(ROOT)
+else:
+    sys.path.insert(0, str(ROOT))
 
 from benchmarks.data import kafka_ref  # noqa: E402
 from kafkatool.log.index import encode_offset_index, encode_time_index  # noqa: E402
@@ -61,8 +67,8 @@ def write_indexes(log: Path, base: int) -> None:
 def generate(root: Path, gib: float | None = None) -> None:
     root.mkdir(parents=True, exist_ok=True)
     (root / "meta.properties").write_text("version=1\nbroker.id=1\n")
-    # 1.3 M records of ~1 KB make a ~1.1 GiB segment; bench-2 adds ~0.2 GiB
-    records = 1_300_000 if gib is None else max(1, int((gib - 0.2) / 2 * 1_300_000 / 1.1))
+    # a record of 1000 value bytes (half compressible) takes ~750 bytes on disk over the codecs; bench-2 adds ~0.3 GiB
+    records = 1_300_000 if gib is None else max(1, int((gib - 0.3) / 2 * (1 << 30) / 750))
     for p, codecs in ((0, "lz4,zstd,none,snappy"), (1, "zstd,lz4,gzip,none")):
         d = root / f"bench-{p}"
         d.mkdir()
@@ -175,8 +181,8 @@ def end_jvm(spark: object) -> None:
 
 
 def run(root: Path) -> dict[str, object]:
-    from kafkatool.scan.engine import run_local
     from kafkatool.scan.plan import discover, make_plan
+    from kafkatool.scan.pool import run_pass
 
     found = discover([str(root)])
     total = sum(s.size for s in found.segments)
@@ -185,7 +191,7 @@ def run(root: Path) -> dict[str, object]:
     out["ranges"] = len(plan1.items)
 
     t, c = time.perf_counter(), TreeCpu()
-    rep = run_local(plan1, jobs=1)
+    rep = run_pass(plan1, jobs=1).report
     single = time.perf_counter() - t
     cs = c.stop()
     out["single"] = {"wall_s": round(single, 2), "cpu_s": cs, "records": rep.total.records,
@@ -204,7 +210,7 @@ def run(root: Path) -> dict[str, object]:
 
     plan2 = make_plan(found.segments, parallelism=2)
     t, c = time.perf_counter(), TreeCpu()
-    rep2 = run_local(plan2, jobs=2)
+    rep2 = run_pass(plan2, jobs=2).report
     pool = time.perf_counter() - t
     cs = c.stop()
     assert rep2.total.records == rep.total.records
@@ -212,7 +218,8 @@ def run(root: Path) -> dict[str, object]:
                     "mb_per_cpu_s": round(total / 1e6 / cs, 1), "tasks": len(plan2.tasks)}
     print(json.dumps(out), file=sys.stderr)
 
-    from kafkatool.spark.job import collect_arrow, run_stats
+    from kafkatool.spark.job import collect_arrow
+    from kafkatool.spark.job import run_pass as spark_pass
     from kafkatool.spark.memory import GiB, plan_memory
     from kafkatool.spark.session import SessionSettings, build_session
 
@@ -225,7 +232,7 @@ def run(root: Path) -> dict[str, object]:
     fixed_cpu = c.stop()
     plan_s = make_plan(found.segments, parallelism=int(spark.sparkContext.defaultParallelism))
     t, c = time.perf_counter(), TreeCpu()
-    rep3 = run_stats(spark, plan_s)
+    rep3 = spark_pass(spark, plan_s).report
     job = time.perf_counter() - t
     job_cpu = c.stop()
     job_kinds = c.by_kind()
@@ -260,7 +267,7 @@ def run(root: Path) -> dict[str, object]:
     kr = json.loads(p.stdout.strip().splitlines()[-1])
     seg_only = make_plan([s for s in found.segments if s.path == str(seg)], parallelism=1)
     c = TreeCpu()
-    run_local(seg_only, jobs=1)
+    run_pass(seg_only, jobs=1)
     ours = c.stop()
     out["kafka_ref"] = {"segment_bytes": seg.stat().st_size, "java_wall_mb_s": kr["mb_per_s_median"],
                         "single_mb_per_cpu_s": round(seg.stat().st_size / 1e6 / ours, 1)}

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from kafkatool.record.file_records import FileRecords
+from tests.support import zygote
 from tests.support.hostile_corpus import SEG0, batch, good_partition
 from tests.support.paths import ROOT
 
@@ -30,8 +31,7 @@ TIMEOUT = 60  # seconds; a command that blocks on a FIFO is killed and the test 
 def kafkatool(*args: str | os.PathLike[str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1", COLUMNS="200")
     try:
-        return subprocess.run([sys.executable, "-m", "kafkatool", *map(str, args)], capture_output=True, text=True,
-                              env=env, cwd=cwd, timeout=TIMEOUT, errors="surrogateescape")
+        return zygote.run([sys.executable, "-m", "kafkatool", *map(str, args)], env=env, cwd=cwd, timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
         pytest.fail(f"kafkatool {' '.join(map(str, args))} hung (killed after {TIMEOUT} s)")
 

@@ -11,7 +11,8 @@ import os
 import subprocess
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,41 +63,77 @@ def _status(pid: int) -> tuple[int, int]:
 
 def run(argv: Sequence[str | os.PathLike[str]], *, env: dict[str, str] | None = None, cwd: Path | None = None,
         timeout: float = 120) -> Run:
-    """Run ``argv``; stdout goes to a temp file (a record-count bomb prints millions of lines)."""
+    """Run ``argv``; stdout goes to a temp file (a record-count bomb prints millions of lines). ``python -m
+    kafkatool ...`` runs forked from a fork server (tests/support/zygote.py) where the environment allows."""
     import tempfile
 
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    from tests.support import zygote
+
+    args = [str(a) for a in argv]
+    with tempfile.TemporaryDirectory(prefix="rss-") as d:
+        out_path, err_path = Path(d, "out"), Path(d, "err")
         started = time.perf_counter()
-        p = subprocess.Popen([str(a) for a in argv], stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,
-                             cwd=cwd, start_new_session=True)
-        peaks = [0, 0]
-        done = threading.Event()
+        if zygote.usable(args, env):
+            srv = zygote.server()
+            pid = srv.start(args[3:], env if env is not None else dict(os.environ), cwd, out_path, err_path)
+            killed = threading.Event()
 
-        def sample() -> None:
-            while not done.is_set():
-                anon = file = 0
-                for pid in _tree(p.pid):
-                    a, f = _status(pid)
-                    anon += a
-                    file += f
-                peaks[0], peaks[1] = max(peaks[0], anon), max(peaks[1], file)
-                done.wait(0.01)
+            def kill() -> None:
+                killed.set()
+                try:
+                    os.killpg(pid, 9)
+                except ProcessLookupError:
+                    pass
 
-        t = threading.Thread(target=sample, daemon=True)
-        t.start()
-        try:
-            rc: int | None = p.wait(timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, 9)
-            p.wait()
-            rc = None
-        finally:
-            done.set()
-            t.join()
+            timer = threading.Timer(timeout, kill)
+            timer.start()
+            with _sampling(pid) as peaks:
+                try:
+                    code = srv.wait()
+                finally:
+                    timer.cancel()
+            rc: int | None = None if killed.is_set() else code
+        else:
+            with open(out_path, "wb") as out, open(err_path, "wb") as err:
+                p = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env, cwd=cwd,
+                                     start_new_session=True)
+                with _sampling(p.pid) as peaks:
+                    try:
+                        rc = p.wait(timeout)
+                    except subprocess.TimeoutExpired:
+                        os.killpg(p.pid, 9)
+                        p.wait()
+                        rc = None
         seconds = time.perf_counter() - started
-        out.seek(0, os.SEEK_END)
-        size = out.tell()
-        out.seek(max(0, size - (64 << 10)))
-        err.seek(0)
-        return Run(rc, out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"), peaks[0],
-                   peaks[1], seconds)
+        with open(out_path, "rb") as out:
+            out.seek(0, os.SEEK_END)
+            size = out.tell()
+            out.seek(max(0, size - (64 << 10)))
+            stdout = out.read().decode("utf-8", "replace")
+        stderr = err_path.read_bytes().decode("utf-8", "replace")
+        return Run(rc, stdout, stderr, peaks[0], peaks[1], seconds)
+
+
+@contextmanager
+def _sampling(pid: int) -> Iterator[list[int]]:
+    """Peak anonymous and mapped-file memory of ``pid``'s process tree, sampled every 10 ms while inside."""
+    peaks = [0, 0]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            anon = file = 0
+            for p in _tree(pid):
+                a, f = _status(p)
+                anon += a
+                file += f
+            peaks[0], peaks[1] = max(peaks[0], anon), max(peaks[1], file)
+            done.wait(0.01)
+
+    t = threading.Thread(target=sample, daemon=True)
+    t.start()
+    try:
+        yield peaks
+    finally:
+        done.set()
+        t.join()
