@@ -38,9 +38,10 @@ INITIAL_RATIO = 1.0  # CompressionType.rate: 1.0 for every codec since 2.1
 _F32 = struct.Struct("f")
 
 
-def f32(x: float) -> float:
+def f32(x: float, _pack: Callable[[float], bytes] = _F32.pack,
+        _unpack: Callable[[bytes], tuple[Any, ...]] = _F32.unpack) -> float:
     """Round to IEEE single precision, as Java's ``float`` arithmetic does after every operation."""
-    return float(_F32.unpack(_F32.pack(x))[0])
+    return float(_unpack(_pack(x))[0])
 
 
 _STEP_UP = f32(COMPRESSION_RATIO_DETERIORATE_STEP)
@@ -154,12 +155,14 @@ class BatchPlanner:
 
     def has_room_for(self, record_size: int) -> bool:
         """``hasRoomFor``: the first record always fits; then the estimate plus the next record's
-        uncompressed size must stay within the write limit."""
+        uncompressed size must stay within the write limit (``isFull()`` first, on the same estimate: it is
+        computed once here, as it is the hot path of a batch of millions of small records)."""
         if self.records == 0:
             return True
-        if self.is_full():
-            return False
-        return self.write_limit >= self.estimated_bytes_written() + record_size
+        estimate = self.estimated_bytes_written()
+        if self.write_limit <= estimate:
+            return False  # is_full()
+        return self.write_limit >= estimate + record_size
 
     def append(self, record_size: int) -> None:
         self.uncompressed_bytes += record_size
