@@ -74,25 +74,9 @@ def run(argv: Sequence[str | os.PathLike[str]], *, env: dict[str, str] | None = 
         out_path, err_path = Path(d, "out"), Path(d, "err")
         started = time.perf_counter()
         if zygote.usable(args, env):
-            srv = zygote.server()
-            pid = srv.start(args[3:], env if env is not None else dict(os.environ), cwd, out_path, err_path)
-            killed = threading.Event()
-
-            def kill() -> None:
-                killed.set()
-                try:
-                    os.killpg(pid, 9)
-                except ProcessLookupError:
-                    pass
-
-            timer = threading.Timer(timeout, kill)
-            timer.start()
-            with _sampling(pid) as peaks:
-                try:
-                    code = srv.wait()
-                finally:
-                    timer.cancel()
-            rc: int | None = None if killed.is_set() else code
+            child = zygote.spawn(args, env, cwd, out_path, err_path, timeout)
+            with _sampling(child.pid) as peaks:
+                rc: int | None = child.wait()
         else:
             with open(out_path, "wb") as out, open(err_path, "wb") as err:
                 p = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env, cwd=cwd,

@@ -79,11 +79,16 @@ class Server:
               stdout: Path, stderr: Path) -> int:
         """Start ``kafkatool ARGS`` in a child; its pid (call :meth:`wait` next, before another start)."""
         self.lock.acquire()
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps({"args": list(args), "env": dict(env), "cwd": os.fspath(cwd or os.getcwd()),
-                                          "stdout": str(stdout), "stderr": str(stderr)}) + "\n")
-        self.proc.stdin.flush()
-        return int(str(self._read()["pid"]))
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(json.dumps({"args": list(args), "env": dict(env),
+                                              "cwd": os.fspath(cwd or os.getcwd()), "stdout": str(stdout),
+                                              "stderr": str(stderr)}) + "\n")
+            self.proc.stdin.flush()
+            return int(str(self._read()["pid"]))
+        except BaseException:
+            self.lock.release()
+            raise
 
     def wait(self) -> int:
         try:
@@ -189,6 +194,41 @@ def _child(req: dict[str, object], main_path: str) -> None:
         os._exit(code & 0xFF)
 
 
+class Child:
+    """A run started by :func:`spawn`; :meth:`wait` before the next."""
+
+    def __init__(self, pid: int, srv: Server, timeout: float) -> None:
+        self.pid = pid
+        self._server = srv
+        self._killed = threading.Event()
+        self._timer = threading.Timer(timeout, self._kill)
+        self._timer.start()
+
+    def _kill(self) -> None:
+        self._killed.set()
+        try:
+            os.killpg(self.pid, 9)
+        except ProcessLookupError:
+            pass
+
+    def wait(self) -> int | None:
+        """The exit code (negative: a signal), or None when the timeout killed the run's group."""
+        try:
+            rc = self._server.wait()
+        finally:
+            self._timer.cancel()
+        return None if self._killed.is_set() else rc
+
+
+def spawn(argv: Sequence[str], env: Mapping[str, str] | None, cwd: str | os.PathLike[str] | None, stdout: Path,
+          stderr: Path, timeout: float) -> Child:
+    """Start ``argv`` (``python -m kafkatool ...``, :func:`usable`) forked from the server, its stdout and stderr
+    into those files, its group SIGKILLed after ``timeout`` seconds."""
+    srv = server()
+    pid = srv.start(list(argv)[3:], env if env is not None else dict(os.environ), cwd, stdout, stderr)
+    return Child(pid, srv, timeout)
+
+
 def run(argv: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | os.PathLike[str] | None = None,
         timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """``subprocess.run(argv, capture_output=True, text=True, errors="surrogateescape")``, forked from the server
@@ -201,25 +241,9 @@ def run(argv: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str |
                               errors="surrogateescape", stdin=subprocess.DEVNULL)
     with tempfile.TemporaryDirectory(prefix="zygote-") as d:
         out, err = Path(d, "out"), Path(d, "err")
-        srv = server()
-        pid = srv.start(args[3:], env if env is not None else dict(os.environ), cwd, out, err)
-        killed = threading.Event()
-
-        def kill() -> None:
-            killed.set()
-            try:
-                os.killpg(pid, 9)
-            except ProcessLookupError:
-                pass
-
-        timer = threading.Timer(timeout, kill)
-        timer.start()
-        try:
-            rc = srv.wait()
-        finally:
-            timer.cancel()
+        rc = spawn(args, env, cwd, out, err, timeout).wait()
         stdout = out.read_bytes().decode("utf-8", "surrogateescape")
         stderr = err.read_bytes().decode("utf-8", "surrogateescape")
-        if killed.is_set():
+        if rc is None:
             raise subprocess.TimeoutExpired(args, timeout, stdout, stderr)
         return subprocess.CompletedProcess(args, rc, stdout, stderr)
