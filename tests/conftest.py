@@ -16,6 +16,7 @@ import pytest
 
 from kafkatool.sample.generate import generate_sample
 from kafkatool.sample.spec import SampleSpec, demo_topics
+from kafkatool.util.procs import alive
 from tests.support.cli import run_cli
 from tests.support.dump_totals import dump_totals
 from tests.support.mixed_logdir import build_mixed_logdir
@@ -78,18 +79,8 @@ def _prune(runs: Path) -> None:
     dirs = [d for d in runs.iterdir() if d.is_dir() and re.fullmatch(r"\d+-\w+", d.name)]
     dirs.sort(key=lambda d: d.stat().st_mtime)
     for d in dirs[:max(0, len(dirs) - (KEEP_RUNS - 1))]:
-        if not _alive(int(d.name.split("-", 1)[0])):
+        if not alive(int(d.name.split("-", 1)[0])):
             shutil.rmtree(d, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ from kafkatool.canary.sandbox import (
     SandboxError,
     random_cluster_id,
 )
+from kafkatool.util.procs import alive
 from tests.support.paths import ROOT
 
 
@@ -63,15 +64,6 @@ def test_a_broker_that_cannot_start_is_one_error_with_its_log(kafka3: KafkaInsta
     assert b.broker is None or not b.broker.alive()
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    stat = Path(f"/proc/{pid}/stat")
-    return not (stat.exists() and stat.read_text().split(") ")[1].startswith("Z"))
-
-
 def test_the_jvm_dies_with_its_parent(kafka3: KafkaInstall, tmp_path: Path) -> None:
     """A caller killed with SIGKILL (no cleanup runs) takes its JVM along (PR_SET_PDEATHSIG)."""
     (tmp_path / "zk.properties").write_text(f"dataDir={tmp_path / 'zk'}\nclientPort=0\nadmin.enableServer=false\n")
@@ -92,13 +84,13 @@ def test_the_jvm_dies_with_its_parent(kafka3: KafkaInstall, tmp_path: Path) -> N
     jvm = int(parent.stdout.readline())
     try:
         time.sleep(1.0)
-        assert _alive(jvm)
+        assert alive(jvm)
         parent.send_signal(signal.SIGKILL)
         parent.wait(10)
         deadline = time.monotonic() + 20
-        while _alive(jvm) and time.monotonic() < deadline:
+        while alive(jvm) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert not _alive(jvm)
+        assert not alive(jvm)
     finally:
-        if _alive(jvm):
+        if alive(jvm):
             os.kill(jvm, signal.SIGKILL)

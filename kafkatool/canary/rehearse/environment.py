@@ -18,6 +18,7 @@ from pathlib import Path
 
 from kafkatool.canary.sandbox import KafkaInstall, SandboxError, find_java
 from kafkatool.errors import KafkaToolError
+from kafkatool.util.procs import alive
 
 SANDBOX_PREFIX = "kafkatool-rehearse-"
 OWNER = "owner.pid"
@@ -84,20 +85,6 @@ def check_port(port: int | None) -> None:
             raise RehearseError(f"port {port} on 127.0.0.1 is in use ({e.strerror})", field="port") from None
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return True
-    return state != "Z"
-
-
 def remove_stale_sandboxes(root: Path) -> list[Path]:
     """Sandbox dirs of rehearsals that are no longer running (killed: they could not clean up)."""
     removed: list[Path] = []
@@ -110,7 +97,7 @@ def remove_stale_sandboxes(root: Path) -> list[Path]:
             pid = int((d / OWNER).read_text().strip())
         except (OSError, ValueError):
             continue  # not ours, or still being created
-        if pid != os.getpid() and not _alive(pid):
+        if pid != os.getpid() and not alive(pid):
             shutil.rmtree(d, ignore_errors=True)
             removed.append(d)
     return removed
