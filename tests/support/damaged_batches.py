@@ -8,30 +8,16 @@ import struct
 
 from kafkatool.record import default_records as v2
 from kafkatool.record import legacy_records as legacy
-from kafkatool.record.batch import TimestampType
-from kafkatool.record.codecs import Codec, compress
+from kafkatool.record.codecs import Codec
 
-TS = 1_700_000_000_000
+# The building blocks are the hostile corpus's (a v2 batch, its CRC resealed after an edit, a compressed v0/v1
+# wrapper), named here as the focused tests call them.
+from tests.support.hostile_corpus import TS as TS
+from tests.support.hostile_corpus import batch as batch
+from tests.support.hostile_corpus import legacy_wrapper as wrapper
+from tests.support.hostile_corpus import reseal as reseal
+
 INT64_MAX = (1 << 63) - 1
-
-
-def batch(offset: int, n: int = 3, codec: Codec = Codec.NONE) -> bytes:
-    return v2.build_batch([(offset + i, TS + i, b"k%d" % i, b"value", []) for i in range(n)], codec=codec)
-
-
-def reseal(data: bytearray, pos: int = 0) -> bytearray:
-    """Recompute the CRC-32C of the v2 batch at ``pos`` after an edit: the damage stays, the CRC says it is fine."""
-    size = struct.unpack_from(">i", data, pos + 8)[0] + 12
-    struct.pack_into(">I", data, pos + 17, v2.crc32c(bytes(data[pos + 21:pos + size])))
-    return data
-
-
-def wrapper(magic: int, codec: Codec, inner: bytes, wrapper_offset: int,
-            ts_type: TimestampType = TimestampType.CREATE_TIME) -> bytes:
-    """A compressed v0/v1 wrapper around ``inner`` (log entries) with a valid outer CRC."""
-    attrs = legacy.compute_attributes(magic, codec, ts_type if magic else TimestampType.NO_TIMESTAMP_TYPE)
-    msg = legacy.encode_message(magic, attrs, TS if magic else -1, None, compress(codec, inner, magic=magic))
-    return legacy.encode_entry(wrapper_offset, msg)
 
 
 def inner_entries(magic: int, n: int = 5, first: int = 0) -> bytearray:
