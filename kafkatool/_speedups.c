@@ -794,6 +794,484 @@ static PyObject *sp_parse_records_chunk(PyObject *self, PyObject *const *args, P
     return Py_BuildValue("(Nn)", out, next);
 }
 
+/* legacy_deep_records(data, at, count, base, add_base, wrapper_ts, wrapper_lat) -> (list[Record], next position)
+ * | None.  Mirrors ``LegacyRecordBatch._deep_records_py`` on a wrapper's decompressed inner messages: up to
+ * ``count`` from byte ``at``, stopping before the first message its fast path would not take (a magic other than
+ * 0/1 or a header that does not fit, a compressed inner message, a key or value length that is not -1 or does not
+ * fit, an offset past int64): the Python path then decodes or raises on that one exactly. */
+static PyObject *sp_legacy_deep_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer view;
+    int64_t at, count, base, wrapper_ts, i;
+    int add_base, wrapper_lat;
+    const uint8_t *d;
+    PyObject *out, *empty;
+    (void)self;
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "legacy_deep_records takes 7 arguments");
+        return NULL;
+    }
+    if (record_type == NULL || !PyBytes_CheckExact(args[0]))
+        Py_RETURN_NONE;
+    if (arg_i64(args[1], &at) || arg_i64(args[2], &count) || arg_i64(args[3], &base) || arg_i64(args[5], &wrapper_ts))
+        Py_RETURN_NONE;
+    add_base = PyObject_IsTrue(args[4]);
+    wrapper_lat = PyObject_IsTrue(args[6]);
+    if (add_base < 0 || wrapper_lat < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    d = (const uint8_t *)view.buf;
+    if (at < 0 || at > view.len || count < 0 || count > (view.len - at) / (LOG_OVERHEAD + RECORD_OVERHEAD_V0) + 1) {
+        PyBuffer_Release(&view);
+        Py_RETURN_NONE;
+    }
+    out = PyList_New(0);
+    empty = PyTuple_New(0);
+    if (out == NULL || empty == NULL)
+        goto fail;
+    for (i = 0; i < count; i++) {
+        Py_ssize_t start, msg_end, p, kp = 0, vp = 0;
+        int64_t offset, ts = -1;
+        int32_t size, kn, vn;
+        uint32_t stored_crc;
+        int magic, attributes;
+        PyObject *rec, *item;
+        if (view.len - at < LOG_OVERHEAD)
+            break;
+        offset = be_i64(d + at);
+        size = be_i32(d + at + SIZE_OFFSET);
+        start = (Py_ssize_t)at + LOG_OVERHEAD;
+        if (size < MSG_MAGIC_OFFSET + 1 || size > view.len - start)
+            break;
+        msg_end = start + size;
+        magic = (int8_t)d[start + MSG_MAGIC_OFFSET];
+        if (magic == 1 && size >= (int32_t)sizeof(struct message_v1)) {
+            ts = be_i64(d + start + MSG_TIMESTAMP_OFFSET);
+            kn = be_i32(d + start + MSG_KEY_SIZE_OFFSET_V1);
+            p = start + (Py_ssize_t)sizeof(struct message_v1);
+        } else if (magic == 0 && size >= (int32_t)sizeof(struct message_v0)) {
+            kn = be_i32(d + start + MSG_KEY_SIZE_OFFSET_V0);
+            p = start + (Py_ssize_t)sizeof(struct message_v0);
+        } else {
+            break;
+        }
+        attributes = d[start + MSG_ATTRIBUTES_OFFSET];
+        if (attributes & CODEC_MASK)
+            break;
+        if (kn >= 0 && p + (Py_ssize_t)kn + VALUE_SIZE_LENGTH <= msg_end) {
+            kp = p;
+            p += kn;
+        } else if (!(kn == -1 && p + VALUE_SIZE_LENGTH <= msg_end)) {
+            break;
+        }
+        vn = be_i32(d + p);
+        p += VALUE_SIZE_LENGTH;
+        if (vn >= 0 && p + (Py_ssize_t)vn <= msg_end)
+            vp = p;
+        else if (vn != -1)
+            break;
+        if (add_base && __builtin_add_overflow(base, offset, &offset))
+            break;
+        if (wrapper_lat && magic != 0)
+            ts = wrapper_ts;
+        stored_crc = be_u32(d + start + MSG_CRC_OFFSET);
+        rec = new_tuple_of(record_type, 9);
+        if (rec == NULL)
+            goto fail;
+        if (PyList_Append(out, rec) < 0) {
+            Py_DECREF(rec);
+            goto fail;
+        }
+        Py_DECREF(rec);
+        if ((item = PyLong_FromLongLong(offset)) == NULL)
+            goto fail;
+        PyTuple_SET_ITEM(rec, 0, item);
+        if ((item = PyLong_FromLongLong(ts)) == NULL)
+            goto fail;
+        PyTuple_SET_ITEM(rec, 1, item);
+        item = kn >= 0 ? PyBytes_FromStringAndSize((const char *)d + kp, (Py_ssize_t)kn) : Py_NewRef(Py_None);
+        if (item == NULL)
+            goto fail;
+        PyTuple_SET_ITEM(rec, 2, item);
+        item = vn >= 0 ? PyBytes_FromStringAndSize((const char *)d + vp, (Py_ssize_t)vn) : Py_NewRef(Py_None);
+        if (item == NULL)
+            goto fail;
+        PyTuple_SET_ITEM(rec, 3, item);
+        PyTuple_SET_ITEM(rec, 4, Py_NewRef(empty));
+        if ((item = PyLong_FromLong(-1)) == NULL)
+            goto fail;
+        PyTuple_SET_ITEM(rec, 5, item);
+        if ((item = PyLong_FromLong((long)size + LOG_OVERHEAD)) == NULL)
+            goto fail;
+        PyTuple_SET_ITEM(rec, 6, item);
+        if ((item = PyLong_FromUnsignedLong(stored_crc)) == NULL)
+            goto fail;
+        PyTuple_SET_ITEM(rec, 7, item);
+        item = crc32_any(0, d + start + MSG_MAGIC_OFFSET, (size_t)(size - MSG_MAGIC_OFFSET)) == stored_crc
+            ? Py_True : Py_False;
+        PyTuple_SET_ITEM(rec, 8, Py_NewRef(item));
+        at = msg_end;
+    }
+    Py_DECREF(empty);
+    PyBuffer_Release(&view);
+    return Py_BuildValue("(NL)", out, (long long)at);
+fail:
+    PyErr_Clear();
+    Py_XDECREF(out);
+    Py_XDECREF(empty);
+    PyBuffer_Release(&view);
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------------------------------ encoders */
+
+typedef struct {
+    uint8_t *buf;
+    Py_ssize_t len, cap;
+} OutBuf;
+
+static int out_reserve(OutBuf *o, Py_ssize_t more)
+{
+    Py_ssize_t need = o->len + more, cap = o->cap ? o->cap : 4096;
+    uint8_t *b;
+    if (need <= o->cap)
+        return 0;
+    while (cap < need)
+        cap *= 2;
+    b = PyMem_Realloc(o->buf, (size_t)cap);
+    if (b == NULL)
+        return -1;
+    o->buf = b;
+    o->cap = cap;
+    return 0;
+}
+
+static inline Py_ssize_t put_uvarint(uint8_t *p, uint64_t u)
+{
+    Py_ssize_t n = 0;
+    while (u >= 0x80) {
+        p[n++] = (uint8_t)((u & 0x7F) | 0x80);
+        u >>= 7;
+    }
+    p[n++] = (uint8_t)u;
+    return n;
+}
+
+static inline uint64_t zigzag32(int64_t v) { return (uint32_t)(((uint32_t)v << 1) ^ (uint32_t)((int32_t)v >> 31)); }
+static inline uint64_t zigzag64(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+
+static inline int uvarint_size(uint64_t u)
+{
+    int n = 1;
+    while (u >= 0x80) {
+        u >>= 7;
+        n++;
+    }
+    return n;
+}
+
+/* A record tuple's key or value: bytes (its data and length) or None (length -1); anything else: -2. */
+static inline int64_t bytes_or_none(PyObject *o, const char **data)
+{
+    if (o == Py_None) {
+        *data = NULL;
+        return -1;
+    }
+    if (!PyBytes_CheckExact(o))
+        return -2;
+    *data = PyBytes_AS_STRING(o);
+    return PyBytes_GET_SIZE(o);
+}
+
+/* encode_records(records, base_offset, base_timestamp) -> (area, last offset, max timestamp) | None.  Mirrors
+ * ``default_records.encode_records_py`` for records of bytes-or-None keys and values and no headers, offsets
+ * increasing from base_offset and deltas within Kafka's int/long varints; None otherwise (the Python twin runs,
+ * and raises where it must). */
+static PyObject *sp_encode_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *seq, *res = NULL;
+    int64_t base, base_ts, last, max_ts = -1;
+    Py_ssize_t i, n;
+    OutBuf o = {NULL, 0, 0};
+    (void)self;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "encode_records takes 3 arguments");
+        return NULL;
+    }
+    if (arg_i64(args[1], &base) || arg_i64(args[2], &base_ts) || base == INT64_MIN)
+        Py_RETURN_NONE;
+    seq = PySequence_Fast(args[0], "records");
+    if (seq == NULL) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    last = base - 1;
+    n = PySequence_Fast_GET_SIZE(seq);
+    for (i = 0; i < n; i++) {
+        PyObject *r = PySequence_Fast_GET_ITEM(seq, i);
+        int64_t offset, ts, kn, vn, d_ts, d_off, size;
+        const char *kd, *vd;
+        PyObject *h;
+        uint8_t *p;
+        if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) != 5)
+            goto none;
+        if (arg_i64(PyTuple_GET_ITEM(r, 0), &offset) || arg_i64(PyTuple_GET_ITEM(r, 1), &ts))
+            goto none;
+        if (offset <= last)
+            goto none;
+        last = offset;
+        if (ts > max_ts)
+            max_ts = ts;
+        if ((kn = bytes_or_none(PyTuple_GET_ITEM(r, 2), &kd)) < -1 || (vn = bytes_or_none(PyTuple_GET_ITEM(r, 3), &vd)) < -1)
+            goto none;
+        h = PyTuple_GET_ITEM(r, 4);
+        if (!((PyTuple_Check(h) && PyTuple_GET_SIZE(h) == 0) || (PyList_Check(h) && PyList_GET_SIZE(h) == 0)))
+            goto none;
+        if (__builtin_sub_overflow(ts, base_ts, &d_ts) || __builtin_sub_overflow(offset, base, &d_off)
+            || d_off > INT32_MAX || kn > INT32_MAX || vn > INT32_MAX)
+            goto none;
+        size = 1 + uvarint_size(zigzag64(d_ts)) + uvarint_size(zigzag32(d_off))
+            + (kn < 0 ? 1 : uvarint_size(zigzag32(kn)) + kn) + (vn < 0 ? 1 : uvarint_size(zigzag32(vn)) + vn) + 1;
+        if (size > INT32_MAX)
+            goto none;
+        if (out_reserve(&o, size + 5) < 0)
+            goto none;
+        p = o.buf + o.len;
+        p += put_uvarint(p, zigzag32(size));
+        *p++ = 0; /* attributes */
+        p += put_uvarint(p, zigzag64(d_ts));
+        p += put_uvarint(p, zigzag32(d_off));
+        if (kn < 0) {
+            *p++ = 1;
+        } else {
+            p += put_uvarint(p, zigzag32(kn));
+            memcpy(p, kd, (size_t)kn);
+            p += kn;
+        }
+        if (vn < 0) {
+            *p++ = 1;
+        } else {
+            p += put_uvarint(p, zigzag32(vn));
+            memcpy(p, vd, (size_t)vn);
+            p += vn;
+        }
+        *p++ = 0; /* no headers */
+        o.len = p - o.buf;
+    }
+    res = Py_BuildValue("(y#LL)", o.buf ? (const char *)o.buf : "", o.len, (long long)last, (long long)max_ts);
+    if (res == NULL)
+        PyErr_Clear();
+none:
+    PyMem_Free(o.buf);
+    Py_DECREF(seq);
+    if (res == NULL)
+        Py_RETURN_NONE;
+    return res;
+}
+
+/* encode_entries(records, magic, attributes, timestamp, offset_shift) -> (entries, max timestamp) | None.
+ * Mirrors ``legacy_records.encode_entries_py`` for records of bytes-or-None keys and values; None for anything
+ * else, and for what the Python twin raises on (a timestamp below -1, a magic other than 0 and 1). */
+static PyObject *sp_encode_entries(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *seq, *res = NULL;
+    int64_t magic, attributes, shift, fixed_ts = 0, max_ts = -1;
+    int has_ts;
+    Py_ssize_t i, n;
+    OutBuf o = {NULL, 0, 0};
+    (void)self;
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "encode_entries takes 5 arguments");
+        return NULL;
+    }
+    if (arg_i64(args[1], &magic) || arg_i64(args[2], &attributes) || arg_i64(args[4], &shift))
+        Py_RETURN_NONE;
+    if (magic != 0 && magic != 1)
+        Py_RETURN_NONE;
+    has_ts = args[3] != Py_None;
+    if (has_ts && arg_i64(args[3], &fixed_ts))
+        Py_RETURN_NONE;
+    seq = PySequence_Fast(args[0], "records");
+    if (seq == NULL) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    n = PySequence_Fast_GET_SIZE(seq);
+    for (i = 0; i < n; i++) {
+        PyObject *r = PySequence_Fast_GET_ITEM(seq, i);
+        int64_t offset, ts = -1, kn, vn, body;
+        const char *kd, *vd;
+        uint8_t *m, *p;
+        if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) < 4)
+            goto none;
+        if (arg_i64(PyTuple_GET_ITEM(r, 0), &offset) || __builtin_sub_overflow(offset, shift, &offset))
+            goto none;
+        if (magic == 1) {
+            if (has_ts)
+                ts = fixed_ts;
+            else if (arg_i64(PyTuple_GET_ITEM(r, 1), &ts))
+                goto none;
+            if (ts < -1)
+                goto none;
+            if (ts > max_ts)
+                max_ts = ts;
+        }
+        if ((kn = bytes_or_none(PyTuple_GET_ITEM(r, 2), &kd)) < -1 || (vn = bytes_or_none(PyTuple_GET_ITEM(r, 3), &vd)) < -1)
+            goto none;
+        if (kn > INT32_MAX || vn > INT32_MAX)
+            goto none;
+        body = (magic == 1 ? HEAD_V1 : HEAD_V0) + (kn > 0 ? kn : 0) + VALUE_SIZE_LENGTH + (vn > 0 ? vn : 0);
+        if (body + CRC_LENGTH > INT32_MAX)
+            goto none;
+        if (out_reserve(&o, LOG_OVERHEAD + CRC_LENGTH + body) < 0)
+            goto none;
+        p = o.buf + o.len;
+        put_be64(p, (uint64_t)offset);
+        put_be32(p + SIZE_OFFSET, (uint32_t)(body + CRC_LENGTH));
+        m = p + LOG_OVERHEAD;
+        p = m + MSG_MAGIC_OFFSET;
+        *p++ = (uint8_t)magic;
+        *p++ = (uint8_t)(attributes & 0xFF);
+        if (magic == 1) {
+            put_be64(p, (uint64_t)ts);
+            p += 8;
+        }
+        put_be32(p, (uint32_t)(kn < 0 ? -1 : (int32_t)kn));
+        p += 4;
+        if (kn > 0) {
+            memcpy(p, kd, (size_t)kn);
+            p += kn;
+        }
+        put_be32(p, (uint32_t)(vn < 0 ? -1 : (int32_t)vn));
+        p += 4;
+        if (vn > 0) {
+            memcpy(p, vd, (size_t)vn);
+            p += vn;
+        }
+        put_be32(m + MSG_CRC_OFFSET, crc32_any(0, m + MSG_MAGIC_OFFSET, (size_t)body));
+        o.len = p - o.buf;
+    }
+    res = Py_BuildValue("(y#L)", o.buf ? (const char *)o.buf : "", o.len, (long long)max_ts);
+    if (res == NULL)
+        PyErr_Clear();
+none:
+    PyMem_Free(o.buf);
+    Py_DECREF(seq);
+    if (res == NULL)
+        Py_RETURN_NONE;
+    return res;
+}
+
+/* plan_step(chunk, i, magic, compressed, header_size, write_limit, ratio, uncompressed, records, base, last, base_ts)
+ * -> (i, uncompressed, records, last, base_ts, moved) | None.  Mirrors ``estimator.plan_step_py`` (KIP-126's
+ * hasRoomFor over the records of a chunk), stopping also before a record it does not size: one with headers, or
+ * deltas beyond Kafka's int/long varints, or fields of unexpected types. */
+static PyObject *sp_plan_step(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *seq;
+    int64_t i0, magic, header, limit, unc, nrec, base, last = 0, base_ts = 0, moved = 0;
+    int compressed, has_last, has_ts;
+    double ratio;
+    const float factor = (float)1.05;
+    Py_ssize_t i, n;
+    (void)self;
+    if (nargs != 12) {
+        PyErr_SetString(PyExc_TypeError, "plan_step takes 12 arguments");
+        return NULL;
+    }
+    if (arg_i64(args[1], &i0) || arg_i64(args[2], &magic) || arg_i64(args[4], &header) || arg_i64(args[5], &limit)
+        || arg_i64(args[7], &unc) || arg_i64(args[8], &nrec) || arg_i64(args[9], &base) || !PyFloat_Check(args[6]))
+        Py_RETURN_NONE;
+    ratio = PyFloat_AS_DOUBLE(args[6]);
+    compressed = PyObject_IsTrue(args[3]);
+    has_last = args[10] != Py_None;
+    has_ts = args[11] != Py_None;
+    if (compressed < 0 || (has_last && arg_i64(args[10], &last)) || (has_ts && arg_i64(args[11], &base_ts))) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    if (!PyList_Check(args[0]))
+        Py_RETURN_NONE;
+    seq = args[0];
+    n = PyList_GET_SIZE(seq);
+    if (i0 < 0 || i0 > n)
+        Py_RETURN_NONE;
+    for (i = (Py_ssize_t)i0; i < n; i++) {
+        PyObject *r = PyList_GET_ITEM(seq, i);
+        int64_t offset, ts = 0, kn, vn, size, est, rsize;
+        const char *kd, *vd;
+        if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) < 7)
+            break;
+        if (arg_i64(PyTuple_GET_ITEM(r, 0), &offset) || arg_i64(PyTuple_GET_ITEM(r, 6), &rsize))
+            break;
+        if ((kn = bytes_or_none(PyTuple_GET_ITEM(r, 2), &kd)) < -1 || (vn = bytes_or_none(PyTuple_GET_ITEM(r, 3), &vd)) < -1)
+            break;
+        if (magic < 2) {
+            size = LOG_OVERHEAD + (magic == 0 ? RECORD_OVERHEAD_V0 : RECORD_OVERHEAD_V1) + (kn > 0 ? kn : 0)
+                + (vn > 0 ? vn : 0);
+            if (!has_ts && arg_i64(PyTuple_GET_ITEM(r, 1), &ts))
+                break;
+        } else {
+            PyObject *h = PyTuple_GET_ITEM(r, 4);
+            int64_t od = 0, tsd = 0, body;
+            if (!((PyTuple_Check(h) && PyTuple_GET_SIZE(h) == 0) || (PyList_Check(h) && PyList_GET_SIZE(h) == 0)))
+                break;
+            if (arg_i64(PyTuple_GET_ITEM(r, 1), &ts))
+                break;
+            if (has_last && (__builtin_sub_overflow(last, base, &od) || od >= INT32_MAX || od < INT32_MIN))
+                break;
+            if (has_last)
+                od += 1;
+            if (has_ts && __builtin_sub_overflow(ts, base_ts, &tsd))
+                break;
+            if (kn > INT32_MAX || vn > INT32_MAX)
+                break;
+            body = 1 + uvarint_size(zigzag64(tsd)) + uvarint_size(zigzag32(od))
+                + (kn < 0 ? 1 : uvarint_size(zigzag32(kn)) + kn) + (vn < 0 ? 1 : uvarint_size(zigzag32(vn)) + vn) + 1;
+            if (body > INT32_MAX)
+                break;
+            size = uvarint_size(zigzag32(body)) + body;
+        }
+        if (nrec > 0) { /* hasRoomFor: the first record always fits */
+            if (compressed) {
+                float a = (float)((double)unc * ratio);
+                float b = (float)((double)a * (double)factor);
+                if (!(b < 9.2e18f && b > -9.2e18f))
+                    break;
+                est = header + (int64_t)b;
+            } else {
+                est = header + unc;
+            }
+            if (limit <= est || limit < est + size)
+                break;
+        }
+        unc += size;
+        nrec += 1;
+        last = offset;
+        has_last = 1;
+        if (!has_ts) {
+            base_ts = ts;
+            has_ts = 1;
+        }
+        moved += rsize;
+    }
+    if (has_last && has_ts)
+        return Py_BuildValue("(nLLLLL)", i, (long long)unc, (long long)nrec, (long long)last, (long long)base_ts,
+                             (long long)moved);
+    if (has_last)
+        return Py_BuildValue("(nLLLOL)", i, (long long)unc, (long long)nrec, (long long)last, Py_None,
+                             (long long)moved);
+    if (has_ts)
+        return Py_BuildValue("(nLLOLL)", i, (long long)unc, (long long)nrec, Py_None, (long long)base_ts,
+                             (long long)moved);
+    return Py_BuildValue("(nLLOOL)", i, (long long)unc, (long long)nrec, Py_None, Py_None, (long long)moved);
+}
+
 /* validate_records(d, p, end, count, base_offset) -> (first_offset, last_offset, contiguous) | None
  * The records ``parse_records`` would return exist (it would not raise) and these are their offsets;
  * (None, None, True) for no records. None: parse_records raises, or C cannot tell. */
@@ -2264,6 +2742,18 @@ static PyMethodDef methods[] = {
     {"parse_records", (PyCFunction)(void (*)(void))sp_parse_records, METH_FASTCALL,
      "parse_records(d, p, end, count, base_offset, base_timestamp, log_append_time, base_sequence): "
      "default_records.parse_records, or None where the Python function must run."},
+    {"legacy_deep_records", (PyCFunction)(void (*)(void))sp_legacy_deep_records, METH_FASTCALL,
+     "legacy_deep_records(data, at, count, base, add_base, wrapper_ts, wrapper_lat): LegacyRecordBatch."
+     "_deep_records_py's (records, next position) up to the first inner message it must decode, or None."},
+    {"encode_records", (PyCFunction)(void (*)(void))sp_encode_records, METH_FASTCALL,
+     "encode_records(records, base_offset, base_timestamp): default_records.encode_records_py's (area, last offset, "
+     "max timestamp), or None where it must run."},
+    {"encode_entries", (PyCFunction)(void (*)(void))sp_encode_entries, METH_FASTCALL,
+     "encode_entries(records, magic, attributes, timestamp, offset_shift): legacy_records.encode_entries_py's "
+     "(entries, max timestamp), or None where it must run."},
+    {"plan_step", (PyCFunction)(void (*)(void))sp_plan_step, METH_FASTCALL,
+     "plan_step(chunk, i, magic, compressed, header_size, write_limit, ratio, uncompressed, records, base, last, "
+     "base_ts): estimator.plan_step_py's result, stopping before any record it does not size."},
     {"parse_records_chunk", (PyCFunction)(void (*)(void))sp_parse_records_chunk, METH_FASTCALL,
      "parse_records_chunk(d, p, end, count, base_offset, base_timestamp, log_append_time, base_sequence): "
      "default_records.parse_records_chunk_py's (records, next position), or None where it must run."},

@@ -54,6 +54,7 @@ SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[Heal
 
 # Every module that dispatches to the extension through ``_C``.
 DISPATCHING = ("kafkatool.record.default_records", "kafkatool.record.down_convert", "kafkatool.record.file_records",
+               "kafkatool.record.legacy_records", "kafkatool.record.estimator",
                "kafkatool.log.recovery.fast", "kafkatool.dump.engine", "kafkatool.convert.engine",
                "kafkatool.record.validate")
 
@@ -365,6 +366,182 @@ def test_legacy_wrapper_equals_python(magic: int, attributes: int, ts: int, last
                                                                   value))
     with compiled(True):
         assert outcome(dc.wrapper_entry, magic, attributes, ts, last, bytearray(value)) == want
+
+
+# ---------------------------------------------------------------------------------------------- legacy inner messages
+
+@st.composite
+def inner_messages(draw: st.DrawFn) -> bytes:
+    """A wrapper's decompressed inner message set: messages of magic 0/1 mostly, lying key and value lengths,
+    compressed inner messages, other magics, sizes too small for a header, flipped bytes."""
+    out = bytearray()
+    offset = draw(st.sampled_from([0, 5, 2 ** 62, 2 ** 63 - 7]))
+    for i in range(draw(st.integers(1, 6))):
+        magic = draw(st.sampled_from([0, 1, 1, 1, 2, 0x7F]))
+        attrs = draw(st.sampled_from([0, 0, 0, 8, 1, 3, 0x7F]))
+        ts = draw(st.sampled_from([TS + i, -1, -5, 2 ** 63 - 1]))
+        body = bytearray([magic if magic < 2 else 1, attrs])
+        if magic != 0:
+            body += ts.to_bytes(8, "big", signed=True)
+        for _ in range(2):
+            data = draw(st.one_of(st.none(), st.binary(max_size=10)))
+            n = (-1 if data is None else len(data)) + draw(st.sampled_from([0, 0, 0, 0, 0, 1, -1, -3, 200]))
+            body += n.to_bytes(4, "big", signed=True) + (data or b"")
+        body += draw(st.sampled_from([b"", b"", b"", b"xx"]))  # bytes after the value: ignored
+        if magic >= 2:
+            body[0] = magic
+        msg = zlib.crc32(bytes(body)).to_bytes(4, "big") + bytes(body)
+        if draw(st.integers(0, 9)) == 0:
+            msg = msg[:draw(st.integers(0, len(msg)))]  # too short for its header
+        size = len(msg) + draw(st.sampled_from([0, 0, 0, 0, 0, -1, 2]))
+        out += (offset + i).to_bytes(8, "big", signed=True) + size.to_bytes(4, "big", signed=True) + msg
+    for _ in range(draw(st.sampled_from([0, 0, 0, 1]))):
+        out[draw(st.integers(0, len(out) - 1))] = draw(st.integers(0, 255))
+    return bytes(out)
+
+
+def _wrapper_batch(magic: int, inner: bytes, offset: int, lat: bool) -> Any:
+    from kafkatool.record.file_records import iter_batches
+    from tests.support.hostile_corpus import legacy_wrapper
+    data = bytearray(legacy_wrapper(magic, Codec.GZIP, inner, offset))
+    if lat and magic == 1:  # the wrapper's LogAppendTime bit: its timestamp stands for every inner message's
+        data[lr.ENTRY_ATTRIBUTES_OFFSET] |= 8
+        data[lr.ENTRY_CRC_OFFSET:lr.ENTRY_CRC_OFFSET + 4] = zlib.crc32(
+            bytes(data[lr.ENTRY_CRC_OFFSET + 4:])).to_bytes(4, "big")
+    return next(iter(iter_batches(bytes(data))))
+
+
+@SETTINGS
+@given(inner=inner_messages(), magic=st.sampled_from([0, 1]), offset=st.sampled_from([0, 9, 2 ** 62, 2 ** 63 - 1]),
+       lat=st.booleans(), at=st.integers(0, 3), count=st.integers(0, 7))
+def test_legacy_deep_records_equals_python(inner: bytes, magic: int, offset: int, lat: bool, at: int,
+                                           count: int) -> None:
+    """The compiled inner-message walk returns a prefix of what the Python walk returns (records, then the
+    position after them), stopping only before a message the Python walk decodes another way or raises on; the
+    wrapper's records are the same, errors included, with and without it."""
+    assert SP is not None
+    b = _wrapper_batch(magic, inner, offset, lat)
+    base = 7 if magic == 1 else 0
+    wrapper_lat = magic == 1 and lat
+    got = SP.legacy_deep_records(inner, at, count, base, magic == 1, int(b.timestamp), wrapper_lat)
+    if got is not None:
+        recs, end = got
+        assert len(recs) <= count
+        if recs:
+            want = outcome(b._deep_records_py, inner, base, at, len(recs))
+            assert want[0] == "ok"
+            assert deep_types(recs) == deep_types(want[1][0]) and end == want[1][1]
+            assert all(type(r) is Record for r in recs)
+    with compiled(False):
+        want_all = outcome(lambda: list(b.records()))
+    with compiled(True):
+        assert deep_types(outcome(lambda: list(b.records()))) == deep_types(want_all)
+
+
+def test_legacy_deep_records_takes_what_writers_write(sp: ModuleType) -> None:
+    """Inner messages as encode_entries writes them are all taken in C (it never defers on clean data)."""
+    recs = [(i, TS + i, None if i % 3 == 0 else b"k%d" % i, None if i % 4 == 0 else b"v" * i) for i in range(50)]
+    for magic in (0, 1):
+        inner, _ = lr.encode_entries_py(recs, magic=magic, attributes=0)
+        got = sp.legacy_deep_records(inner, 0, 50, 0, False, TS, False)
+        assert got is not None and len(got[0]) == 50 and got[1] == len(inner)
+        assert [(r.offset, r.key, r.value, r.crc_valid) for r in got[0]] == [
+            (o, k, v, True) for o, _, k, v in recs]
+
+
+# ---------------------------------------------------------------------------------------------- encoders
+
+RECORD_TUPLES = st.lists(st.tuples(
+    st.one_of(st.integers(0, 40), st.sampled_from([2 ** 31, 2 ** 31 - 1, 2 ** 63 - 1, -3])),
+    st.one_of(st.integers(-3, 3).map(lambda d: TS + d), st.sampled_from([-1, -2, 2 ** 63 - 1, -(2 ** 63), 2 ** 64])),
+    st.one_of(st.none(), st.binary(max_size=20), st.just(bytearray(b"ba"))),
+    st.one_of(st.none(), st.binary(max_size=200), st.binary(min_size=8200, max_size=8300)),
+    st.sampled_from([(), (), (), [], (("h", b"v"),), (("h", None),)])), max_size=6)
+
+
+@SETTINGS
+@given(recs=RECORD_TUPLES, base=st.sampled_from([0, 1, 10, -(2 ** 63), 2 ** 63 - 1]),
+       base_ts=st.sampled_from([TS, 0, -(2 ** 63), 2 ** 63 - 1]), sort=st.booleans())
+def test_encode_records_equals_python(recs: list[Any], base: int, base_ts: int, sort: bool) -> None:
+    """The compiled v2 records encoder writes the Python encoder's exact bytes, or defers (headers, deltas
+    beyond Kafka's varints, non-bytes fields), and the library raises the same errors either way."""
+    assert SP is not None
+    if sort:
+        recs = sorted(recs, key=lambda r: r[0])
+    want = outcome(v2.encode_records_py, recs, base, base_ts)
+    got = SP.encode_records(recs, base, base_ts)
+    if got is not None:
+        assert ("ok", got) == want and deep_types(got) == deep_types(want[1])
+    else:
+        assert want[0] != "ok" or base == -(2 ** 63) or any(  # its last offset before the first: base - 1
+            r[4] or not isinstance(r[2], bytes | None) or r[0] - base > 2 ** 31 - 1
+            or not -(2 ** 63) <= r[1] - base_ts < 2 ** 63 for r in recs)
+    with compiled(True):
+        assert outcome(v2.encode_records, recs, base, base_ts) == want
+
+
+@SETTINGS
+@given(recs=RECORD_TUPLES, magic=st.sampled_from([0, 1, 1, 2]), attributes=st.sampled_from([0, 8, 1]),
+       timestamp=st.sampled_from([None, None, TS, -1, -7]), shift=st.sampled_from([0, 0, 3, -(2 ** 63)]))
+def test_encode_entries_equals_python(recs: list[Any], magic: int, attributes: int, timestamp: int | None,
+                                      shift: int) -> None:
+    """The compiled legacy entries encoder writes the Python encoder's exact bytes, or defers."""
+    assert SP is not None
+    kw = {"magic": magic, "attributes": attributes, "timestamp": timestamp, "offset_shift": shift}
+    want = outcome(lr.encode_entries_py, recs, **kw)
+    got = SP.encode_entries(recs, magic, attributes, timestamp, shift)
+    if got is not None:
+        assert ("ok", got) == want and deep_types(got) == deep_types(want[1])
+    with compiled(True):
+        assert outcome(lr.encode_entries, recs, **kw) == want
+
+
+def test_encoders_take_what_converters_build(sp: ModuleType) -> None:
+    """Headerless records of bytes keys and values: both encoders take them all (never defer)."""
+    recs = [(i + 5, TS + i, None if i % 2 else b"k", b"v" * (i * 300)) for i in range(40)]
+    assert sp.encode_records([(*r, ()) for r in recs], 5, TS) is not None
+    assert sp.encode_entries(recs, 1, 0, None, 5) is not None
+    assert sp.encode_entries(recs, 0, 0, None, 0) is not None
+
+
+# ---------------------------------------------------------------------------------------------- KIP-126 planning
+
+@SETTINGS
+@given(sizes=st.lists(st.tuples(st.one_of(st.none(), st.binary(max_size=30)),
+                                st.one_of(st.none(), st.binary(max_size=3000)),
+                                st.sampled_from([(), (), (), (("h", b"v"),)]),
+                                st.sampled_from([1, 1, 1, 2, 2 ** 31])), min_size=1, max_size=30),
+       magic=st.sampled_from([0, 1, 2, 2]), compressed=st.booleans(),
+       limit=st.sampled_from([0, 100, 1000, 4000, 1 << 20]), ratio=st.sampled_from([1.0, 0.5, 0.05, 1.3]),
+       i=st.integers(0, 3), records=st.integers(0, 3), unc=st.sampled_from([0, 50, 900]),
+       last=st.sampled_from([None, 3, 2 ** 40]), base_ts=st.sampled_from([None, TS, -(2 ** 63)]))
+def test_plan_step_equals_python(sizes: list[Any], magic: int, compressed: bool, limit: int, ratio: float, i: int,
+                                 records: int, unc: int, last: int | None, base_ts: int | None) -> None:
+    """The compiled KIP-126 planning step takes the records hasRoomFor takes, with the same sums, or stops
+    earlier (before a record it does not size): where it stops, the Python step goes on exactly as from the
+    start."""
+    from kafkatool.record import estimator as est
+    assert SP is not None
+    chunk, offset = [], 3
+    for k, v, h, gap in sizes:
+        offset += gap
+        chunk.append(Record(offset, TS + offset % 7, k, v, h, -1, 10 + len(v or b""), None, None))
+    i = min(i, len(chunk))
+    header = est.batch_header_size(magic, Codec.GZIP if compressed else Codec.NONE)
+    args = (chunk, i, magic, compressed, header, limit, ratio, unc, records, 3, last, base_ts)
+    want = est.plan_step_py(*args)
+    got = SP.plan_step(*args)
+    assert got is not None
+    assert got[0] <= want[0]
+    if got[0] < want[0]:  # stopped early: the Python step from there ends where the Python step ends
+        rec = chunk[got[0]]
+        assert rec[4] or (magic >= 2 and got[3] is not None and not -(2 ** 31) <= got[3] - 3 < 2 ** 31 - 1) \
+            or (magic >= 2 and got[4] is not None and not -(2 ** 63) <= rec[1] - got[4] < 2 ** 63)
+        rest = est.plan_step_py(chunk, got[0], magic, compressed, header, limit, ratio, got[1], got[2], 3, got[3],
+                                got[4])
+        assert rest[:5] == want[:5] and got[5] + rest[5] == want[5]
+    else:
+        assert deep_types(got) == deep_types(want)
 
 
 @SETTINGS

@@ -633,9 +633,22 @@ def _headers_bytes(headers: Sequence[tuple[str, bytes | None]]) -> bytes:
 
 def encode_records(records: Sequence[tuple[int, int, bytes | None, bytes | None, Sequence[tuple[str, bytes | None]]]],
                    base_offset: int, base_timestamp: int) -> tuple[bytes, int, int]:
-    """The uncompressed records area of a v2 batch: ``b"".join(encode_record(...))`` for each record,
-    built without per-record joins (table lookups for small varints, one header encoding per distinct
-    header tuple). Returns (area, last offset, max timestamp); offsets must increase from ``base_offset``."""
+    """The uncompressed records area of a v2 batch: ``b"".join(encode_record(...))`` for each record.
+    Returns (area, last offset, max timestamp); offsets must increase from ``base_offset``. The compiled twin
+    (``_speedups.encode_records``) takes records without headers; :func:`encode_records_py` the rest, and
+    raises."""
+    if _C is not None:
+        out: tuple[bytes, int, int] | None = _C.encode_records(records, base_offset, base_timestamp)
+        if out is not None:
+            return out
+    return encode_records_py(records, base_offset, base_timestamp)
+
+
+def encode_records_py(records: Sequence[tuple[int, int, bytes | None, bytes | None,
+                                              Sequence[tuple[str, bytes | None]]]],
+                      base_offset: int, base_timestamp: int) -> tuple[bytes, int, int]:
+    """:func:`encode_records` in Python (the reference and the fallback), built without per-record joins
+    (table lookups for small varints, one header encoding per distinct header tuple)."""
     small = _SMALL_VARINTS
     limit = len(small) - 1  # small[v + 1] encodes v for -1 <= v < limit
     out: list[bytes] = []

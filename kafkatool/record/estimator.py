@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any
 
+from kafkatool._accel import speedups as _C
 from kafkatool.errors import LimitExceededError
 from kafkatool.record.batch import LOG_OVERHEAD, MAGIC_V0, MAGIC_V2, RecordSource
 from kafkatool.record.codecs import Codec
@@ -314,8 +315,26 @@ def plan_ranges(source: RecordSource, rng: RecordRange, *, magic: int, codec: Co
     pos, index = rng.position, rng.index
     start = start_index = 0
     size = 0
+    compressed = codec != Codec.NONE
     for chunk in source.chunks(position=rng.position, count=rng.count):
-        for rec in chunk:
+        i, n = 0, len(chunk)
+        while i < n:
+            if planner is not None:
+                # the records that fit, in one step (the hot path: a split batch can hold millions)
+                step = _C.plan_step if _C is not None else plan_step_py
+                got = step(chunk, i, magic, compressed, planner.header_size, planner.write_limit,
+                           planner.estimated_ratio, planner.uncompressed_bytes, planner.records, base, last, base_ts)
+                if got is None:
+                    got = plan_step_py(chunk, i, magic, compressed, planner.header_size, planner.write_limit,
+                                       planner.estimated_ratio, planner.uncompressed_bytes, planner.records, base,
+                                       last, base_ts)
+                index += got[0] - i
+                i, planner.uncompressed_bytes, planner.records, last, base_ts, moved = got
+                pos += moved
+                if i == n:
+                    break
+            rec = chunk[i]
+            i += 1
             if planner is not None:
                 size = record_size(magic, rec, base, last, base_ts)
                 if not planner.has_room_for(size):
@@ -337,6 +356,36 @@ def plan_ranges(source: RecordSource, rng: RecordRange, *, magic: int, codec: Co
             index += 1
     if planner is not None and index > start_index:
         yield RecordRange(start, start_index, index - start_index, planner.uncompressed_bytes)
+
+
+PlanStep = tuple[int, int, int, int | None, int | None, int]
+
+
+def plan_step_py(chunk: Sequence[Any], i: int, magic: int, compressed: bool, header_size: int, write_limit: int,
+                 ratio: float, uncompressed: int, records: int, base: int, last: int | None,
+                 base_ts: int | None) -> PlanStep:
+    """:func:`plan_ranges`' inner loop over ``chunk[i:]`` for the batch being planned (a :class:`BatchPlanner`'s
+    fields, and the batch's base offset, last offset and base timestamp so far): the records ``hasRoomFor``
+    takes, up to the first that does not fit. Returns (the index of that record, or ``len(chunk)``; the
+    uncompressed bytes, records, last offset and base timestamp after them; the bytes of the area they span).
+    The compiled twin (``_speedups.plan_step``) may stop earlier, before a record it does not size (headers, a
+    delta beyond Kafka's varints): :func:`plan_ranges` goes on from there either way."""
+    planner = BatchPlanner(magic, Codec.GZIP if compressed else Codec.NONE, write_limit, ratio)
+    planner.header_size, planner.uncompressed_bytes, planner.records = header_size, uncompressed, records
+    moved = 0
+    n = len(chunk)
+    while i < n:
+        rec = chunk[i]
+        size = record_size(magic, rec, base, last, base_ts)
+        if not planner.has_room_for(size):
+            break
+        planner.append(size)
+        last = rec[0]
+        if base_ts is None:
+            base_ts = rec[1]
+        moved += rec[6]
+        i += 1
+    return i, planner.uncompressed_bytes, planner.records, last, base_ts, moved
 
 
 def stream_within_limit(source: RecordSource, whole: RecordRange, built: Built, *, magic: int, codec: Codec,

@@ -14,6 +14,7 @@ import struct
 from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
+from kafkatool._accel import speedups as _C
 from kafkatool.errors import CorruptRecordError, InvalidRecordError, KafkaToolError
 from kafkatool.record.batch import (
     LOG_HEADER,
@@ -316,7 +317,31 @@ class LegacyRecordBatch:
 
     def _deep_records(self, data: bytes, base: int, at: int, count: int) -> tuple[list[Record], int]:
         """The ``count`` inner messages from byte ``at`` of the decompressed set (``_inner``), as records, and the
-        position after them."""
+        position after them: the compiled walk (``_speedups.legacy_deep_records``) where it is built, which stops
+        before any message it would not decode as :meth:`_deep_records_py` does; that one is left to the Python
+        walk, which decodes it or raises its exact error."""
+        if _C is None:
+            return self._deep_records_py(data, base, at, count)
+        magic = self.magic
+        wrapper_lat = magic == MAGIC_V1 and bool(self.attributes & TIMESTAMP_TYPE_MASK)
+        out: list[Record] = []
+        while len(out) < count:
+            got = _C.legacy_deep_records(data, at, count - len(out), base, magic == MAGIC_V1, int(self.timestamp),
+                                         wrapper_lat)
+            if got is None:
+                break
+            out += got[0]
+            at = got[1]
+            if len(out) < count:
+                one, at = self._deep_records_py(data, base, at, 1)
+                out += one
+        if len(out) < count:
+            rest, at = self._deep_records_py(data, base, at, count - len(out))
+            out += rest
+        return out, at
+
+    def _deep_records_py(self, data: bytes, base: int, at: int, count: int) -> tuple[list[Record], int]:
+        """:meth:`_deep_records` in Python: the reference and the fallback."""
         wrapper_magic = self.magic
         pos = self.position
         out: list[Record] = []
@@ -485,9 +510,21 @@ _NULL = b"\xff\xff\xff\xff"
 def encode_entries(records: Sequence[LegacyRecordTuple], *, magic: int,
                    attributes: int, timestamp: int | None = None, offset_shift: int = 0) -> tuple[bytes, int]:
     """Log entries of uncompressed messages: ``encode_entry(offset - offset_shift, encode_message(magic,
-    attributes, ts, key, value))`` for each record, without per-record joins. ``timestamp`` replaces every
-    record's timestamp (LogAppendTime; v0 always -1). Records are ``(offset, timestamp, key, value)``, or v2-style
-    tuples with headers after them (ignored). Returns (bytes, max timestamp)."""
+    attributes, ts, key, value))`` for each record. ``timestamp`` replaces every record's timestamp
+    (LogAppendTime; v0 always -1). Records are ``(offset, timestamp, key, value)``, or v2-style tuples with
+    headers after them (ignored). Returns (bytes, max timestamp). The compiled twin
+    (``_speedups.encode_entries``) where it is built; :func:`encode_entries_py` where it declines, and raises."""
+    if _C is not None:
+        out: tuple[bytes, int] | None = _C.encode_entries(records, magic, attributes, timestamp, offset_shift)
+        if out is not None:
+            return out
+    return encode_entries_py(records, magic=magic, attributes=attributes, timestamp=timestamp,
+                             offset_shift=offset_shift)
+
+
+def encode_entries_py(records: Sequence[LegacyRecordTuple], *, magic: int,
+                      attributes: int, timestamp: int | None = None, offset_shift: int = 0) -> tuple[bytes, int]:
+    """:func:`encode_entries` in Python (the reference and the fallback), without per-record joins."""
     if magic not in (MAGIC_V0, MAGIC_V1):
         raise ValueError(f"Invalid magic value {magic}")
     out: list[bytes] = []
