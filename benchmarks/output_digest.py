@@ -54,11 +54,14 @@ def _json_digest(text: str, work: Path) -> str:
     return h.hexdigest()
 
 
-def _tree_digest(root: Path) -> dict[str, str]:
+def _tree_digest(root: Path, work: Path) -> dict[str, str]:
+    """The digest of every file under root, the work dir's path replaced (a converted dir's
+    ``.kafkatool-convert.json`` names its source)."""
     out = {}
     for p in sorted(root.rglob("*")):
         if p.is_file():
-            out[str(p.relative_to(root))] = hashlib.sha256(p.read_bytes()).hexdigest()
+            data = p.read_bytes().replace(str(work).encode(), b"<work>")
+            out[str(p.relative_to(root))] = hashlib.sha256(data).hexdigest()
     return out
 
 
@@ -77,18 +80,18 @@ def run(tree: Path, work: Path, spark: bool) -> dict[str, object]:
     work.mkdir(parents=True)
     digest: dict[str, object] = {}
     kt("sample", "logs", "-q")
-    digest["sample"] = _tree_digest(work / "logs")
+    digest["sample"] = _tree_digest(work / "logs", work)
     p = kt("dump", "logs", "--deep", "--format", "json", "-q", ok=(0, 1))
     digest["dump --deep --format json"] = {"rc": p.returncode, "stdout": _json_digest(p.stdout, work)}
     p = kt("reindex-time", "logs", "--output", "reindexed", "--format", "json", "-q", ok=(0, 1))
     digest["reindex-time --output"] = {"rc": p.returncode, "stdout": _json_digest(p.stdout, work),
-                                       "files": _tree_digest(work / "reindexed")}
+                                       "files": _tree_digest(work / "reindexed", work)}
     for magic in ("1", "0"):
         dst = f"down{magic}"
         p = kt("downconvert", "logs", dst, "--to-magic", magic, "--zstd-to", "lz4", "--format", "json", "-q",
                ok=(0, 1))
         digest[f"downconvert --to-magic {magic}"] = {"rc": p.returncode, "stdout": _json_digest(p.stdout, work),
-                                                     "files": _tree_digest(work / dst)}
+                                                     "files": _tree_digest(work / dst, work)}
     fetches = {}
     for part in ("orders-0", "payments-1", "legacy-events-0", "clickstream-0", "audit-log-0"):
         for version, offset, limit in (("3", None, "1MiB"), ("1", "700", "64KiB"), ("2", "1500", "300000")):
