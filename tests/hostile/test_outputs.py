@@ -220,14 +220,14 @@ def test_canary_run_copies_a_sparse_index_sparse(tmp_path: Path) -> None:
     logs = small_dir(tmp_path / "logs")
     index = sorted((logs / "v0-0").glob("*.index"))[-1]
     with open(index, "r+b") as f:
-        f.truncate(8 << 30)  # the index preallocated to 8 GiB, a hole past its entries
+        f.truncate(1 << 30)  # the index preallocated to 1 GiB, a hole past its entries (each pass hashes its zeros)
     assert index.stat().st_blocks * 512 < 1 << 20, "the filesystem keeps no holes: nothing to test"
     w = tmp_path / "w"
     r = run_cli("canary", "run", logs, "-p", "v0-0", "-w", w, "-q")
     assert r.returncode == 0, r.stderr
     copy = w / "originals" / "v0-0" / index.name
     st = copy.stat()
-    assert st.st_size == 8 << 30  # apparent size: the same file
+    assert st.st_size == 1 << 30  # apparent size: the same file
     assert st.st_blocks * 512 < 1 << 20, f"{st.st_blocks * 512} bytes allocated for the copy"
     r = run_cli("canary", "verify", w, "-q")
     assert r.returncode == 0, r.stderr
