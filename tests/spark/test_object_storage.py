@@ -46,11 +46,12 @@ spark = build_session(SessionSettings(master="local[2]", fast_jvm=True, memory=p
                                                                                              local=True)))
 try:
     kafkatool.spark.register(spark)
-    df = spark.read.format("kafka-log").option("s3_endpoint", sys.argv[2]).option("topic", "pay*").load(sys.argv[1])
-    rows = df.orderBy("partition", "record_offset").select("partition", "record_offset", "key", "value", "aborted",
-                                                           "crc_valid").collect()
-    print(json.dumps([[r[0], r[1], r[2].hex() if r[2] else None, r[3].hex() if r[3] else None, r[4], r[5]]
-                      for r in rows]))
+    for path in sys.argv[2:]:
+        df = spark.read.format("kafka-log").option("s3_endpoint", sys.argv[1]).option("topic", "pay*").load(path)
+        rows = df.orderBy("partition", "record_offset").select("partition", "record_offset", "key", "value",
+                                                               "aborted", "crc_valid").collect()
+        print(json.dumps([[r[0], r[1], r[2].hex() if r[2] else None, r[3].hex() if r[3] else None, r[4], r[5]]
+                          for r in rows]))
 finally:
     spark.stop()
 """
@@ -63,14 +64,11 @@ def test_the_kafka_log_dataframe_of_a_dir_in_s3_is_the_local_copys(sample_dir: P
 
     script = tmp_path / "df.py"
     script.write_text(DATAFRAME)
-    out = []
-    with s3_server() as s3:
+    with s3_server() as s3:  # one session reads both, as a job that reads a backup beside a live copy would
         url = s3.upload(sample_dir, "backup/kafka-logs")
-        for path in (url, str(sample_dir)):
-            r = subprocess.run([sys.executable, str(script), path, s3.endpoint], capture_output=True, text=True,
-                               timeout=400, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
-            assert r.returncode == 0, r.stderr[-3000:]
-            out.append(json.loads(r.stdout.strip().splitlines()[-1]))
-    remote, local = out
+        r = subprocess.run([sys.executable, str(script), s3.endpoint, url, str(sample_dir)], capture_output=True,
+                           text=True, timeout=400, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert r.returncode == 0, r.stderr[-3000:]
+    remote, local = (json.loads(line) for line in r.stdout.strip().splitlines()[-2:])
     assert remote == local and len(local) == 4000 + 129  # payments: 4000 data records and 129 markers
     assert any(row[4] for row in local) and all(row[5] for row in local)
