@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from kafkatool.commands import docs as _docs
+from tests.support import zygote
 from tests.support.cli import run_cli
 from tests.support.paths import ROOT
 
@@ -90,8 +91,8 @@ def test_zsh_and_fish_completions_name_every_option(rel):
 
 
 def _run_kafkatool(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "kafkatool", *args], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    """``python -m kafkatool ARGS``, forked from the fork server (tests/support/zygote.py)."""
+    return zygote.run([sys.executable, "-m", "kafkatool", *args], env={**os.environ, "PYTHONPATH": str(ROOT)})
 
 
 @pytest.mark.parametrize("shell,rel", [("bash", "completions/bash/kafkatool"), ("zsh", "completions/zsh/_kafkatool"),

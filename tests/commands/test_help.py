@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from tests.support import help_examples as hx
+from tests.support import zygote
 from tests.support.paths import ROOT
 
 TEXTS = hx.command_examples()
@@ -26,8 +26,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _help(path: str, columns: int = 80) -> str:
     env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS=str(columns), NO_COLOR="1")
-    p = subprocess.run([sys.executable, "-m", "kafkatool", *path.split(), "--help"], capture_output=True, text=True,
-                       env=env, timeout=60)
+    p = zygote.run([sys.executable, "-m", "kafkatool", *path.split(), "--help"], env=env, timeout=60)
     assert p.returncode == 0, p.stderr
     return p.stdout
 

@@ -31,6 +31,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.support import zygote
 from tests.support.paths import ROOT
 
 FILL = "@@"
@@ -197,7 +198,10 @@ def run(example: Example, cwd: Path, tmp: Path) -> tuple[int, list[str]]:
     shown_file = re.fullmatch(r"cat ([\w.-]+)", example.command.strip())
     if shown_file and not (cwd / shown_file[1]).exists():  # `$ cat FILE` shows an input the page writes by hand
         (cwd / shown_file[1]).write_text("".join(line + "\n" for line in example.output))
-    script = (f'kafkatool() {{ "{sys.executable}" -m kafkatool "$@"; }}\n'
+    # `kafkatool` is `python -m kafkatool`, forked from the fork server where the run allows (its own process,
+    # streams, cwd and environment all the same: tests/support/zygote.py); KAFKATOOL_TEST_CLI=exec: never
+    kafkatool = zygote.client() or [sys.executable, "-m", "kafkatool"]
+    script = (f'kafkatool() {{ {shlex.join(kafkatool)} "$@"; }}\n'
               f"{at_tmp(example.command, tmp)}\n"
               'echo "__rc=${PIPESTATUS[0]}"\n')
     home = tmp / "home"  # `~/...` in an example (completions, man pages) is a temp dir too

@@ -9,14 +9,15 @@ compared) in a fresh directory holding ``demo``, the log dir ``kafkatool sample 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from tests.support import doc_examples as dx
+from tests.support import zygote
 from tests.support.paths import ROOT
 
 EXAMPLES_MODULE = ROOT / "kafkatool" / "commands" / "examples.py"
@@ -56,8 +57,8 @@ def skip_reason(e: dx.Example) -> str | None:
 
 def make_demo(base: Path) -> Path:
     demo = base / "demo"
-    r = subprocess.run([sys.executable, "-m", "kafkatool", "sample", str(demo), "-q"], cwd=ROOT,
-                       env={**dx.os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True)
+    r = zygote.run([sys.executable, "-m", "kafkatool", "sample", str(demo), "-q"], cwd=ROOT,
+                   env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert r.returncode == 0, r.stderr
     return demo
 
