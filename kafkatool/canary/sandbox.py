@@ -408,9 +408,12 @@ class BrokerSandbox:
             time.sleep(0.2)
 
     def _format(self) -> None:
-        """``kafka-storage.sh format`` for every dir without a ``meta.properties`` (the metadata dir at least)."""
+        """``kafka-storage.sh format`` for every dir without a ``meta.properties`` (the metadata dir at least); no
+        JVM when every dir has one (a restart), where the tool's ``--ignore-formatted`` would change nothing."""
         if self.cluster_id is None:
             self.cluster_id = self.config.cluster_id or self._existing_cluster_id() or random_cluster_id()
+        if all((d / "meta.properties").is_file() for d in (*self.log_dirs, self.metadata_dir)):
+            return
         log = self.workdir / "format.log"
         cmd = [str(self.java), *self._jvm_options("256m"), "-cp", self._classpath, "kafka.tools.StorageTool",
                "format", "-t", self.cluster_id, "-c", str(self.server_properties), "--ignore-formatted"]

@@ -17,6 +17,7 @@ from pathlib import Path
 from kafkatool.canary.sandbox import BrokerMode, BrokerSandbox, KafkaInstall, SandboxConfig, tail
 from kafkatool.fetch import FetchPartition, ParsedPartition
 from tests.broker import workloads as w
+from tests.broker.cds import jvm_options
 from tests.broker.clients import (
     Consumed,
     admin,
@@ -147,7 +148,8 @@ class ZooKeeperRun:
 
 
 def zookeeper_run(install: KafkaInstall, work: Path) -> ZooKeeperRun:
-    config = SandboxConfig(mode=BrokerMode.ZOOKEEPER, properties=w.ZK_BROKER_PROPERTIES)
+    config = SandboxConfig(mode=BrokerMode.ZOOKEEPER, properties=w.ZK_BROKER_PROPERTIES,
+                           jvm_options=jvm_options(install))
     logs: list[str] = []
     with BrokerSandbox(install, work / "broker", config) as b:
         data = b.log_dirs[0]
@@ -282,7 +284,8 @@ class KraftRun:
 
 
 def kraft_run(install: KafkaInstall, work: Path) -> KraftRun:
-    config = SandboxConfig(mode=BrokerMode.KRAFT, properties=w.KRAFT_BROKER_PROPERTIES)
+    config = SandboxConfig(mode=BrokerMode.KRAFT, properties=w.KRAFT_BROKER_PROPERTIES,
+                           jvm_options=jvm_options(install))
     logs: list[str] = []
     counts = w.KraftCounts()
     with BrokerSandbox(install, work / "broker", config) as b:
@@ -344,7 +347,8 @@ def adopt(install: KafkaInstall, work: Path, log_dir: Path, *, topic_configs: di
              **properties}
     topics = partitions_of(log_dir)
     props["offsets.topic.num.partitions"] = str(topics.get("__consumer_offsets", 1))
-    config = SandboxConfig(mode=BrokerMode.KRAFT, log_dirs=(scratch,), properties=props)
+    config = SandboxConfig(mode=BrokerMode.KRAFT, log_dirs=(scratch,), properties=props,
+                           jvm_options=jvm_options(install))
     with BrokerSandbox(install, work / "broker", config) as b:
         with phase(b, "create topics"):
             b.start()

@@ -15,6 +15,7 @@ from pathlib import Path
 from kafkatool.canary.sandbox import KafkaInstall, find_java
 from kafkatool.commands.app import main as app_main
 from kafkatool.util import budget
+from tests.broker.cds import jvm_options
 
 _TOOL_LOG4J1 = """\
 log4j.rootLogger=WARN, stderr
@@ -47,7 +48,7 @@ def run_tool(install: KafkaInstall, main: str, args: Sequence[str], *, workdir: 
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "tool-log4j.properties").write_text(_TOOL_LOG4J1)
     (workdir / "tool-log4j2.properties").write_text(_TOOL_LOG4J2)
-    cmd = [str(find_java()), "-Xmx512m", "-XX:TieredStopAtLevel=1",
+    cmd = [str(find_java()), "-Xmx512m", *jvm_options(install),
            f"-Dlog4j.configuration=file:{workdir / 'tool-log4j.properties'}",
            f"-Dlog4j2.configurationFile={workdir / 'tool-log4j2.properties'}",
            "-cp", install.classpath(), main, *args]

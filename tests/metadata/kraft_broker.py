@@ -1,23 +1,27 @@
 """A real KRaft node (broker and controller in one JVM) from Kafka's Maven jars, for the metadata tests.
 
-Small on purpose (the shared broker harness, tests/broker, will take it over): Maven resolves
-``kafka_2.13`` and ``kafka-tools`` of a Kafka version into ``<cache>/m2`` (the classpath is cached beside it);
-the node listens on 127.0.0.1 free ports, keeps everything in a temp dir, runs in its own process group
-(stopped by SIGTERM to that group, SIGKILL after a bounded wait) and every wait is bounded. One node at a time:
-the machine has two cores.
+Small on purpose: the node runs on the jars of tests/broker's Kafka install (tests/broker/install.py) with the
+broker tests' JVM options (tests/broker/cds.py: their class-data-sharing archive); it listens on 127.0.0.1 free
+ports, keeps everything in a temp dir, runs in its own process group (stopped by SIGTERM to that group, SIGKILL
+after a bounded wait) and every wait is bounded. One node at a time: the machine has two cores.
 
-``kafka_tool(version, main_class, args)`` runs any of Kafka's command-line classes on the same classpath
-(DumpLogSegments for parity); ``KraftAdmin.java`` beside this file is a small Admin client run the same way.
+``kafka_tool(version, main_class, args)`` runs any of Kafka's command-line classes on the jars Maven resolves for
+``kafka_2.13`` and ``kafka-tools`` into ``<cache>/m2`` (the classpath is cached beside it: DumpLogSegments for
+parity); ``KraftAdmin.java`` beside this file is a small Admin client, compiled once against the node's jars
+(cached beside them) and run on its classpath.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -126,7 +130,16 @@ class KraftNode:
     """One combined-mode KRaft node (node.id 1) with its data in ``root``."""
 
     def __init__(self, version: str, root: Path, extra: dict[str, str] | None = None) -> None:
+        from kafkatool.canary.sandbox import find_java
+        from tests.broker.cds import jvm_options
+        from tests.broker.install import kafka_install
+
         self.version = version
+        install = kafka_install(version)
+        self.java = str(find_java())
+        self.classpath = install.classpath()
+        self.java_opts = ["-Xmx512m", *jvm_options(install)]
+        self.admin_classes = admin_classes(self.java, version, self.classpath)
         self.root = root
         self.log_dir = root / "data"
         self.port = free_port()
@@ -174,8 +187,9 @@ class KraftNode:
 
     def format(self) -> None:
         self.write_config()
-        p = kafka_tool(self.version, "kafka.tools.StorageTool",
-                       ["format", "-t", self.cluster_id, "-c", str(self.config)], timeout=180)
+        p = subprocess.run([self.java, *self.java_opts, "-cp", self.classpath, "kafka.tools.StorageTool", "format",
+                            "-t", self.cluster_id, "-c", str(self.config)], capture_output=True, text=True,
+                           timeout=180)
         if p.returncode != 0:
             raise RuntimeError(f"StorageTool format failed ({p.returncode}): {p.stdout}{p.stderr}")
 
@@ -183,7 +197,7 @@ class KraftNode:
         assert self.proc is None
         with open(self.output, "ab") as out:
             self.proc = subprocess.Popen(
-                ["java", *JAVA_OPTS, "-cp", classpath(self.version), "kafka.Kafka", str(self.config)],
+                [self.java, *self.java_opts, "-cp", self.classpath, "kafka.Kafka", str(self.config)],
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -221,12 +235,41 @@ class KraftNode:
 
     def admin(self, *commands: str, timeout: float = 180) -> Any:
         """Run KraftAdmin.java's commands; the JSON document of the last ``describe``, if any."""
-        p = subprocess.run(["java", *JAVA_OPTS, "-cp", classpath(self.version), str(ADMIN_SOURCE), self.bootstrap,
-                            *commands], capture_output=True, text=True, timeout=timeout)
+        if self.admin_classes is None:  # no javac: the source launcher compiles it each time
+            main, cp = str(ADMIN_SOURCE), self.classpath
+        else:  # the classpath the JVM options' archive was made for, then the admin's classes
+            main, cp = "KraftAdmin", f"{self.classpath}{os.pathsep}{self.admin_classes}"
+        p = subprocess.run([self.java, *self.java_opts, "-cp", cp, main, self.bootstrap, *commands],
+                           capture_output=True, text=True, timeout=timeout)
         if p.returncode != 0:
             raise RuntimeError(f"KraftAdmin {commands} failed ({p.returncode}):\n{p.stderr[-3000:]}")
         lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
         return json.loads(lines[-1]) if lines else None
+
+
+def admin_classes(java: str, version: str, classpath: str) -> Path | None:
+    """``KraftAdmin.java`` compiled against ``classpath`` (Kafka ``version``'s jars), once: cached under
+    ``<cache>/kraft-admin``, keyed by the source and the javac (None without a javac beside ``java``)."""
+    javac = Path(os.path.realpath(java)).with_name("javac")
+    if not os.access(javac, os.X_OK):
+        return None
+    source = ADMIN_SOURCE.read_bytes()
+    key = hashlib.sha256(source + f"\n{javac}\n{classpath}".encode()).hexdigest()[:16]
+    out = cache_dir() / "kraft-admin" / f"{version}-{key}"
+    if (out / "KraftAdmin.class").is_file():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="javac-", dir=out.parent))
+    try:
+        p = subprocess.run([str(javac), "-nowarn", "-d", str(tmp), "-cp", classpath, str(ADMIN_SOURCE)],
+                           capture_output=True, text=True, timeout=300)
+        if p.returncode != 0:
+            raise RuntimeError(f"javac KraftAdmin.java failed ({p.returncode}):\n{p.stdout}{p.stderr}")
+        with contextlib.suppress(OSError):  # another process may have made it meanwhile
+            tmp.rename(out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
 
 
 def _cluster_id() -> str:
