@@ -53,6 +53,8 @@ def pytest_configure(config: pytest.Config) -> None:
 # workers one by one. (A scheduler of our own: xdist's `loadgroup` marks rename node ids, which pytest 9 ignores.)
 SHARED_GROUPS = {"tests/broker/": "broker", "tests/spark/": "spark"}
 SPREAD = {"tests/hostile/test_sweep.py"}
+# The groups that take longest (minutes of brokers and Spark sessions), handed out before any other.
+FIRST = ("broker", "spark")
 
 
 def xdist_scope(nodeid: str) -> str:
@@ -68,8 +70,18 @@ if importlib.util.find_spec("xdist") is not None:  # the hook exists only with t
         from xdist.scheduler import LoadScopeScheduling
 
         class Scopes(LoadScopeScheduling):
+            started = False
+
             def _split_scope(self, nodeid: str) -> str:
                 return xdist_scope(nodeid)
+
+            def _assign_work_unit(self, node: Any) -> None:
+                if not self.started:  # the long groups first: started last, they would end the run alone
+                    self.started = True
+                    for group in reversed(FIRST):
+                        if group in self.workqueue:
+                            self.workqueue.move_to_end(group, last=False)
+                super()._assign_work_unit(node)
 
         return Scopes(config, log)
 

@@ -32,6 +32,17 @@ def source(spark):
     return spark
 
 
+@pytest.fixture(scope="module")
+def full_rows(source, sample_dir) -> list[dict]:
+    """Every record row of the sample, read once for the module's tests (a whole read is seconds of Python
+    workers); each test gets copies."""
+    return _read(source, sample_dir).toArrow().to_pylist()
+
+
+def _rows(full_rows: list[dict]) -> list[dict]:
+    return [dict(r) for r in full_rows]
+
+
 def _sorted(rows: list[dict]) -> list[dict]:
     for r in rows:
         r["partition"] = int(r["partition"])
@@ -45,14 +56,14 @@ def _read(spark, path, **options):
     return reader.load(str(path))
 
 
-def test_records_are_the_exports_rows_and_batches_the_scans_count(source, sample_dir, tmp_path):
+def test_records_are_the_exports_rows_and_batches_the_scans_count(source, sample_dir, full_rows, tmp_path):
     plan = make_plan(discover([str(sample_dir)]).segments)
     done = run_pass(plan, work=PassWork(ExportTarget(str(tmp_path / "export"))))
     want = _sorted(ds.dataset(tmp_path / "export", format="parquet", partitioning="hive").to_table().to_pylist())
 
     df = _read(source, sample_dir)
     assert [f.name for f in df.schema.fields] == RECORD_SCHEMA.names
-    got = _sorted(df.toArrow().to_pylist())
+    got = _sorted(_rows(full_rows))  # that DataFrame's rows (full_rows reads it)
     assert len(got) == len(want) == done.report.total.records > 30_000
     assert got == want  # every column, timestamps (UTC) included
     aborted = [r for r in got if r["aborted"]]
@@ -85,11 +96,11 @@ def test_a_crc_failed_batchs_records_come_marked(source, sample_dir, tmp_path):
     assert [x["crc_valid"] for x in after] == [x["position"] != victim["position"] for x in clean]
 
 
-def test_pushed_filters_prune_and_give_the_rows_spark_would(source, sample_dir):
+def test_pushed_filters_prune_and_give_the_rows_spark_would(source, sample_dir, full_rows):
     where = "topic = 'orders' AND partition IN (1, 2) AND record_offset >= 2000"
     full = _read(source, sample_dir)
-    want = _sorted([r for r in full.toArrow().to_pylist()
-                    if r["topic"] == "orders" and r["partition"] in (1, 2) and r["record_offset"] >= 2000])
+    want = _sorted([r for r in _rows(full_rows)
+                    if r["topic"] == "orders" and int(r["partition"]) in (1, 2) and r["record_offset"] >= 2000])
     pruned = _read(source, sample_dir, pushdown="true").where(where)
     assert pruned.rdd.getNumPartitions() < full.rdd.getNumPartitions()
     assert _sorted(pruned.toArrow().to_pylist()) == want and want
@@ -97,13 +108,13 @@ def test_pushed_filters_prune_and_give_the_rows_spark_would(source, sample_dir):
     t = want[len(want) // 2]["timestamp_ms"]
     by_time = _read(source, sample_dir, pushdown="true").where(f"topic = 'orders' AND timestamp_ms >= {t}")
     assert _sorted(by_time.toArrow().to_pylist()) == _sorted(
-        [r for r in full.toArrow().to_pylist() if r["topic"] == "orders" and r["timestamp_ms"] >= t])
+        [r for r in _rows(full_rows) if r["topic"] == "orders" and r["timestamp_ms"] >= t])
 
 
-def test_a_reused_dataframe_is_not_read_with_another_querys_pruning(source, sample_dir):
+def test_a_reused_dataframe_is_not_read_with_another_querys_pruning(source, sample_dir, full_rows):
     from kafkatool.spark.dataframe import SCAN_SCOPED_PUSHDOWN
 
-    total = _read(source, sample_dir).count()
+    total = len(full_rows)
     df = _read(source, sample_dir)
     assert df.where("topic = 'orders' AND partition = 1").count() < total
     assert df.count() == total
