@@ -174,6 +174,8 @@ def serve() -> None:
 
     for c in COMMANDS:
         importlib.import_module(f"kafkatool.commands.{c.module}")
+        kafkatool.commands.app._built(c.module)  # its click commands too: a child runs one, as a new process would
+    kafkatool.commands.app._root_command()
     import kafkatool
 
     # what the imports put in the environment (kafkatool.commands: OPENBLAS_NUM_THREADS), put in a run's as a new
