@@ -60,6 +60,10 @@ EXPECTED: tuple[tuple[re.Pattern[str], str], ...] = (
      "restarted KRaft broker takes leadership again as it is unfenced) or by the broker's stop; Kafka 4's "
      "CoordinatorRuntime logs the dropped load as an ERROR and loads again at the new epoch (a log that fails to "
      "load has lines of its own, which stay findings)"),
+    (re.compile(r"Unexpected error handling request RequestHeader\(apiKey=CONTROLLER_REGISTRATION,.* \[java\.util\."
+                r"concurrent\.CompletionException: org\.apache\.kafka\.common\.errors\.NotControllerException: "),
+     "a KRaft node that is broker and controller at once sent its controller registration before its own controller "
+     "was active (a fast start): Kafka 4's ControllerApis logs the refusal as an ERROR and the node registers again"),
 )
 _FORCED_RECOVERY = re.compile(r"Recovering unflushed segment|Recovering \d+ logs from .* since no clean shutdown "
                               r"file was found")
@@ -155,7 +159,7 @@ def judge(text: str, names: PartitionNames, *, sandbox: str, forced_recovery: bo
                 out.append(Said(e, part, "expected", "recovery forced by the rehearsal: the broker validates every "
                                                      "batch"))
             continue
-        why = next((w for rx, w in EXPECTED if rx.search(e.message) or rx.search(e.detail)), None)
+        why = next((w for rx, w in EXPECTED if rx.search(e.words)), None)
         if why is not None:
             if part is not None or e.level in ("WARN", "ERROR", "FATAL"):
                 out.append(Said(e, part, "expected", why))

@@ -123,3 +123,22 @@ def test_a_coordinator_load_overtaken_by_a_newer_epoch_is_expected_not_a_finding
                           "leader..", "Error while loading log dir <d> for __consumer_offsets-0").split("\n")[0]
     said = bl.judge(failed + "\n", names, sandbox=SANDBOX, forced_recovery=False, all_errors=True)
     assert [(s.kind, s.partition) for s in said] == [("finding", "__consumer_offsets-0")]
+
+
+def test_a_controller_registration_sent_before_its_controller_is_active_is_expected_not_a_finding():
+    # Kafka 4.4's words on a fast start of a combined (broker and controller) node: the registration is refused and
+    # sent again; any other failure of a controller registration stays a finding
+    head = ("[2026-11-26 22:10:41,907] ERROR [ControllerApis nodeId=1] Unexpected error handling request "
+            "RequestHeader(apiKey=CONTROLLER_REGISTRATION, apiVersion=0, clientId=1, correlationId=0, headerVersion=2) "
+            "-- ControllerRegistrationRequestData(controllerId=1, incarnationId=btfTqkyfTL6XjxjkbWr8TQ) with context "
+            "RequestContext(header=RequestHeader(apiKey=CONTROLLER_REGISTRATION)) (kafka.server.ControllerApis)\n")
+    names = bl.PartitionNames(["orders-1"])
+    refused = head + ("java.util.concurrent.CompletionException: org.apache.kafka.common.errors."
+                      "NotControllerException: The active controller appears to be node 1.\n"
+                      "\tat java.base/java.util.concurrent.CompletableFuture.encodeThrowable(Unknown Source)\n")
+    said = bl.judge(refused, names, sandbox=SANDBOX, forced_recovery=False, all_errors=True)
+    assert [(s.kind, s.partition) for s in said] == [("expected", None)]
+    assert "registers again" in said[0].why
+    other = head + "java.util.concurrent.CompletionException: java.lang.IllegalStateException: boom\n"
+    said = bl.judge(other, names, sandbox=SANDBOX, forced_recovery=False, all_errors=True)
+    assert [(s.kind, s.partition) for s in said] == [("finding", None)]
