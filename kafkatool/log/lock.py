@@ -28,6 +28,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import stat
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -57,18 +58,31 @@ def _dirs_up(path: str | os.PathLike[str]) -> Iterator[Path]:
                 yield p
 
 
-def _lock_files(path: str | os.PathLike[str]) -> Iterator[tuple[Path, os.stat_result]]:
+# What a probe of many paths has seen (check_read): each directory's ``.lock`` (or None), each lock's verdict.
+_Seen = tuple[dict[Path, "tuple[Path, os.stat_result] | None"], dict[tuple[int, int], bool]]
+
+
+def _lock_files(path: str | os.PathLike[str], seen: _Seen) -> Iterator[tuple[Path, os.stat_result]]:
+    """The regular ``.lock`` files at or above ``path``, each once; ``seen`` keeps each directory's stat for the
+    next path (a dump of a log dir checks thousands of files under the same few directories)."""
+    locks = seen[0]
     inodes: set[tuple[int, int]] = set()
     for d in _dirs_up(path):
-        f = d / LOCK_FILE
-        try:
-            st = f.stat()
-        except OSError:
+        if d not in locks:
+            f = d / LOCK_FILE
+            try:
+                st = f.stat()
+            except OSError:
+                locks[d] = None
+                continue
+            locks[d] = (f, st) if stat.S_ISREG(st.st_mode) else None
+        found = locks[d]
+        if found is None:
             continue
-        key = (st.st_dev, st.st_ino)
-        if key not in inodes and f.is_file():
+        key = (found[1].st_dev, found[1].st_ino)
+        if key not in inodes:
             inodes.add(key)
-            yield f, st
+            yield found
 
 
 def _held_elsewhere(f: Path, st: os.stat_result) -> bool:
@@ -103,11 +117,18 @@ def _try(fd: int, kind: int) -> bool:
     return True
 
 
-def live_lock(path: str | os.PathLike[str]) -> Path | None:
+def live_lock(path: str | os.PathLike[str], seen: _Seen | None = None) -> Path | None:
     """The ``.lock`` at or above ``path`` that another process (a live broker) holds, or None. Creates nothing;
-    ``path`` need not exist (a destination is checked before it is made)."""
-    for f, st in _lock_files(path):
-        if _held_elsewhere(f, st):
+    ``path`` need not exist (a destination is checked before it is made). ``seen``: what a probe of other paths
+    just now found, reused (each directory stat'ed and each lock probed once)."""
+    seen = seen if seen is not None else ({}, {})
+    verdicts = seen[1]
+    for f, st in _lock_files(path, seen):
+        key = (st.st_dev, st.st_ino)
+        held = verdicts.get(key)
+        if held is None:
+            held = verdicts[key] = _held_elsewhere(f, st)
+        if held:
             return f
     return None
 
@@ -128,8 +149,9 @@ def check_read(paths: Iterable[str | os.PathLike[str]], *, live: bool) -> list[P
     """Reading ``paths``: refused (exit 3) while a live broker holds a ``.lock`` at or above one of them, unless
     ``live``; returns the held ``.lock`` files (for the caller's notice that active segments may be mid-write)."""
     held: list[Path] = []
+    seen: _Seen = ({}, {})
     for p in paths:
-        lock = live_lock(p)
+        lock = live_lock(p, seen)
         if lock is not None and lock not in held:
             if not live:
                 raise BrokerLockHeldError(READ_REFUSAL, path=lock, field="live")
