@@ -26,10 +26,10 @@ def pure_requested() -> bool:
 # updated without rebuilding the extension) lacks some, and then the pure-Python paths run rather than an
 # AttributeError mid-command.
 REQUIRED = ("configure", "parse_records", "parse_records_chunk", "validate_records", "reframe_v2_records",
-            "legacy_wrapper", "legacy_deep_records", "encode_records", "encode_entries", "plan_step", "verify_walk",
-            "headers_walk", "hop_walk", "index_walk", "dump_walk", "downconvert_run",
-            "consumer_walk", "crc32", "Reframed", "VerifyWalk", "HeadersWalk", "DumpWalk", "DownconvertRun",
-            "ConsumerWalk")
+            "legacy_wrapper", "legacy_deep_records", "encode_records", "encode_entries", "plan_step",
+            "json_record_lines", "verify_walk", "headers_walk", "hop_walk", "index_walk", "dump_walk",
+            "downconvert_run", "consumer_walk", "crc32", "Reframed", "VerifyWalk", "HeadersWalk", "DumpWalk",
+            "DownconvertRun", "ConsumerWalk")
 
 
 def load() -> ModuleType | None:

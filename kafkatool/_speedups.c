@@ -1272,6 +1272,160 @@ static PyObject *sp_plan_step(PyObject *self, PyObject *const *args, Py_ssize_t 
     return Py_BuildValue("(nLLOOL)", i, (long long)unc, (long long)nrec, Py_None, Py_None, (long long)moved);
 }
 
+/* ------------------------------------------------------------------------------------------ dump's JSON lines */
+
+/* A key or value as ``dump --format json`` writes it with the utf8 encoding: ``null``, or a JSON string. Bytes of
+ * printable ASCII without ``"`` or ``\`` are written as they are; anything else goes through ``enc`` (the renderer's
+ * own encoder: UTF-8 decoding with U+FFFD, JSON escapes), so every other case is the Python path's. */
+static int json_put_bytes(OutBuf *o, PyObject *b, PyObject *enc)
+{
+    Py_ssize_t n, i;
+    const unsigned char *s;
+    if (b == Py_None) {
+        if (out_reserve(o, 4) < 0)
+            return -1;
+        memcpy(o->buf + o->len, "null", 4);
+        o->len += 4;
+        return 0;
+    }
+    if (!PyBytes_CheckExact(b))
+        return -1;
+    n = PyBytes_GET_SIZE(b);
+    s = (const unsigned char *)PyBytes_AS_STRING(b);
+    for (i = 0; i < n; i++)
+        if (s[i] < 0x20 || s[i] > 0x7E || s[i] == '"' || s[i] == '\\')
+            break;
+    if (i == n) {
+        if (out_reserve(o, n + 2) < 0)
+            return -1;
+        o->buf[o->len] = '"';
+        memcpy(o->buf + o->len + 1, s, (size_t)n);
+        o->buf[o->len + 1 + n] = '"';
+        o->len += n + 2;
+        return 0;
+    } else {
+        PyObject *t = PyObject_CallOneArg(enc, b);
+        const char *u;
+        Py_ssize_t un;
+        if (t == NULL)
+            return -1;
+        if (!PyUnicode_Check(t) || (u = PyUnicode_AsUTF8AndSize(t, &un)) == NULL || out_reserve(o, un) < 0) {
+            Py_DECREF(t);
+            return -1;
+        }
+        memcpy(o->buf + o->len, u, (size_t)un);
+        o->len += un;
+        Py_DECREF(t);
+        return 0;
+    }
+}
+
+static int json_put(OutBuf *o, const char *s, Py_ssize_t n)
+{
+    if (out_reserve(o, n) < 0)
+        return -1;
+    memcpy(o->buf + o->len, s, (size_t)n);
+    o->len += n;
+    return 0;
+}
+
+static int json_put_int(OutBuf *o, const char *name, PyObject *v)
+{
+    char tmp[64];
+    int64_t x;
+    int k;
+    if (arg_i64(v, &x))
+        return -1;
+    k = snprintf(tmp, sizeof tmp, "%s%lld", name, (long long)x);
+    return json_put(o, tmp, k);
+}
+
+/* json_record_lines(records, head, v2, enc) -> list[str | None] | None.  ``JsonRenderer.record_lines``' line of each
+ * record without headers (``head``: the line's start, up to the offset field), None for a record with headers (the
+ * Python path writes that one); None for anything unexpected. */
+static PyObject *sp_json_record_lines(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *seq, *out = NULL;
+    const char *head;
+    Py_ssize_t head_n, i, n;
+    int v2;
+    OutBuf o = {NULL, 0, 0};
+    (void)self;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "json_record_lines takes 4 arguments");
+        return NULL;
+    }
+    if (!PyUnicode_Check(args[1]) || (head = PyUnicode_AsUTF8AndSize(args[1], &head_n)) == NULL) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    v2 = PyObject_IsTrue(args[2]);
+    if (v2 < 0 || !PyList_Check(args[0])) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    seq = args[0];
+    n = PyList_GET_SIZE(seq);
+    out = PyList_New(n);
+    if (out == NULL)
+        goto fail;
+    for (i = 0; i < n; i++) {
+        PyObject *r = PyList_GET_ITEM(seq, i), *line, *k, *v, *h;
+        if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) < 9)
+            goto fail;
+        h = PyTuple_GET_ITEM(r, 4);
+        if (!PyTuple_Check(h) || PyTuple_GET_SIZE(h) != 0) {
+            PyList_SET_ITEM(out, i, Py_NewRef(Py_None));
+            continue;
+        }
+        k = PyTuple_GET_ITEM(r, 2);
+        v = PyTuple_GET_ITEM(r, 3);
+        if ((k != Py_None && !PyBytes_CheckExact(k)) || (v != Py_None && !PyBytes_CheckExact(v)))
+            goto fail;
+        o.len = 0;
+        if (json_put(&o, head, head_n) < 0 || json_put_int(&o, "\"offset\":", PyTuple_GET_ITEM(r, 0)) < 0
+            || json_put_int(&o, ",\"timestamp\":", PyTuple_GET_ITEM(r, 1)) < 0
+            || json_put_int(&o, ",\"size\":", PyTuple_GET_ITEM(r, 6)) < 0)
+            goto fail;
+        {
+            char tmp[96];
+            int c = snprintf(tmp, sizeof tmp, ",\"key_size\":%lld,\"value_size\":%lld,\"key\":",
+                             (long long)(k == Py_None ? -1 : PyBytes_GET_SIZE(k)),
+                             (long long)(v == Py_None ? -1 : PyBytes_GET_SIZE(v)));
+            if (json_put(&o, tmp, c) < 0)
+                goto fail;
+        }
+        if (json_put_bytes(&o, k, args[3]) < 0 || json_put(&o, ",\"value\":", 9) < 0
+            || json_put_bytes(&o, v, args[3]) < 0 || json_put(&o, ",\"headers\":[]", 13) < 0)
+            goto fail;
+        if (v2) {
+            if (json_put_int(&o, ",\"sequence\":", PyTuple_GET_ITEM(r, 5)) < 0)
+                goto fail;
+        } else {
+            PyObject *ok = PyTuple_GET_ITEM(r, 8);
+            int t;
+            if (json_put_int(&o, ",\"crc\":", PyTuple_GET_ITEM(r, 7)) < 0)
+                goto fail;
+            t = PyObject_IsTrue(ok);
+            if (t < 0 || json_put(&o, t ? ",\"crc_valid\":true" : ",\"crc_valid\":false", t ? 17 : 18) < 0)
+                goto fail;
+        }
+        if (json_put(&o, "}", 1) < 0)
+            goto fail;
+        line = PyUnicode_DecodeUTF8((const char *)o.buf, o.len, "strict");
+        if (line == NULL)
+            goto fail;
+        PyList_SET_ITEM(out, i, line);
+    }
+    PyMem_Free(o.buf);
+    return out;
+fail:
+    PyErr_Clear();
+    PyMem_Free(o.buf);
+    Py_XDECREF(out);
+    Py_RETURN_NONE;
+}
+
 /* validate_records(d, p, end, count, base_offset) -> (first_offset, last_offset, contiguous) | None
  * The records ``parse_records`` would return exist (it would not raise) and these are their offsets;
  * (None, None, True) for no records. None: parse_records raises, or C cannot tell. */
@@ -2754,6 +2908,9 @@ static PyMethodDef methods[] = {
     {"plan_step", (PyCFunction)(void (*)(void))sp_plan_step, METH_FASTCALL,
      "plan_step(chunk, i, magic, compressed, header_size, write_limit, ratio, uncompressed, records, base, last, "
      "base_ts): estimator.plan_step_py's result, stopping before any record it does not size."},
+    {"json_record_lines", (PyCFunction)(void (*)(void))sp_json_record_lines, METH_FASTCALL,
+     "json_record_lines(records, head, v2, enc): dump's JSON line of each record without headers (None for the "
+     "others), or None."},
     {"parse_records_chunk", (PyCFunction)(void (*)(void))sp_parse_records_chunk, METH_FASTCALL,
      "parse_records_chunk(d, p, end, count, base_offset, base_timestamp, log_append_time, base_sequence): "
      "default_records.parse_records_chunk_py's (records, next position), or None where it must run."},

@@ -504,6 +504,48 @@ def test_encoders_take_what_converters_build(sp: ModuleType) -> None:
     assert sp.encode_entries(recs, 0, 0, None, 0) is not None
 
 
+# ---------------------------------------------------------------------------------------------- dump's JSON lines
+
+JSON_BYTES = st.one_of(st.none(), st.binary(max_size=12), st.text(max_size=8).map(lambda t: t.encode("utf-8")),
+                       st.sampled_from([b'a"b', b"a\\b", b"\x00\n\t\x7f", "\u2028\u00e9\U0001f600".encode(),
+                                        b"\xff\xfe", b"\xed\xa0\x80", b"plain ascii value"]))
+
+
+@SETTINGS
+@given(recs=st.lists(st.tuples(JSON_BYTES, JSON_BYTES, st.sampled_from([(), (), (), (Header("h", b"v"),)]),
+                               st.booleans()), max_size=6),
+       magic=st.sampled_from([0, 1, 2, 2]), encoding=st.sampled_from(["utf8", "utf8", "hex", "base64"]),
+       path=st.sampled_from(["/d/orders-3/00000000000000000000.log", "/d/\u00e9v\u00e9nements-0/0.log"]))
+def test_json_record_lines_are_the_python_lines(recs: list[Any], magic: int, encoding: str, path: str) -> None:
+    """dump's JSON record lines with the compiled renderer are the pure renderer's, character for character: keys
+    and values of every kind (escapes, non-ASCII, invalid UTF-8), headers (left to Python), v2 and legacy fields."""
+    import io
+
+    from kafkatool.dump import render
+    from kafkatool.dump.events import RecordsEvent
+    from kafkatool.record.file_records import iter_batches
+    assert SP is not None
+    records = [Record(7 + i, TS + i, k, v, h if magic == 2 else (), 3 + i if magic == 2 else -1,
+                      20 + i, None if magic == 2 else 0xDEADBEEF + i, None if magic == 2 else ok)
+               for i, (k, v, h, ok) in enumerate(recs)]
+    if magic == 2:
+        data = v2.build_batch([(7, TS, None, b"x", ())])
+    else:
+        data = lr.build_entries([(7, TS, None, b"x")], magic=magic)
+    batch = next(iter(iter_batches(data)))
+    ev = RecordsEvent(path, batch, records)
+    lines = []
+    for on in (False, True):
+        w = render.JsonWriter(io.StringIO(), encoding=encoding, decompress_limit=None)
+        assert (w.compiled is None) == (encoding != "utf8" or _accel.speedups is None)
+        w.compiled = SP if on and encoding == "utf8" else None  # the extension even under KAFKATOOL_PURE=1
+        lines.append(w.record_lines(ev))
+    assert lines[1] == lines[0]
+    if encoding == "utf8" and records:  # the compiled renderer wrote the headerless ones
+        got = SP.json_record_lines(records, "{", magic == 2, render.json_value_encoder("utf8"))
+        assert got is not None and [g is None for g in got] == [bool(r.headers) for r in records]
+
+
 # ---------------------------------------------------------------------------------------------- KIP-126 planning
 
 @SETTINGS

@@ -25,6 +25,7 @@ from json.encoder import encode_basestring
 from typing import IO, Any
 
 from kafkatool import JSON_SCHEMA_VERSION
+from kafkatool._accel import speedups as _C
 from kafkatool.dump.control import describe_control
 from kafkatool.dump.dumplog import entry_line
 from kafkatool.dump.events import (
@@ -119,6 +120,7 @@ class JsonWriter:
                  file_ends: bool = False) -> None:
         self.out = out
         self.value = json_value_encoder(encoding)
+        self.compiled = _C if encoding == "utf8" else None  # its record lines write keys and values as utf8 does
         self.limit = decompress_limit
         self.summary_only = summary_only
         self.file_ends = file_ends  # with summary_only: file_end objects too (a count's per-file numbers)
@@ -185,7 +187,16 @@ class JsonWriter:
             self._where = (ev.path, f'"path":{json.dumps(ev.path, ensure_ascii=False)},"topic":'
                                     f'{json.dumps(topic, ensure_ascii=False)},"partition":{json.dumps(partition)},')
         where = self._where[1]
-        for i, r in enumerate(ev.records or ()):
+        records = ev.records or []
+        fast = None
+        if self.compiled is not None and decoded is None and not control:
+            # the compiled lines of the records without headers (the common case), these lines' exact text
+            fast = self.compiled.json_record_lines(records, f'{{"type":"record","schema":{_SCHEMA},{where}', is_v2,
+                                                   enc)
+        for i, r in enumerate(records):
+            if fast is not None and fast[i] is not None:
+                append(fast[i])
+                continue
             key = r[2]
             value = r[3]
             if r[4]:
