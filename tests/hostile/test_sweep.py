@@ -10,6 +10,7 @@ its own process with its memory sampled (tests/support/rss.py). Whatever the inp
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import stat
@@ -73,11 +74,31 @@ _built: dict[str, tuple[Path, Path]] = {}
 
 
 def _input(case: Case, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """(root, path) of the case's input, built once per session: every run must leave it as it was."""
+    """(root, path) of the case's input, built once per session: every run must leave it as it was. A slow case's
+    (a bomb: seconds of building) is built once for all of the run's xdist workers, which only read it, unless
+    its runs write inside it."""
     if case.name not in _built:
-        root = tmp_path_factory.mktemp(f"hostile-{case.name}")
-        _built[case.name] = (root, case.build(root))
+        if not case.slow or case.outputs_inside:
+            root = tmp_path_factory.mktemp(f"hostile-{case.name}")
+            _built[case.name] = (root, case.build(root))
+        else:
+            _built[case.name] = _shared_input(case, tmp_path_factory)
     return _built[case.name]
+
+
+def _shared_input(case: Case, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "hostile-shared"
+    shared.mkdir(exist_ok=True)
+    root = shared / case.name
+    done = shared / f"{case.name}.path"
+    with open(shared / f"{case.name}.building", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one worker builds it, the others wait for it
+        if not done.exists():
+            root.mkdir()
+            path = case.build(root)
+            done.write_text(str(path))
+    return root, Path(done.read_text())
 
 
 @pytest.mark.parametrize("command", COMMANDS)
