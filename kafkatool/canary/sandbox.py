@@ -104,7 +104,31 @@ def find_java(java_home: str | os.PathLike[str] | None = None) -> Path:
     return Path(found)
 
 
+def _ephemeral_range() -> tuple[int, int]:
+    """The ports the kernel hands out to outgoing connections and to ``bind(0)`` (Linux's default otherwise)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            lo, hi = (int(x) for x in f.read().split())
+        return lo, hi
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_port() -> int:
+    """A port of 127.0.0.1 that no one listens on, below the kernel's ephemeral range where it can: a port from
+    that range (``bind(0)``'s) can be taken by any process's next outgoing connection between now and the
+    broker's bind ("Address already in use", seen when tests and Spark ran beside a rehearsal)."""
+    import random
+
+    lo, _ = _ephemeral_range()
+    candidates = random.sample(range(10000, lo), min(64, max(0, lo - 10000))) if lo > 10000 else []
+    for port in candidates:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])

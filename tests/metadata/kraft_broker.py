@@ -30,6 +30,7 @@ from typing import Any
 
 import pytest
 
+from kafkatool.canary.sandbox import free_port
 from tests.support.kafkaref import cache_dir
 
 HERE = Path(__file__).resolve().parent
@@ -120,10 +121,6 @@ def dump_log_segments_class(version: str) -> str:
     return "kafka.tools.DumpLogSegments" if version.startswith("3.") else "org.apache.kafka.tools.DumpLogSegments"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class KraftNode:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -33,9 +32,9 @@ START_TIMEOUT = 90.0
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    from kafkatool.canary.sandbox import free_port
+
+    return free_port()  # below the ephemeral range: no outgoing connection takes it before the server binds it
 
 
 def _wait_for(path: Path, text: str, proc: subprocess.Popen[bytes], deadline: float) -> None:

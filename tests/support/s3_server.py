@@ -39,9 +39,9 @@ class S3Server:
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    from kafkatool.canary.sandbox import free_port
+
+    return free_port()  # below the ephemeral range: no outgoing connection takes it before the server binds it
 
 
 @contextmanager

@@ -130,3 +130,33 @@ def test_one_line_errors_before_any_broker(canary: Path, tmp_path: Path):
         f"kafkatool canary rehearse: error: --port: port {port} on 127.0.0.1 is in use (Address already in use)"]
     _no_sandbox(temp)
     assert sorted(p.name for p in canary.iterdir()) == before
+
+
+def test_sandbox_ports_are_free_and_below_the_ephemeral_range():
+    """A sandbox's ports come from below the kernel's ephemeral range (no outgoing connection of another process
+    can take one between the choice and the broker's bind), each free when chosen."""
+    import socket
+
+    from kafkatool.canary import sandbox
+
+    lo, _ = sandbox._ephemeral_range()
+    ports = {sandbox.free_port() for _ in range(20)}
+    assert len(ports) > 1
+    for port in ports:
+        assert (10000 <= port < lo) if lo > 10000 else port > 0
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", port))  # still free
+
+
+def test_a_taken_port_is_not_chosen(monkeypatch):
+    import socket
+
+    from kafkatool.canary import sandbox
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        taken = busy.getsockname()[1]
+        monkeypatch.setattr(sandbox, "_ephemeral_range", lambda: (10002, 60999))
+        monkeypatch.setattr("random.sample", lambda population, k: [taken, 10001])
+        assert sandbox.free_port() == 10001 or taken == 10001
