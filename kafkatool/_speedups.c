@@ -988,6 +988,19 @@ static inline int64_t bytes_or_none(PyObject *o, const char **data)
     return PyBytes_GET_SIZE(o);
 }
 
+/* An encoder's end: its buffer and record sequence released, ``res`` returned, or None where it is NULL (an error
+ * cleared: the Python twin runs). */
+static PyObject *encoded(OutBuf *o, PyObject *seq, PyObject *res)
+{
+    if (res == NULL)
+        PyErr_Clear();
+    PyMem_Free(o->buf);
+    Py_DECREF(seq);
+    if (res == NULL)
+        Py_RETURN_NONE;
+    return res;
+}
+
 /* encode_records(records, base_offset, base_timestamp) -> (area, last offset, max timestamp) | None.  Mirrors
  * ``default_records.encode_records_py`` for records of bytes-or-None keys and values and no headers, offsets
  * increasing from base_offset and deltas within Kafka's int/long varints; None otherwise (the Python twin runs,
@@ -1064,14 +1077,8 @@ static PyObject *sp_encode_records(PyObject *self, PyObject *const *args, Py_ssi
         o.len = p - o.buf;
     }
     res = Py_BuildValue("(y#LL)", o.buf ? (const char *)o.buf : "", o.len, (long long)last, (long long)max_ts);
-    if (res == NULL)
-        PyErr_Clear();
 none:
-    PyMem_Free(o.buf);
-    Py_DECREF(seq);
-    if (res == NULL)
-        Py_RETURN_NONE;
-    return res;
+    return encoded(&o, seq, res);
 }
 
 /* encode_entries(records, magic, attributes, timestamp, offset_shift) -> (entries, max timestamp) | None.
@@ -1157,14 +1164,8 @@ static PyObject *sp_encode_entries(PyObject *self, PyObject *const *args, Py_ssi
         o.len = p - o.buf;
     }
     res = Py_BuildValue("(y#L)", o.buf ? (const char *)o.buf : "", o.len, (long long)max_ts);
-    if (res == NULL)
-        PyErr_Clear();
 none:
-    PyMem_Free(o.buf);
-    Py_DECREF(seq);
-    if (res == NULL)
-        Py_RETURN_NONE;
-    return res;
+    return encoded(&o, seq, res);
 }
 
 /* plan_step(chunk, i, magic, compressed, header_size, write_limit, ratio, uncompressed, records, base, last, base_ts)
