@@ -321,13 +321,11 @@ def plan_ranges(source: RecordSource, rng: RecordRange, *, magic: int, codec: Co
         while i < n:
             if planner is not None:
                 # the records that fit, in one step (the hot path: a split batch can hold millions)
-                step = _C.plan_step if _C is not None else plan_step_py
-                got = step(chunk, i, magic, compressed, planner.header_size, planner.write_limit,
-                           planner.estimated_ratio, planner.uncompressed_bytes, planner.records, base, last, base_ts)
+                args = (chunk, i, magic, compressed, planner.header_size, planner.write_limit,
+                        planner.estimated_ratio, planner.uncompressed_bytes, planner.records, base, last, base_ts)
+                got = _C.plan_step(*args) if _C is not None else None
                 if got is None:
-                    got = plan_step_py(chunk, i, magic, compressed, planner.header_size, planner.write_limit,
-                                       planner.estimated_ratio, planner.uncompressed_bytes, planner.records, base,
-                                       last, base_ts)
+                    got = plan_step_py(*args)
                 index += got[0] - i
                 i, planner.uncompressed_bytes, planner.records, last, base_ts, moved = got
                 pos += moved
