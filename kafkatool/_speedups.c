@@ -399,6 +399,16 @@ static inline PyObject *new_tuple_of(PyTypeObject *tp, Py_ssize_t n)
     return tp->tp_alloc(tp, n);
 }
 
+/* A record is a tuple of ints, bytes, None, bools and a tuple of headers (str and bytes): it can be part of no
+ * reference cycle, so the cyclic GC need not track it. CPython untracks such tuples itself, but only when a collection
+ * reaches them; a walk of millions of records would pay for every one of them being traversed and promoted first
+ * (two thirds of a legacy inner walk's time, measured). Called once every field is set. */
+static inline void untrack_record(PyObject *rec)
+{
+    if (PyObject_GC_IsTracked(rec))
+        PyObject_GC_UnTrack(rec);
+}
+
 /* ------------------------------------------------------------------------------------------ results */
 
 /* What the functions below return when they have more to say than a value: struct sequences (named tuples of the
@@ -709,6 +719,7 @@ static int v2_records_walk(const uint8_t *d, Py_ssize_t p, Py_ssize_t end, int64
             PyTuple_SET_ITEM(rec, 6, item);
             PyTuple_SET_ITEM(rec, 7, Py_NewRef(Py_None));
             PyTuple_SET_ITEM(rec, 8, Py_NewRef(Py_None));
+            untrack_record(rec);
         }
     }
     if (next != NULL)
@@ -915,6 +926,7 @@ static PyObject *sp_legacy_deep_records(PyObject *self, PyObject *const *args, P
         item = crc32_any(0, d + start + MSG_MAGIC_OFFSET, (size_t)(size - MSG_MAGIC_OFFSET)) == stored_crc
             ? Py_True : Py_False;
         PyTuple_SET_ITEM(rec, 8, Py_NewRef(item));
+        untrack_record(rec);
         at = msg_end;
     }
     Py_DECREF(empty);
