@@ -314,44 +314,33 @@ def plan_ranges(source: RecordSource, rng: RecordRange, *, magic: int, codec: Co
     base_ts: int | None = None
     pos, index = rng.position, rng.index
     start = start_index = 0
-    size = 0
     compressed = codec != Codec.NONE
     for chunk in source.chunks(position=rng.position, count=rng.count):
         i, n = 0, len(chunk)
         while i < n:
-            if planner is not None:
-                # the records that fit, in one step (the hot path: a split batch can hold millions)
-                args = (chunk, i, magic, compressed, planner.header_size, planner.write_limit,
-                        planner.estimated_ratio, planner.uncompressed_bytes, planner.records, base, last, base_ts)
-                got = _C.plan_step(*args) if _C is not None else None
-                if got is None:
-                    got = plan_step_py(*args)
-                index += got[0] - i
-                i, planner.uncompressed_bytes, planner.records, last, base_ts, moved = got
-                pos += moved
-                if i == n:
-                    break
-            rec = chunk[i]
-            i += 1
-            if planner is not None:
-                size = record_size(magic, rec, base, last, base_ts)
-                if not planner.has_room_for(size):
-                    yield RecordRange(start, start_index, index - start_index, planner.uncompressed_bytes)
-                    planner = None
-            if planner is None:
+            if planner is None:  # a batch begins at chunk[i] (its first record always fits)
+                rec = chunk[i]
                 limit = write_limit
                 if split:
                     limit = max(write_limit, upper_bound_size(magic, codec, rec[2], rec[3], rec[4]))
                 planner = BatchPlanner(magic, codec, limit, ratio)
                 start, start_index = pos, index
                 base, last, base_ts = rec[0], None, None
-                size = record_size(magic, rec, base, None, None)
-            planner.append(size)
-            last = rec[0]
-            if base_ts is None:
-                base_ts = rec[1]
-            pos += rec[6]
-            index += 1
+            # the records that fit, in one step (the hot path: a split batch can hold millions)
+            args = (chunk, i, magic, compressed, planner.header_size, planner.write_limit, planner.estimated_ratio,
+                    planner.uncompressed_bytes, planner.records, base, last, base_ts)
+            got = _C.plan_step(*args) if _C is not None else plan_step_py(*args)
+            if _C is not None and (got is None or got[0] == i):
+                # the compiled step took no record: the Python step decides this one (it may not size it)
+                one = plan_step_py([chunk[i]], 0, *args[2:])
+                got = (i + one[0], *one[1:])
+            if got[0] == i:  # chunk[i] does not fit: the batch is planned
+                yield RecordRange(start, start_index, index - start_index, planner.uncompressed_bytes)
+                planner = None
+                continue
+            index += got[0] - i
+            i, planner.uncompressed_bytes, planner.records, last, base_ts, moved = got
+            pos += moved
     if planner is not None and index > start_index:
         yield RecordRange(start, start_index, index - start_index, planner.uncompressed_bytes)
 
