@@ -188,11 +188,11 @@ class JsonWriter:
                                     f'{json.dumps(topic, ensure_ascii=False)},"partition":{json.dumps(partition)},')
         where = self._where[1]
         records = ev.records or []
+        head = f'{{"type":"record","schema":{_SCHEMA},{where}'  # every record line's start
         fast = None
         if self.compiled is not None and decoded is None and not control:
             # the compiled lines of the records without headers (the common case), these lines' exact text
-            fast = self.compiled.json_record_lines(records, f'{{"type":"record","schema":{_SCHEMA},{where}', is_v2,
-                                                   enc)
+            fast = self.compiled.json_record_lines(records, head, is_v2, enc)
         for i, r in enumerate(records):
             if fast is not None and fast[i] is not None:
                 append(fast[i])
@@ -203,7 +203,7 @@ class JsonWriter:
                 headers = ",".join([f"[{hkey(h[0])},{enc(h[1])}]" for h in r[4]])
             else:
                 headers = ""
-            line = (f'{{"type":"record","schema":{_SCHEMA},{where}"offset":{r[0]},"timestamp":{r[1]},'
+            line = (f'{head}"offset":{r[0]},"timestamp":{r[1]},'
                     f'"size":{r[6]},"key_size":{-1 if key is None else len(key)},'
                     f'"value_size":{-1 if value is None else len(value)},"key":{enc(key)},"value":{enc(value)},'
                     f'"headers":[{headers}]')
