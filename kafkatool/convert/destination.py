@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from kafkatool.errors import UsageError
 from kafkatool.log.lock import refuse_if_live
 from kafkatool.log.outputs import Output, refuse_aliasing
 from kafkatool.util import crash
-from kafkatool.util.atomic import atomic_write_bytes, fsync_dir, is_temp_name
+from kafkatool.util.atomic import atomic_write_bytes, fsync_dir, is_temp_name, remove_temp
 
 SUCCESS = "_SUCCESS"
 RUN_FILE = ".kafkatool-convert.json"
@@ -94,11 +93,13 @@ def _read_run_file(dst: Path) -> dict[str, Any] | None:
 
 
 def begin(dest: Destination) -> None:
-    """Before the first partition: remove an interrupted run's staging dirs, record this run (a resumed run's file
-    is the same and stays)."""
-    for name in sorted(os.listdir(dest.path)):
-        if is_temp_name(name):
-            shutil.rmtree(dest.path / name, ignore_errors=True)
+    """Before the first partition: remove an interrupted run's staging dirs and temp files (a run killed while it
+    wrote ``_SUCCESS`` leaves its temp file), record this run (a resumed run's file is the same and stays)."""
+    stale = [name for name in sorted(os.listdir(dest.path)) if is_temp_name(name)]
+    for name in stale:
+        remove_temp(dest.path / name)
+    if stale:
+        fsync_dir(dest.path)
     if not (dest.path / RUN_FILE).exists():
         atomic_write_bytes(dest.path / RUN_FILE, json.dumps(dest.description, sort_keys=True).encode() + b"\n")
         crash.point()

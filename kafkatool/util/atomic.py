@@ -41,6 +41,18 @@ def is_temp_name(name: str) -> bool:
     return name.startswith(TEMP_PREFIX)
 
 
+def remove_temp(path: Path) -> None:
+    """Remove what an interrupted run left under a temp name: a staging dir with its contents, or a temp file
+    (``atomic_write``'s, e.g. of a completion marker). Gone already is fine."""
+    try:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
 def fsync_dir(path: str | os.PathLike[str]) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
