@@ -44,6 +44,7 @@ _KAFKA_JAR = re.compile(r"^kafka_(\d+\.\d+)-(\d+\.\d+\.\d+(?:[-.][\w.-]+)?)\.jar
 # The lines a broker logs once it serves requests: KafkaServer (ZooKeeper mode) and KafkaRaftServer (KRaft).
 _STARTED = re.compile(r"\[KafkaServer id=\d+\] started|Kafka Server started")
 _LOG_TAIL_LINES = 40
+POLL = 0.05  # seconds between looks at a starting JVM (a broker is ready in about one second)
 
 
 class SandboxError(KafkaToolError):
@@ -429,7 +430,7 @@ class BrokerSandbox:
                 self.zookeeper.kill()
                 raise SandboxError(f"ZooKeeper did not answer within {self.config.ready_timeout:g} s:\n"
                                    f"{tail(self.zookeeper.log)}", path=self.zookeeper.log)
-            time.sleep(0.2)
+            time.sleep(POLL)
 
     def _format(self) -> None:
         """``kafka-storage.sh format`` for every dir without a ``meta.properties`` (the metadata dir at least); no
@@ -468,7 +469,7 @@ class BrokerSandbox:
                                    f"{tail(self.log_path)}", path=self.log_path)
             if on_wait is not None:
                 on_wait()
-            time.sleep(0.25)
+            time.sleep(POLL)
 
     def stop(self) -> None:
         """Stop the broker cleanly (it writes ``.kafka_cleanshutdown``); ZooKeeper keeps running."""
@@ -508,8 +509,17 @@ class BrokerSandbox:
         """Wait (bounded) until this run's log has a line matching ``pattern``."""
         rx = re.compile(pattern) if isinstance(pattern, str) else pattern
         deadline = time.monotonic() + timeout
-        while True:
-            m = rx.search(self.log_text())
+        read, pending = 0, b""  # each poll reads only what was appended since the last, and searches its whole
+        while True:             # lines (a match never spans lines)
+            try:
+                with open(self.log_path, "rb") as f:
+                    f.seek(read)
+                    new = f.read()
+            except FileNotFoundError:
+                new = b""
+            read += len(new)
+            complete, _, pending = (pending + new).rpartition(b"\n")
+            m = rx.search(complete.decode("utf-8", errors="replace"))
             if m:
                 return m
             if self.broker is not None and not self.broker.alive():
@@ -517,4 +527,4 @@ class BrokerSandbox:
                                    path=self.log_path)
             if time.monotonic() > deadline:
                 raise SandboxError(f"no /{rx.pattern}/ in the broker log within {timeout:g} s", path=self.log_path)
-            time.sleep(0.25)
+            time.sleep(POLL)

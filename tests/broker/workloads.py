@@ -63,6 +63,8 @@ def produce_codecs(broker: BrokerSandbox, topic: str, partition: int, codecs: tu
 ZK_BROKER_PROPERTIES = {
     "inter.broker.protocol.version": "2.8",
     "log.retention.check.interval.ms": "1000",
+    # the retention check's first run, 30 s after start by default: the run waits for its deletes
+    "log.initial.task.delay.ms": "0",
     "log.segment.delete.delay.ms": "0",
     "log.cleaner.backoff.ms": "500",
 }
@@ -115,6 +117,8 @@ def zk_produce(broker: BrokerSandbox, half: int) -> None:
 
 KRAFT_BROKER_PROPERTIES = {
     "log.retention.check.interval.ms": "1000",
+    # the retention check's first run, 30 s after start by default: the run waits for its deletes
+    "log.initial.task.delay.ms": "0",
     "log.segment.delete.delay.ms": "0",
     "log.cleaner.backoff.ms": "500",
     "offsets.topic.num.partitions": "2",
@@ -123,7 +127,7 @@ KRAFT_TOPICS: dict[str, tuple[int, dict[str, str]]] = {
     "codecs": (len(V2_CODECS), {"segment.bytes": str(SMALL_SEGMENT)}),
     "txn": (2, {"segment.bytes": str(SMALL_SEGMENT)}),
     "lat": (1, {"message.timestamp.type": "LogAppendTime"}),
-    "roll-time": (1, {"segment.ms": "1000"}),
+    "roll-time": (1, {"segment.ms": "250"}),
     "retention": (1, {"segment.bytes": str(SMALL_SEGMENT // 2), "retention.bytes": str(SMALL_SEGMENT)}),
     "compacted": (1, {"cleanup.policy": "compact", "segment.bytes": str(SMALL_SEGMENT),
                       "min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "3600000",
@@ -188,9 +192,9 @@ def kraft_produce(broker: BrokerSandbox, half: int, counts: KraftCounts) -> None
     p = producer(broker)
     try:
         send_all(p, "retention", 0, messages(s + 60, 300, value_bytes=(100, 200)), batch_every=10)
-        for r in range(3):  # segment.ms=1000: a roll by time between these appends
+        for r in range(3):  # segment.ms=250: a roll by time between these appends
             send_all(p, "roll-time", 0, messages(s + 70 + r, 10))
-            time.sleep(1.2)
+            time.sleep(0.3)
     finally:
         p.close()
     commit_group_offsets(broker, half)
