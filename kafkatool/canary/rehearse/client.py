@@ -86,7 +86,7 @@ class SandboxClient:
 
     # ------------------------------------------------------------------ waits
 
-    def until(self, what: str, check: Callable[[], bool], timeout: float, poll: float = 0.25) -> None:
+    def until(self, what: str, check: Callable[[], bool], timeout: float, poll: float = 0.05) -> None:
         """Wait (bounded) until ``check()``; a request failing meanwhile counts as not yet."""
         deadline = time.monotonic() + timeout
         last: str | None = None

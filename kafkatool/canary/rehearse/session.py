@@ -251,7 +251,7 @@ def _create(run: _Run, sb: BrokerSandbox) -> None:
                                             f"{kp.error_text(r.error_code, r.error_message)}")
                 topics = [x for x in topics if x.name in again]
                 if topics:
-                    time.sleep(0.25)
+                    time.sleep(0.1)
             for topic in run.topics.internal:
                 key_type = kp.COORDINATOR_GROUP if topic == OFFSETS_TOPIC else kp.COORDINATOR_TRANSACTION
                 c.until(f"the {topic} coordinator", _coordinator(c, key_type), t)
@@ -484,8 +484,11 @@ def _probe_refusal(run: _Run, sb: BrokerSandbox, client: SandboxClient) -> None:
         return
     except WireError:
         pass
-    time.sleep(0.5)
-    words = _refusal_words(sb.log_text()[before:], run, "Fetch", 3)
+    words = None
+    deadline = time.monotonic() + 2  # the broker logs the refusal as it closes the connection: moments later
+    while words is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+        words = _refusal_words(sb.log_text()[before:], run, "Fetch", 3)
     run.result.refusals.append(f"Fetch v3 (a 0.10.1-0.10.2 consumer): {CLOSED}" + (f": {words}" if words else ""))
 
 
@@ -510,7 +513,7 @@ def _costs(run: _Run, sb: BrokerSandbox, client: SandboxClient, costs: dict[int,
         seen = brokerlog.request_costs(sb.log_text(), CLIENT_ID)
         if ids <= set(seen):
             break
-        time.sleep(0.25)
+        time.sleep(0.1)
     for cid in ids & set(seen):
         rc = seen[cid]
         c = costs.get(rc.version)
