@@ -25,8 +25,9 @@ whose ``DataSourceReader`` has ``pushLimit``, the release that fixed it) or with
 (then filter a DataFrame once, never reuse it unfiltered); otherwise it hands every filter back to Spark, which
 applies them to all rows. ``topic`` (a glob) prunes on any version.
 
-Options: ``view`` (``records``/``batches``), ``split_size`` (bytes per task, default 32 MiB), ``s3_endpoint``,
-``topic`` (a glob), ``pushdown`` (``true``/``false``; default as above).
+Options: ``view`` (``records``/``batches``), ``split_size`` (bytes per range and per Spark task, default 32 MiB;
+a task packs the ranges of small segments), ``s3_endpoint``, ``topic`` (a glob), ``pushdown`` (``true``/``false``;
+default as above).
 
 On PySpark 3.5 (no Python Data Source API) ``register`` says so in one line and names the export path.
 """
@@ -222,12 +223,18 @@ if SOURCE_API:
                 segs = _offset_pruned(segs, b.offset_lo, b.offset_hi)
             plan = make_plan(segs, split_bytes=self.split, parallelism=1)
             txns = _aborted_txns(plan.items) if self.view == "records" else {}
-            return [_Range(it, txns.get(parent_of(it.path), [])) for it in plan.items]
+            # One Spark partition per packed task of about split_size bytes (as spark-scan's tasks), not per range:
+            # a dir of many small segments would otherwise cost a Spark task (tens of ms) per segment.
+            return [_Ranges(n, [(plan.items[i], txns.get(parent_of(plan.items[i].path), [])) for i in members])
+                    for n, members in enumerate(plan.tasks)]
 
         def read(self, partition: Any) -> Iterator[pa.RecordBatch]:
             if self.endpoint:
                 os.environ[S3_ENDPOINT_ENV] = self.endpoint
-            it: WorkItem = partition.item
+            for item, aborted in partition.ranges:
+                yield from self._read_range(item, aborted)
+
+        def _read_range(self, it: WorkItem, aborted: list[tuple[int, int, int]]) -> Iterator[pa.RecordBatch]:
             out: list[pa.RecordBatch] = []
             b = self.bounds
             if self.view == "batches":
@@ -239,7 +246,7 @@ if SOURCE_API:
                         if cols.rows >= _ROWS:
                             out.append(cols.take())
             else:
-                rec = RecordColumns(it, with_tp=True, aborted_txns=partition.aborted)
+                rec = RecordColumns(it, with_tp=True, aborted_txns=aborted)
 
                 def sink(batch: RecordBatch, crc_valid: bool, records: list[Record] | None) -> None:
                     if b.batch_ok(batch):
@@ -257,11 +264,12 @@ if SOURCE_API:
             for batch in out:
                 yield batch.cast(target)
 
-    class _Range(InputPartition):
-        def __init__(self, item: WorkItem, aborted: list[tuple[int, int, int]]) -> None:
-            super().__init__(item.id)
-            self.item = item
-            self.aborted = aborted
+    class _Ranges(InputPartition):
+        """One task's ranges, each with its partition's aborted transactions."""
+
+        def __init__(self, task: int, ranges: list[tuple[WorkItem, list[tuple[int, int, int]]]]) -> None:
+            super().__init__(task)
+            self.ranges = ranges
 
 
 def _spark_arrow(schema: pa.Schema) -> pa.Schema:

@@ -205,7 +205,7 @@ def test_a_worker_killed_mid_scan_ends_the_run_with_what_spark_reported(cluster,
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")
     proc = subprocess.Popen([sys.executable, "-m", "kafkatool", "spark-scan", str(mixed_dir.path), str(sample_dir),
                              "--master", master, "--driver-host", "127.0.0.1", "--memory", "1536MiB",
-                             "--split-size", "4KiB", "--task-size", "64KiB", "--executor-timeout", "10",
+                             "--split-size", "4KiB", "--task-size", "64KiB", "--executor-timeout", "3",
                              "--format", "json"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env,
                             start_new_session=True)
@@ -222,11 +222,11 @@ def test_a_worker_killed_mid_scan_ends_the_run_with_what_spark_reported(cluster,
                 break
         else:
             pytest.fail("the run ended before its executor was probed:\n" + "".join(lines))
-        out, err = proc.communicate(timeout=180)  # bounded: --executor-timeout 10 and Spark's own cancel
+        out, err = proc.communicate(timeout=180)  # bounded: --executor-timeout 3 and Spark's own cancel
         lines.append(err)
     finally:
         _stop(proc)
     text = "".join(lines)
     assert proc.returncode == 2, text
-    assert "no Spark executor alive for 10s (executor timeout); Spark reported: executor" in text, text
+    assert "no Spark executor alive for 3s (executor timeout); Spark reported: executor" in text, text
     assert "Traceback" not in text

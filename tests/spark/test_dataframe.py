@@ -63,6 +63,7 @@ def test_records_are_the_exports_rows_and_batches_the_scans_count(source, sample
 
     df = _read(source, sample_dir)
     assert [f.name for f in df.schema.fields] == RECORD_SCHEMA.names
+    assert df.rdd.getNumPartitions() < len(plan.segments) // 10  # small segments' ranges packed into few tasks
     got = _sorted(_rows(full_rows))  # that DataFrame's rows (full_rows reads it)
     assert len(got) == len(want) == done.report.total.records > 30_000
     assert got == want  # every column, timestamps (UTC) included
@@ -98,10 +99,11 @@ def test_a_crc_failed_batchs_records_come_marked(source, sample_dir, tmp_path):
 
 def test_pushed_filters_prune_and_give_the_rows_spark_would(source, sample_dir, full_rows):
     where = "topic = 'orders' AND partition IN (1, 2) AND record_offset >= 2000"
-    full = _read(source, sample_dir)
+    # small tasks, so that the plans' task counts show the pruning (a task packs ranges up to split_size)
+    full = _read(source, sample_dir, split_size="64KiB")
     want = _sorted([r for r in _rows(full_rows)
                     if r["topic"] == "orders" and int(r["partition"]) in (1, 2) and r["record_offset"] >= 2000])
-    pruned = _read(source, sample_dir, pushdown="true").where(where)
+    pruned = _read(source, sample_dir, pushdown="true", split_size="64KiB").where(where)
     assert pruned.rdd.getNumPartitions() < full.rdd.getNumPartitions()
     assert _sorted(pruned.toArrow().to_pylist()) == want and want
 

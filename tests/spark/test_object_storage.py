@@ -9,25 +9,37 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from tests.support.cli import run_cli
 
+if TYPE_CHECKING:
+    from tests.support.s3_server import S3Server
+
 pytestmark = pytest.mark.spark
 pytest.importorskip("moto")
 
 
-def test_spark_scan_of_a_dir_in_s3_prints_the_local_copys_json(sample_dir: Path) -> None:
+@pytest.fixture(scope="module")
+def backup(sample_dir: Path) -> Iterator[tuple[S3Server, str]]:
+    """One S3 server for the module, the sample dir uploaded to it once: (the server, the dir's s3:// URL)."""
     from tests.support.s3_server import s3_server
 
-    common = ("--split-size", "16KiB", "--key-sharing", "3", "--stats", "--format", "json")
     with s3_server() as s3:
-        url = s3.upload(sample_dir, "backup/kafka-logs")
-        remote = run_cli("spark-scan", url, "--s3-endpoint", s3.endpoint, "--master", "local[2]", "--memory",
-                         "1536MiB", *common, env={"KAFKATOOL_SPARK_FAST_JVM": "1", "SPARK_LOCAL_IP": "127.0.0.1"},
-                         subprocess=True, timeout=400)
+        yield s3, s3.upload(sample_dir, "backup/kafka-logs")
+
+
+def test_spark_scan_of_a_dir_in_s3_prints_the_local_copys_json(backup: tuple[S3Server, str], sample_dir: Path) -> None:
+    s3, url = backup
+    # ranged reads of 16 KiB (most segments are cut), packed into tasks of 512 KiB (a Spark task costs tens of ms)
+    common = ("--split-size", "16KiB", "--task-size", "512KiB", "--key-sharing", "3", "--stats", "--format", "json")
+    remote = run_cli("spark-scan", url, "--s3-endpoint", s3.endpoint, "--master", "local[2]", "--memory",
+                     "1536MiB", *common, env={"KAFKATOOL_SPARK_FAST_JVM": "1", "SPARK_LOCAL_IP": "127.0.0.1"},
+                     subprocess=True, timeout=400)
     local = run_cli("spark-scan", sample_dir, "--engine", "local-processes", "-j", "2", *common)
     assert remote.returncode == local.returncode == 0, remote.stderr
     assert "Traceback" not in remote.stderr
@@ -57,17 +69,17 @@ finally:
 """
 
 
-def test_the_kafka_log_dataframe_of_a_dir_in_s3_is_the_local_copys(sample_dir: Path, tmp_path: Path) -> None:
+def test_the_kafka_log_dataframe_of_a_dir_in_s3_is_the_local_copys(backup: tuple[S3Server, str], sample_dir: Path,
+                                                                   tmp_path: Path) -> None:
     pytest.importorskip("pyspark.sql.datasource")
     from tests.support.paths import ROOT
-    from tests.support.s3_server import s3_server
 
+    s3, url = backup
     script = tmp_path / "df.py"
     script.write_text(DATAFRAME)
-    with s3_server() as s3:  # one session reads both, as a job that reads a backup beside a live copy would
-        url = s3.upload(sample_dir, "backup/kafka-logs")
-        r = subprocess.run([sys.executable, str(script), s3.endpoint, url, str(sample_dir)], capture_output=True,
-                           text=True, timeout=400, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    # one session reads both, as a job that reads a backup beside a live copy would
+    r = subprocess.run([sys.executable, str(script), s3.endpoint, url, str(sample_dir)], capture_output=True,
+                       text=True, timeout=400, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert r.returncode == 0, r.stderr[-3000:]
     remote, local = (json.loads(line) for line in r.stdout.strip().splitlines()[-2:])
     assert remote == local and len(local) == 4000 + 129  # payments: 4000 data records and 129 markers

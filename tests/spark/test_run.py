@@ -160,8 +160,10 @@ def test_spark_gives_the_figures_of_the_process_pool(spark: Any, sample_dir: Pat
             self.sessions.append(f"{master} {cores}")
 
     rec, pool = Sessions(), Recorder()
-    got = spark_scan(ScanRequest([str(sample_dir)], master="local[2]", memory="1536MiB", split_size=16384), rec)
-    want = spark_scan(ScanRequest([str(sample_dir)], engine="local-processes", jobs=2, split_size=16384), pool)
+    got = spark_scan(ScanRequest([str(sample_dir)], master="local[2]", memory="1536MiB", split_size=16384,
+                                 task_size=512 << 10), rec)
+    want = spark_scan(ScanRequest([str(sample_dir)], engine="local-processes", jobs=2, split_size=16384,
+                                  task_size=512 << 10), pool)
     assert rec.sessions == ["local[2] 2"] and rec.stages == ["scan"]
     assert got.report is not None and want.report is not None
     assert comparable(got.report) == comparable(want.report)
