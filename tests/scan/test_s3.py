@@ -27,6 +27,12 @@ def s3():
         yield server
 
 
+@pytest.fixture(scope="module")
+def uploaded(s3, sample_dir: Path) -> str:
+    """The sample dir in the bucket, uploaded once for the module (moto takes seconds for its 350 files)."""
+    return s3.upload(sample_dir, "broker-1/kafka-logs")
+
+
 def _figures(rec: Recorder, root: str) -> list[dict[str, Any]]:
     out = []
     for line in rec.lines():
@@ -34,9 +40,9 @@ def _figures(rec: Recorder, root: str) -> list[dict[str, Any]]:
     return out
 
 
-def test_a_dir_in_s3_scans_as_its_local_copy_with_ranged_reads(s3, sample_dir: Path) -> None:
-    url = s3.upload(sample_dir, "broker-1/kafka-logs")
-    opts: dict[str, Any] = {"engine": "local-processes", "jobs": 2, "split_size": 8192, "key_sharing": 3,
+def test_a_dir_in_s3_scans_as_its_local_copy_with_ranged_reads(s3, uploaded: str, sample_dir: Path) -> None:
+    url = uploaded
+    opts: dict[str, Any] = {"engine": "local-processes", "jobs": 2, "split_size": 16384, "key_sharing": 3,
                             "stats": True}
     local, remote = Recorder(), Recorder()
     want = spark_scan(ScanRequest([str(sample_dir)], **opts), local)
@@ -53,8 +59,9 @@ def test_a_dir_in_s3_scans_as_its_local_copy_with_ranged_reads(s3, sample_dir: P
         assert sum(r.bytes_scanned for r in s.used) >= s.stats.bytes
 
 
-def test_the_index_check_and_export_of_a_dir_in_s3_are_the_local_copys(s3, sample_dir: Path, tmp_path: Path) -> None:
-    url = s3.upload(sample_dir, "broker-2/kafka-logs")
+def test_the_index_check_and_export_of_a_dir_in_s3_are_the_local_copys(s3, uploaded: str, sample_dir: Path,
+                                                                      tmp_path: Path) -> None:
+    url = uploaded
     opts: dict[str, Any] = {"engine": "local-processes", "jobs": 2, "verify_index": True, "topic": ["pay*"]}
     local, remote = Recorder(), Recorder()
     want = spark_scan(ScanRequest([str(sample_dir)], export_records=str(tmp_path / "local"), **opts), local)
