@@ -7,6 +7,7 @@ import importlib.util
 import os
 import re
 import shutil
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,8 +37,26 @@ RUNS = Path(tempfile.gettempdir()) / f"kafkatool-tests-{os.getuid()}"
 KEEP_RUNS = 3  # as pytest keeps its last three numbered dirs
 
 
+def _bytecode_outside_the_checkout() -> None:
+    """With ``PYTHONDONTWRITEBYTECODE`` set (as on these machines), every process the suite starts (the workers,
+    hundreds of ``python -m kafkatool`` runs, Spark's Python workers) compiled kafkatool's sources again, and each
+    worker rewrote every test module's asserts anew: ~10% of the suite's CPU. Bytecode goes to a cache dir
+    instead (``PYTHONPYCACHEPREFIX``), so the checkout still gets no ``__pycache__``. Set before the workers start:
+    they and every subprocess inherit it."""
+    if not sys.dont_write_bytecode or os.environ.get("PYTHONPYCACHEPREFIX"):
+        return
+    from tests.support.kafkaref import cache_dir
+
+    prefix = str(cache_dir() / "pycache")
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = prefix
+    sys.dont_write_bytecode = False
+    sys.pycache_prefix = prefix
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
+    _bytecode_outside_the_checkout()
     if config.option.basetemp or hasattr(config, "workerinput"):
         return  # given on the command line, or an xdist worker: the controller hands each its own below its own
     RUNS.mkdir(mode=0o700, exist_ok=True)
@@ -78,6 +97,8 @@ if importlib.util.find_spec("xdist") is not None:  # the hook exists only with t
             def _assign_work_unit(self, node: Any) -> None:
                 if not self.started:  # the long groups first: started last, they would end the run alone
                     self.started = True
+                    for scope in [s for s in self.workqueue if "::" in s]:  # spread tests last: small units
+                        self.workqueue.move_to_end(scope)                 # that even out the workers' ends
                     for group in reversed(FIRST):
                         if group in self.workqueue:
                             self.workqueue.move_to_end(group, last=False)
