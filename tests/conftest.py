@@ -23,7 +23,10 @@ from tests.support.dump_totals import dump_totals
 from tests.support.mixed_logdir import build_mixed_logdir
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from tests.support.kafkaref import KafkaRef
+    from tests.support.s3_server import S3Server
 
 # kafka-ref (Apache Kafka's own code) for every test directory: the session fixture lives there.
 pytest_plugins = ["tests.support.kafkaref"]
@@ -70,7 +73,8 @@ def pytest_configure(config: pytest.Config) -> None:
 # expensive session fixture: the real brokers (tests/broker, one broker set at a time) and the Spark session and
 # cluster (tests/spark). The hostile sweep's runs share nothing but inputs built per case, so they spread over the
 # workers one by one. (A scheduler of our own: xdist's `loadgroup` marks rename node ids, which pytest 9 ignores.)
-SHARED_GROUPS = {"tests/broker/": "broker", "tests/spark/": "spark"}
+SHARED_GROUPS = {"tests/broker/": "broker", "tests/spark/": "spark",
+                 "tests/scan/test_s3.py": "spark"}  # with tests/spark/test_object_storage.py: one S3 server
 SPREAD = {"tests/hostile/test_sweep.py"}
 # The groups that take longest (minutes of brokers and Spark sessions), handed out before any other.
 FIRST = ("broker", "spark")
@@ -148,6 +152,17 @@ def sample_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("sample") / "kafka-logs"
     generate_sample(root, SampleSpec(demo_topics()), fsync=False)
     return root
+
+
+@pytest.fixture(scope="session")
+def s3_backup(sample_dir: Path) -> Iterator[tuple[S3Server, str]]:
+    """A real S3 server (moto's, on 127.0.0.1) holding the sample dir, uploaded once: (the server, the dir's
+    ``s3://`` URL). The object-storage tests share it (one xdist group): moto takes seconds for the 350 files."""
+    pytest.importorskip("moto")
+    from tests.support.s3_server import s3_server
+
+    with s3_server() as s3:
+        yield s3, s3.upload(sample_dir, "backup/kafka-logs")
 
 
 @pytest.fixture(scope="session")

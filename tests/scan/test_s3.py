@@ -19,18 +19,14 @@ from tests.spark.test_run import Recorder
 pytest.importorskip("moto")
 
 
-@pytest.fixture(scope="module")
-def s3():
-    from tests.support.s3_server import s3_server
-
-    with s3_server() as server:
-        yield server
+@pytest.fixture
+def s3(s3_backup):
+    return s3_backup[0]
 
 
-@pytest.fixture(scope="module")
-def uploaded(s3, sample_dir: Path) -> str:
-    """The sample dir in the bucket, uploaded once for the module (moto takes seconds for its 350 files)."""
-    return s3.upload(sample_dir, "broker-1/kafka-logs")
+@pytest.fixture
+def uploaded(s3_backup) -> str:
+    return s3_backup[1]
 
 
 def _figures(rec: Recorder, root: str) -> list[dict[str, Any]]:

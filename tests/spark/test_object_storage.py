@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -24,17 +23,9 @@ pytestmark = pytest.mark.spark
 pytest.importorskip("moto")
 
 
-@pytest.fixture(scope="module")
-def backup(sample_dir: Path) -> Iterator[tuple[S3Server, str]]:
-    """One S3 server for the module, the sample dir uploaded to it once: (the server, the dir's s3:// URL)."""
-    from tests.support.s3_server import s3_server
-
-    with s3_server() as s3:
-        yield s3, s3.upload(sample_dir, "backup/kafka-logs")
-
-
-def test_spark_scan_of_a_dir_in_s3_prints_the_local_copys_json(backup: tuple[S3Server, str], sample_dir: Path) -> None:
-    s3, url = backup
+def test_spark_scan_of_a_dir_in_s3_prints_the_local_copys_json(s3_backup: tuple[S3Server, str],
+                                                               sample_dir: Path) -> None:
+    s3, url = s3_backup
     # ranged reads of 16 KiB (most segments are cut), packed into tasks of 512 KiB (a Spark task costs tens of ms)
     common = ("--split-size", "16KiB", "--task-size", "512KiB", "--key-sharing", "3", "--stats", "--format", "json")
     remote = run_cli("spark-scan", url, "--s3-endpoint", s3.endpoint, "--master", "local[2]", "--memory",
@@ -69,12 +60,12 @@ finally:
 """
 
 
-def test_the_kafka_log_dataframe_of_a_dir_in_s3_is_the_local_copys(backup: tuple[S3Server, str], sample_dir: Path,
+def test_the_kafka_log_dataframe_of_a_dir_in_s3_is_the_local_copys(s3_backup: tuple[S3Server, str], sample_dir: Path,
                                                                    tmp_path: Path) -> None:
     pytest.importorskip("pyspark.sql.datasource")
     from tests.support.paths import ROOT
 
-    s3, url = backup
+    s3, url = s3_backup
     script = tmp_path / "df.py"
     script.write_text(DATAFRAME)
     # one session reads both, as a job that reads a backup beside a live copy would
