@@ -203,10 +203,14 @@ class KraftNode:
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=1):
                     pass
+            except OSError:
+                time.sleep(0.05)  # not listening yet: a node is up in about a second
+                continue
+            try:
                 self.admin("describe", timeout=timeout)  # the broker answers metadata requests
                 return
-            except (OSError, RuntimeError):
-                time.sleep(1)
+            except RuntimeError:
+                time.sleep(0.25)
         self.stop()
         raise RuntimeError(f"the Kafka node did not start within {timeout:.0f}s:\n{self._tail()}")
 
