@@ -22,6 +22,7 @@ from kafkatool.log.recovery import recover_segment
 from kafkatool.util.atomic import TEMP_PREFIX
 from tests.support.cli import run_cli
 from tests.support.paths import ROOT
+from tests.support.procs import group_running
 from tests.support.segments import T0, v2_sized, write_segment
 
 pytestmark = pytest.mark.slow
@@ -83,12 +84,8 @@ def test_in_place_survives_sigkill_anywhere(tmp_path):
             pass
         proc.wait(timeout=60)
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:  # the workers too: a syscall in flight completes before death
-            try:
-                os.killpg(proc.pid, 0)
-            except ProcessLookupError:
-                break
-            time.sleep(0.01)
+        while group_running(proc.pid) and time.monotonic() < deadline:  # the workers too: a syscall in flight
+            time.sleep(0.01)                                                # completes before death
         replaced = 0
         for r, (o, n) in rel.items():
             data = (root / r).read_bytes()

@@ -24,6 +24,7 @@ from kafkatool.scan.report import keyshare_setup, keyshare_tables, segment_row, 
 from tests.support.cli import CliResult
 from tests.support.dump_totals import assert_scan_equals_dump
 from tests.support.paths import ROOT
+from tests.support.procs import group_running
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -43,23 +44,15 @@ def _wait_for(path: Path, text: str, proc: subprocess.Popen[bytes], deadline: fl
             return
         if proc.poll() is not None:
             raise RuntimeError(f"{path.name}: exited with {proc.returncode}:\n{path.read_text(errors='replace')}")
-        time.sleep(0.25)
+        time.sleep(0.05)
     raise TimeoutError(f"{path.name}: no {text!r} within {START_TIMEOUT}s:\n{path.read_text(errors='replace')}")
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def _gone(proc: subprocess.Popen[Any], seconds: float) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         proc.poll()  # reap the leader: a zombie still counts as a member of its group
-        if not _group_alive(proc.pid):
+        if not group_running(proc.pid):
             return True
         time.sleep(0.1)
     return False
@@ -77,7 +70,7 @@ def _stop(proc: subprocess.Popen[Any], signals: tuple[signal.Signals, ...] = (si
         if _gone(proc, 10.0):
             break
     proc.poll()
-    if _group_alive(pgid):
+    if group_running(pgid):
         raise RuntimeError(f"process group {pgid} ({proc.args}) survived SIGKILL")
 
 
