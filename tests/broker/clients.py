@@ -49,7 +49,7 @@ def wait_for_leaders(broker: BrokerSandbox, topics: Mapping[str, int], timeout: 
                 return
             if time.monotonic() > deadline:
                 raise TimeoutError(f"no leaders for {sorted(topics)} within {timeout} s: {described}")
-            time.sleep(0.2)
+            time.sleep(0.05)
     finally:
         a.close()
 
@@ -67,7 +67,7 @@ def create_offsets_topic(broker: BrokerSandbox, partitions: int, timeout: float 
             except Exception:
                 if time.monotonic() > deadline:
                     raise
-                time.sleep(0.5)
+                time.sleep(0.1)
     finally:
         a.close()
     wait_for_leaders(broker, {"__consumer_offsets": partitions}, timeout)

@@ -94,7 +94,7 @@ def _produce(client: SandboxClient, version: int, topic: str, partition: int, da
         r = client.produce(version, topic, partition, data)
         if r.error_code not in RETRIABLE or time.monotonic() > deadline:
             return r
-        time.sleep(0.5)
+        time.sleep(0.1)  # retry.backoff.ms, as Kafka's producer waits
 
 
 def produce_back(client: SandboxClient, name: str, topic: str, partition: int, stored: Stored,
