@@ -179,65 +179,93 @@ def zz(v: int) -> int:
     return (v << 1) ^ (v >> 127) if v < 0 else v << 1
 
 
-@st.composite
-def varint_of(draw: st.DrawFn, value: int, wide: bool = False) -> bytes:
+# The strategies the composites below draw from, made once: a strategy built inside a draw is a new object each
+# time, which Hypothesis validates anew (most of these tests' time went to that, not to the code under test).
+_CHOICE10 = st.integers(0, 9)
+_OVERLONG = st.integers(1, 6)
+_WIDE_BITS = {True: st.integers(0, 2 ** 70), False: st.integers(0, 2 ** 36)}
+_SMALL = st.integers(-3, 300)
+_TIMESTAMP = st.one_of(_SMALL, st.integers(-2 ** 63, 2 ** 63 - 1))
+_OFFSET_DELTA = st.one_of(st.integers(0, 300), st.integers(-2 ** 31, 2 ** 31 - 1))
+_BYTE = st.integers(0, 255)
+_KEY_OR_VALUE = st.one_of(st.none(), st.binary(max_size=12), st.binary(min_size=60, max_size=200))
+_LENGTH_LIE = st.sampled_from([0, 0, 0, 0, 0, 0, -1, 1, -2, -5])
+_HEADERS = st.lists(st.tuples(st.text(max_size=4), st.one_of(st.none(), st.binary(max_size=6))), max_size=3)
+_COUNT_LIE = st.sampled_from([0, 0, 0, 0, 1, -1, -3])
+_UTF8_MOSTLY = st.integers(0, 5)
+_RAW_HEADER_KEY = st.binary(max_size=4)
+_HEADER_KEY_LIE = st.sampled_from([0, 0, 0, 0, 1, -1, -2])
+_HEADER_VALUE_LIE = st.sampled_from([0, 0, 0, 0, 1, -2])
+_RECORD_LENGTH_LIE = st.sampled_from([0, 0, 0, 0, 0, 0, 1, -1, 3])
+
+
+def draw_varint(draw: st.DrawFn, value: int, wide: bool = False) -> bytes:
     """``value`` zig-zag encoded: mostly canonical, sometimes over-long or replaced by raw wide bits."""
-    choice = draw(st.integers(0, 9))
+    choice = draw(_CHOICE10)
     if choice == 0:
-        return varint_bytes(zz(value), draw(st.integers(1, 6)))  # 2..11 bytes: past the limits too
+        return varint_bytes(zz(value), draw(_OVERLONG))  # 2..11 bytes: past the limits too
     if choice == 1:
-        return varint_bytes(draw(st.integers(0, 2 ** (70 if wide else 36))))  # bits above 32/64: masked
+        return varint_bytes(draw(_WIDE_BITS[wide]))  # bits above 32/64: masked
     return varint_bytes(zz(value))
 
 
 @st.composite
 def raw_record(draw: st.DrawFn) -> bytes:
-    small = st.integers(-3, 300)
-    ts = draw(st.one_of(small, st.integers(-2 ** 63, 2 ** 63 - 1)))
-    od = draw(st.one_of(st.integers(0, 300), st.integers(-2 ** 31, 2 ** 31 - 1)))
-    body = [bytes([draw(st.integers(0, 255))]), draw(varint_of(ts, wide=True)), draw(varint_of(od))]
+    ts = draw(_TIMESTAMP)
+    od = draw(_OFFSET_DELTA)
+    body = [bytes([draw(_BYTE)]), draw_varint(draw, ts, wide=True), draw_varint(draw, od)]
     for _ in range(2):  # key, value
-        data = draw(st.one_of(st.none(), st.binary(max_size=12), st.binary(min_size=60, max_size=200)))
+        data = draw(_KEY_OR_VALUE)
         n = -1 if data is None else len(data)
-        n += draw(st.sampled_from([0, 0, 0, 0, 0, 0, -1, 1, -2, -5]))
-        body.append(draw(varint_of(n)) + (data or b""))
-    headers = draw(st.lists(st.tuples(st.text(max_size=4), st.one_of(st.none(), st.binary(max_size=6))), max_size=3))
-    parts = [draw(varint_of(len(headers) + draw(st.sampled_from([0, 0, 0, 0, 1, -1, -3]))))]
+        n += draw(_LENGTH_LIE)
+        body.append(draw_varint(draw, n) + (data or b""))
+    headers = draw(_HEADERS)
+    parts = [draw_varint(draw, len(headers) + draw(_COUNT_LIE))]
     for hk, hv in headers:
-        kb = hk.encode("utf-8") if draw(st.integers(0, 5)) else draw(st.binary(max_size=4))  # invalid UTF-8 too
-        parts.append(draw(varint_of(len(kb) + draw(st.sampled_from([0, 0, 0, 0, 1, -1, -2])))) + kb)
+        kb = hk.encode("utf-8") if draw(_UTF8_MOSTLY) else draw(_RAW_HEADER_KEY)  # invalid UTF-8 too
+        parts.append(draw_varint(draw, len(kb) + draw(_HEADER_KEY_LIE)) + kb)
         vn = -1 if hv is None else len(hv)
-        vn += draw(st.sampled_from([0, 0, 0, 0, 1, -2]))
-        parts.append(draw(varint_of(vn)) + (hv or b""))
+        vn += draw(_HEADER_VALUE_LIE)
+        parts.append(draw_varint(draw, vn) + (hv or b""))
     body.append(b"".join(parts))
     b = b"".join(body)
-    length = len(b) + draw(st.sampled_from([0, 0, 0, 0, 0, 0, 1, -1, 3]))
-    return draw(varint_of(length)) + b
+    length = len(b) + draw(_RECORD_LENGTH_LIE)
+    return draw_varint(draw, length) + b
+
+
+_RECORDS = st.lists(raw_record(), max_size=5)
+_FLIPS = st.sampled_from([0, 0, 0, 1, 2])
+_CUT_ONE_IN_5 = st.integers(0, 4)
+_RECORD_COUNT_LIE = st.sampled_from([0, 0, 0, 0, -1, 1])
 
 
 @st.composite
 def records_area(draw: st.DrawFn) -> tuple[bytes, int]:
-    recs = draw(st.lists(raw_record(), max_size=5))
+    recs = draw(_RECORDS)
     data = bytearray(b"".join(recs))
-    for _ in range(draw(st.sampled_from([0, 0, 0, 1, 2]))):
+    for _ in range(draw(_FLIPS)):
         if data:
-            data[draw(st.integers(0, len(data) - 1))] = draw(st.integers(0, 255))
-    if data and draw(st.integers(0, 4)) == 0:
+            data[draw(st.integers(0, len(data) - 1))] = draw(_BYTE)
+    if data and draw(_CUT_ONE_IN_5) == 0:
         data = data[:draw(st.integers(0, len(data)))]
-    return bytes(data), max(0, len(recs) + draw(st.sampled_from([0, 0, 0, 0, -1, 1])))
+    return bytes(data), max(0, len(recs) + draw(_RECORD_COUNT_LIE))
+
+
+_CLEAN_COUNT = st.integers(0, 6)
+_OFFSET_GAP = st.integers(0, 3)
+_TIMESTAMP_DELTA = st.integers(-20000, 20000)
+_CLEAN_KEY = st.one_of(st.none(), st.binary(max_size=30))
+_CLEAN_VALUE = st.one_of(st.none(), st.binary(max_size=300))
+_CLEAN_HEADERS = st.lists(st.tuples(st.text(max_size=5), st.one_of(st.none(), st.binary(max_size=8))), max_size=2)
 
 
 @st.composite
 def clean_area(draw: st.DrawFn) -> tuple[bytes, int]:
     """Records as the encoder writes them: every compiled path must take them (never defer)."""
     recs = []
-    for i in range(draw(st.integers(0, 6))):
-        recs.append(v2.encode_record(i + draw(st.integers(0, 3)), draw(st.integers(-20000, 20000)),
-                                     draw(st.one_of(st.none(), st.binary(max_size=30))),
-                                     draw(st.one_of(st.none(), st.binary(max_size=300))),
-                                     draw(st.lists(st.tuples(st.text(max_size=5),
-                                                             st.one_of(st.none(), st.binary(max_size=8))),
-                                                   max_size=2))))
+    for i in range(draw(_CLEAN_COUNT)):
+        recs.append(v2.encode_record(i + draw(_OFFSET_GAP), draw(_TIMESTAMP_DELTA), draw(_CLEAN_KEY),
+                                     draw(_CLEAN_VALUE), draw(_CLEAN_HEADERS)))
     return b"".join(recs), len(recs)
 
 
@@ -370,33 +398,45 @@ def test_legacy_wrapper_equals_python(magic: int, attributes: int, ts: int, last
 
 # ---------------------------------------------------------------------------------------------- legacy inner messages
 
+_FIRST_OFFSET = st.sampled_from([0, 5, 2 ** 62, 2 ** 63 - 7])
+_INNER_COUNT = st.integers(1, 6)
+_INNER_MAGIC = st.sampled_from([0, 1, 1, 1, 2, 0x7F])
+_INNER_ATTRIBUTES = st.sampled_from([0, 0, 0, 8, 1, 3, 0x7F])
+_INNER_TIMESTAMP = st.sampled_from([0, 1, 2, 3])  # TS + i, -1, -5, int64 max
+_INNER_DATA = st.one_of(st.none(), st.binary(max_size=10))
+_INNER_LENGTH_LIE = st.sampled_from([0, 0, 0, 0, 0, 1, -1, -3, 200])
+_TRAILING = st.sampled_from([b"", b"", b"", b"xx"])
+_INNER_SIZE_LIE = st.sampled_from([0, 0, 0, 0, 0, -1, 2])
+_INNER_FLIPS = st.sampled_from([0, 0, 0, 1])
+
+
 @st.composite
 def inner_messages(draw: st.DrawFn) -> bytes:
     """A wrapper's decompressed inner message set: messages of magic 0/1 mostly, lying key and value lengths,
     compressed inner messages, other magics, sizes too small for a header, flipped bytes."""
     out = bytearray()
-    offset = draw(st.sampled_from([0, 5, 2 ** 62, 2 ** 63 - 7]))
-    for i in range(draw(st.integers(1, 6))):
-        magic = draw(st.sampled_from([0, 1, 1, 1, 2, 0x7F]))
-        attrs = draw(st.sampled_from([0, 0, 0, 8, 1, 3, 0x7F]))
-        ts = draw(st.sampled_from([TS + i, -1, -5, 2 ** 63 - 1]))
+    offset = draw(_FIRST_OFFSET)
+    for i in range(draw(_INNER_COUNT)):
+        magic = draw(_INNER_MAGIC)
+        attrs = draw(_INNER_ATTRIBUTES)
+        ts = (TS + i, -1, -5, 2 ** 63 - 1)[draw(_INNER_TIMESTAMP)]
         body = bytearray([magic if magic < 2 else 1, attrs])
         if magic != 0:
             body += ts.to_bytes(8, "big", signed=True)
         for _ in range(2):
-            data = draw(st.one_of(st.none(), st.binary(max_size=10)))
-            n = (-1 if data is None else len(data)) + draw(st.sampled_from([0, 0, 0, 0, 0, 1, -1, -3, 200]))
+            data = draw(_INNER_DATA)
+            n = (-1 if data is None else len(data)) + draw(_INNER_LENGTH_LIE)
             body += n.to_bytes(4, "big", signed=True) + (data or b"")
-        body += draw(st.sampled_from([b"", b"", b"", b"xx"]))  # bytes after the value: ignored
+        body += draw(_TRAILING)  # bytes after the value: ignored
         if magic >= 2:
             body[0] = magic
         msg = zlib.crc32(bytes(body)).to_bytes(4, "big") + bytes(body)
-        if draw(st.integers(0, 9)) == 0:
+        if draw(_CHOICE10) == 0:
             msg = msg[:draw(st.integers(0, len(msg)))]  # too short for its header
-        size = len(msg) + draw(st.sampled_from([0, 0, 0, 0, 0, -1, 2]))
+        size = len(msg) + draw(_INNER_SIZE_LIE)
         out += (offset + i).to_bytes(8, "big", signed=True) + size.to_bytes(4, "big", signed=True) + msg
-    for _ in range(draw(st.sampled_from([0, 0, 0, 1]))):
-        out[draw(st.integers(0, len(out) - 1))] = draw(st.integers(0, 255))
+    for _ in range(draw(_INNER_FLIPS)):
+        out[draw(st.integers(0, len(out) - 1))] = draw(_BYTE)
     return bytes(out)
 
 
