@@ -149,9 +149,25 @@ def read_json(path: Path, what: str) -> dict[str, Any]:
     return data
 
 
+# The SHA-256 of each file this process wrote with copy_file (and fsynced), by what any later change to it would
+# change: (device, inode, size, mtime, ctime). copy_file sets the copy's mtime to the source's, which lies in the
+# past, so a later write moves mtime to now, and a rename or utime moves ctime. A canary run verifies the copies it
+# has just written; reading them again would read this process's own page cache (for a preallocated 8 GiB index,
+# hashing 8 GiB of zeros a second time), and could only find a change these would show (on a kernel with coarse
+# timestamps, all but a write within the same tick that also put the old mtime back).
+_WRITTEN: dict[tuple[int, int, int, int, int], str] = {}
+
+
+def _key(st: os.stat_result) -> tuple[int, int, int, int, int]:
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
 def hash_file(path: Path) -> tuple[int, str]:
     """(size, SHA-256) of a regular file; its holes (a preallocated index) are hashed without being read."""
     with open_regular(path) as r, open(r.fd, "rb", closefd=False) as f:
+        known = _WRITTEN.get(_key(os.fstat(r.fd)))
+        if known is not None:
+            return r.size, known
         return hash_sparse(f, r.size)
 
 
@@ -182,6 +198,9 @@ def copy_file(src: Path, dst: Path, *, mtime_ns: int | None = None, exclusive: b
         os.fsync(fo.fileno())
     m = st.st_mtime_ns if mtime_ns is None else mtime_ns
     os.utime(dst, ns=(m, m))
+    written = os.stat(dst)
+    if written.st_size == size:
+        _WRITTEN[_key(written)] = digest
     return FileEntry(src.name, size, digest, st.st_mtime_ns)
 
 
