@@ -156,6 +156,7 @@ def read_json(path: Path, what: str) -> dict[str, Any]:
 # hashing 8 GiB of zeros a second time), and could only find a change these would show (on a kernel with coarse
 # timestamps, all but a write within the same tick that also put the old mtime back).
 _WRITTEN: dict[tuple[int, int, int, int, int], str] = {}
+_WRITTEN_MAX = 1 << 16
 
 
 def _key(st: os.stat_result) -> tuple[int, int, int, int, int]:
@@ -200,6 +201,8 @@ def copy_file(src: Path, dst: Path, *, mtime_ns: int | None = None, exclusive: b
     os.utime(dst, ns=(m, m))
     written = os.stat(dst)
     if written.st_size == size:
+        if len(_WRITTEN) >= _WRITTEN_MAX:  # bounded: a run over more files hashes the oldest copies again
+            _WRITTEN.clear()
         _WRITTEN[_key(written)] = digest
     return FileEntry(src.name, size, digest, st.st_mtime_ns)
 
