@@ -62,16 +62,18 @@ def _status(pid: int) -> tuple[int, int]:
 
 
 def run(argv: Sequence[str | os.PathLike[str]], *, env: dict[str, str] | None = None, cwd: Path | None = None,
-        timeout: float = 120) -> Run:
-    """Run ``argv``; stdout goes to a temp file (a record-count bomb prints millions of lines). ``python -m
-    kafkatool ...`` runs forked from a fork server (tests/support/zygote.py) where the environment allows."""
+        timeout: float = 120, keep_stdout: bool = True) -> Run:
+    """Run ``argv``; stdout goes to a temp file (a record-count bomb prints millions of lines), or to /dev/null
+    without ``keep_stdout`` (a bomb's JSON lines are ~800 MB: written, flushed to disk and removed for nothing when
+    only the exit code, stderr and memory are judged). ``python -m kafkatool ...`` runs forked from a fork server
+    (tests/support/zygote.py) where the environment allows."""
     import tempfile
 
     from tests.support import zygote
 
     args = [str(a) for a in argv]
     with tempfile.TemporaryDirectory(prefix="rss-") as d:
-        out_path, err_path = Path(d, "out"), Path(d, "err")
+        out_path, err_path = Path(d, "out") if keep_stdout else Path(os.devnull), Path(d, "err")
         started = time.perf_counter()
         if zygote.usable(args, env):
             child = zygote.spawn(args, env, cwd, out_path, err_path, timeout)
@@ -89,11 +91,13 @@ def run(argv: Sequence[str | os.PathLike[str]], *, env: dict[str, str] | None = 
                         p.wait()
                         rc = None
         seconds = time.perf_counter() - started
-        with open(out_path, "rb") as out:
-            out.seek(0, os.SEEK_END)
-            size = out.tell()
-            out.seek(max(0, size - (64 << 10)))
-            stdout = out.read().decode("utf-8", "replace")
+        stdout = ""
+        if keep_stdout:
+            with open(out_path, "rb") as out:
+                out.seek(0, os.SEEK_END)
+                size = out.tell()
+                out.seek(max(0, size - (64 << 10)))
+                stdout = out.read().decode("utf-8", "replace")
         stderr = err_path.read_bytes().decode("utf-8", "replace")
         return Run(rc, stdout, stderr, peaks[0], peaks[1], seconds)
 
