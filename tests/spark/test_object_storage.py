@@ -5,10 +5,6 @@ Python workers get the credentials and the endpoint from their environment, as o
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -38,40 +34,22 @@ def test_spark_scan_of_a_dir_in_s3_prints_the_local_copys_json(s3_backup: tuple[
     assert '"type":"keyshare"' in local.stdout and local.stdout.count('"type":"segment"') > 50
 
 
-DATAFRAME = """
-import json, os, sys
-from pyspark.sql import SparkSession
-import kafkatool.spark
-from kafkatool.spark.session import build_session, SessionSettings
-from kafkatool.spark.memory import GiB, plan_memory
-
-spark = build_session(SessionSettings(master="local[2]", fast_jvm=True, memory=plan_memory(GiB + GiB // 2, 2,
-                                                                                             local=True)))
-try:
-    kafkatool.spark.register(spark)
-    for path in sys.argv[2:]:
-        df = spark.read.format("kafka-log").option("s3_endpoint", sys.argv[1]).option("topic", "pay*").load(path)
-        rows = df.orderBy("partition", "record_offset").select("partition", "record_offset", "key", "value",
-                                                               "aborted", "crc_valid").collect()
-        print(json.dumps([[r[0], r[1], r[2].hex() if r[2] else None, r[3].hex() if r[3] else None, r[4], r[5]]
-                          for r in rows]))
-finally:
-    spark.stop()
-"""
-
-
-def test_the_kafka_log_dataframe_of_a_dir_in_s3_is_the_local_copys(s3_backup: tuple[S3Server, str], sample_dir: Path,
-                                                                   tmp_path: Path) -> None:
+def test_the_kafka_log_dataframe_of_a_dir_in_s3_is_the_local_copys(spark, s3_backup: tuple[S3Server, str],
+                                                                   sample_dir: Path) -> None:
+    """On the shared session (its Python workers have the S3 credentials in their environment, as a cluster's
+    executors would); one session reads both, as a job that reads a backup beside a live copy would."""
     pytest.importorskip("pyspark.sql.datasource")
-    from tests.support.paths import ROOT
+    import kafkatool.spark
 
+    kafkatool.spark.register(spark)
     s3, url = s3_backup
-    script = tmp_path / "df.py"
-    script.write_text(DATAFRAME)
-    # one session reads both, as a job that reads a backup beside a live copy would
-    r = subprocess.run([sys.executable, str(script), s3.endpoint, url, str(sample_dir)], capture_output=True,
-                       text=True, timeout=400, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert r.returncode == 0, r.stderr[-3000:]
-    remote, local = (json.loads(line) for line in r.stdout.strip().splitlines()[-2:])
+
+    def rows(path: str) -> list[list[object]]:
+        df = spark.read.format("kafka-log").option("s3_endpoint", s3.endpoint).option("topic", "pay*").load(path)
+        got = df.orderBy("partition", "record_offset").select("partition", "record_offset", "key", "value",
+                                                              "aborted", "crc_valid").collect()
+        return [[r[0], r[1], r[2], r[3], r[4], r[5]] for r in got]
+
+    remote, local = rows(url), rows(str(sample_dir))
     assert remote == local and len(local) == 4000 + 129  # payments: 4000 data records and 129 markers
     assert any(row[4] for row in local) and all(row[5] for row in local)
