@@ -41,16 +41,17 @@ def is_temp_name(name: str) -> bool:
     return name.startswith(TEMP_PREFIX)
 
 
-def remove_temp(path: Path) -> None:
+def remove_temp(path: Path) -> bool:
     """Remove what an interrupted run left under a temp name: a staging dir with its contents, or a temp file
-    (``atomic_write``'s, e.g. of a completion marker). Gone already is fine."""
+    (``atomic_write``'s, e.g. of a completion marker). False when it was gone already."""
     try:
         if path.is_dir() and not path.is_symlink():
             shutil.rmtree(path)
         else:
             os.unlink(path)
     except FileNotFoundError:
-        pass
+        return False
+    return True
 
 
 def fsync_dir(path: str | os.PathLike[str]) -> None:
