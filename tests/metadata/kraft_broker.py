@@ -121,8 +121,6 @@ def dump_log_segments_class(version: str) -> str:
     return "kafka.tools.DumpLogSegments" if version.startswith("3.") else "org.apache.kafka.tools.DumpLogSegments"
 
 
-
-
 class KraftNode:
     """One combined-mode KRaft node (node.id 1) with its data in ``root``."""
 

@@ -19,16 +19,6 @@ from tests.spark.test_run import Recorder
 pytest.importorskip("moto")
 
 
-@pytest.fixture
-def s3(s3_backup):
-    return s3_backup[0]
-
-
-@pytest.fixture
-def uploaded(s3_backup) -> str:
-    return s3_backup[1]
-
-
 def _figures(rec: Recorder, root: str) -> list[dict[str, Any]]:
     out = []
     for line in rec.lines():
@@ -36,8 +26,8 @@ def _figures(rec: Recorder, root: str) -> list[dict[str, Any]]:
     return out
 
 
-def test_a_dir_in_s3_scans_as_its_local_copy_with_ranged_reads(s3, uploaded: str, sample_dir: Path) -> None:
-    url = uploaded
+def test_a_dir_in_s3_scans_as_its_local_copy_with_ranged_reads(s3_backup, sample_dir: Path) -> None:
+    s3, url = s3_backup  # the server, the sample dir's URL in it (tests/conftest.py)
     opts: dict[str, Any] = {"engine": "local-processes", "jobs": 2, "split_size": 16384, "key_sharing": 3,
                             "stats": True}
     local, remote = Recorder(), Recorder()
@@ -55,9 +45,9 @@ def test_a_dir_in_s3_scans_as_its_local_copy_with_ranged_reads(s3, uploaded: str
         assert sum(r.bytes_scanned for r in s.used) >= s.stats.bytes
 
 
-def test_the_index_check_and_export_of_a_dir_in_s3_are_the_local_copys(s3, uploaded: str, sample_dir: Path,
+def test_the_index_check_and_export_of_a_dir_in_s3_are_the_local_copys(s3_backup, sample_dir: Path,
                                                                       tmp_path: Path) -> None:
-    url = uploaded
+    s3, url = s3_backup
     opts: dict[str, Any] = {"engine": "local-processes", "jobs": 2, "verify_index": True, "topic": ["pay*"]}
     local, remote = Recorder(), Recorder()
     want = spark_scan(ScanRequest([str(sample_dir)], export_records=str(tmp_path / "local"), **opts), local)
@@ -73,9 +63,10 @@ def test_the_index_check_and_export_of_a_dir_in_s3_are_the_local_copys(s3, uploa
     assert t["remote"].equals(t["local"])
 
 
-def test_an_s3_url_without_the_endpoint_or_bucket_is_one_line(s3, sample_dir: Path) -> None:
+def test_an_s3_url_without_the_endpoint_or_bucket_is_one_line(s3_backup, sample_dir: Path) -> None:
     from kafkatool.errors import KafkaToolError
 
+    s3, _ = s3_backup
     os.environ[S3_ENDPOINT_ENV] = s3.endpoint
     try:
         with pytest.raises(KafkaToolError) as e:

@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from kafkatool.canary.sandbox import free_port
+
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "kafkatool-test", "AWS_SECRET_ACCESS_KEY": "kafkatool-test",
                "AWS_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true"}
 
@@ -38,16 +40,10 @@ class S3Server:
         return f"s3://{self.bucket}/{prefix}"
 
 
-def _free_port() -> int:
-    from kafkatool.canary.sandbox import free_port
-
-    return free_port()  # below the ephemeral range: no outgoing connection takes it before the server binds it
-
-
 @contextmanager
 def s3_server(bucket: str = "kafka-backups") -> Iterator[S3Server]:
     """Start moto's S3 server, create ``bucket``, set the credentials in ``os.environ``; stop it all after."""
-    port = _free_port()
+    port = free_port()  # below the ephemeral range: no outgoing connection takes it before the server binds it
     proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     saved = {k: os.environ.get(k) for k in CREDENTIALS}
