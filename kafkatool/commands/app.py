@@ -16,6 +16,7 @@ from typing import Annotated, Any
 import typer
 
 import kafkatool
+from kafkatool.commands import interrupts
 from kafkatool.commands.examples import ROOT as ROOT_EXAMPLES
 from kafkatool.commands.help import Group
 from kafkatool.commands.options import memory_opt, set_root_memory
@@ -159,7 +160,13 @@ def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     show_traceback = "--traceback" in args or bool(os.environ.get("KAFKATOOL_TRACEBACK"))
     who = prog(args)
-    rc: int
+    with interrupts.catching() as redelivery:
+        rc = _run(args, who, show_traceback, redelivery)
+        redelivery.settle_quietly()  # a lost Ctrl-C still on its way after a failure: the failure's code stands
+    _exit(rc)
+
+
+def _run(args: list[str], who: str, show_traceback: bool, redelivery: interrupts.Redelivery) -> int:
     try:
         command = _root_command()
         # make_context + invoke rather than command.main(): click's main() turns EPIPE into exit 1, and a
@@ -167,6 +174,7 @@ def main(argv: list[str] | None = None) -> None:
         with command.make_context(PROG, args) as ctx:
             result = command.invoke(ctx)
         rc = result if isinstance(result, int) else ExitCode.OK
+        redelivery.settle()  # a Ctrl-C lost as the command finished is raised here, not on the way out
     except BrokenPipeError:
         rc = ExitCode.OK  # the reader went away (``| head``): not an error
     except KafkaToolError as e:
@@ -179,6 +187,7 @@ def main(argv: list[str] | None = None) -> None:
             _err(f"{who}: error: {e}")
         rc = e.exit_code
     except KeyboardInterrupt:
+        interrupts.forget_caught()
         _err(f"{who}: interrupted")
         rc = ExitCode.INTERRUPTED
     except OSError as e:
@@ -195,7 +204,7 @@ def main(argv: list[str] | None = None) -> None:
             _traceback(show_traceback)
             _err(f"{who}: error: internal error: {type(e).__name__}: {e} (rerun with --traceback and report it)")
             rc = ExitCode.SOFTWARE
-    _exit(rc)
+    return rc
 
 
 def _click_exit(e: Exception, who: str) -> int:

@@ -682,6 +682,43 @@ def test_sigint_in_canary_verify_apply_and_rollback(op, canary_big):
         assert states == {"canv1-0": "canary" if op == "apply" else "original"}, states
 
 
+# A command whose Ctrl-C lands where CPython treats it specially, run the way tests and entry points run the
+# tool (``python -m``): inside a string exec (dataclass and namedtuple creation, e.g. in a lazy import), which
+# CPython marks as unhandled even when caught and then ends the process by SIGINT after ``sys.exit(130)``; and
+# inside a weakref callback, where Python cannot raise and would print "Exception ignored" and run on.
+_PROBE = """
+import time
+import weakref
+import click
+from kafkatool.commands import app
+
+def string_exec():
+    exec("raise KeyboardInterrupt", {})
+
+def weakref_callback():
+    class Thing:
+        pass
+    thing = Thing()
+    ref = weakref.ref(thing, lambda r: (_ for _ in ()).throw(KeyboardInterrupt))
+    del thing
+    for _ in range(1000):  # 10 s of work: the interrupt must end it
+        time.sleep(0.01)
+    print("ran on", ref)
+
+app._root.append(click.Command("probe", callback=WHERE))
+app.main([])
+"""
+
+
+@pytest.mark.parametrize("where", ["string_exec", "weakref_callback"])
+def test_sigint_where_python_cannot_raise_still_exits_130(where, tmp_path):
+    (tmp_path / "kafkatool_probe.py").write_text(_PROBE.replace("WHERE", where))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(ROOT)]), NO_COLOR="1")
+    r = subprocess.run([sys.executable, "-m", "kafkatool_probe"], capture_output=True, text=True, env=env,
+                       timeout=60, preexec_fn=interruptible)
+    assert (r.returncode, r.stderr, r.stdout) == (130, "kafkatool: interrupted\n", "")
+
+
 def _interrupt(args: list[str | os.PathLike[str]], started: Callable[[int], bool]) -> None:
     """Start the CLI, wait until ``started(pid)`` says it is inside its work, SIGINT it: 130, no traceback."""
     env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1")

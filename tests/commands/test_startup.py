@@ -26,6 +26,7 @@ STARTUP_MODULES = {
     "kafkatool.commands.examples",  # the root's Examples (its --help epilog): text only
     "kafkatool.util.jsonl", "kafkatool.util.units",
     "kafkatool.util.printable",  # names shown escaped in every error line (errors.py): a few lines of str methods
+    "kafkatool.commands.interrupts",  # the error boundary's Ctrl-C where CPython loses or twists it: stdlib only
 }
 STARTUP_LIBRARIES = {"typer", "shellingham", "annotated_doc"}  # typer's own dependencies (no pydantic: < 0.29)
 
@@ -94,7 +95,7 @@ def test_a_command_loads_only_its_own_module():
     commands = {m for m in kt if m.startswith("kafkatool.commands.") and m.count(".") == 2}
     assert commands == {"kafkatool.commands.app", "kafkatool.commands.help", "kafkatool.commands.options",
                         "kafkatool.commands.registry", "kafkatool.commands.sample", "kafkatool.commands.examples",
-                        "kafkatool.commands.render"}, commands
+                        "kafkatool.commands.render", "kafkatool.commands.interrupts"}, commands
 
 
 def test_typer_is_pinned_below_the_release_that_imports_pydantic():
