@@ -89,6 +89,13 @@ def xdist_scope(nodeid: str) -> str:
 
 if importlib.util.find_spec("xdist") is not None:  # the hook exists only with the plugin
 
+    def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+        """``-n auto``: one worker more than the cores. A quarter of the suite's wall with two workers is spent
+        waiting (brokers' and Spark's JVMs starting, a broker's cleaner and retention timers, consumers' polls) with
+        a core idle; a third worker on two cores fills it (fresh runs: 287 s -> 262 s of pytest at the same CPU; a
+        fourth added CPU and lost it again, 273 s). See benchmarks/results/suite-time.md."""
+        return len(os.sched_getaffinity(0)) + 1
+
     def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
         from xdist.scheduler import LoadScopeScheduling
 
