@@ -45,7 +45,7 @@ from kafkatool.sample.spec import IntRange, SampleSpec, TopicSpec
 from kafkatool.util.units import parse_size
 from tests.metadata.fixtures import MetadataDirBuilder, partition, topic
 from tests.support.canary_dirs import small_dir
-from tests.support.cli import interruptible, run_cli, run_on_pty
+from tests.support.cli import interruptible, interruptible_niced, run_cli, run_on_pty
 from tests.support.paths import ROOT
 
 MiB = 1 << 20
@@ -723,7 +723,7 @@ def _interrupt(args: list[str | os.PathLike[str]], started: Callable[[int], bool
     """Start the CLI, wait until ``started(pid)`` says it is inside its work, SIGINT it: 130, no traceback."""
     env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1")
     p = subprocess.Popen([sys.executable, "-m", "kafkatool", *map(str, args)], stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE, text=True, env=env, preexec_fn=interruptible)
+                         stderr=subprocess.PIPE, text=True, env=env, preexec_fn=interruptible_niced)
     deadline = time.monotonic() + 120
     while not started(p.pid):  # inside its work (input mapped, pool forked, output begun), not still importing
         assert p.poll() is None, f"finished before it could be interrupted: {p.returncode}"
