@@ -1,7 +1,8 @@
 // A Kafka Admin client for tests/metadata: applies changes to a running KRaft broker and describes what it
 // reports, as JSON on stdout (one document). Run with the broker's own classpath:
 //   java -cp <kafka jars> KraftAdmin.java <bootstrap> <command>...
-// Commands (applied in order, each waited for):
+// Commands (applied in order, each waited for until the broker serves its effect: in a combined node the
+// controller acknowledges a change once committed, and the broker's metadata cache applies it a moment later):
 //   create:<topic>:<partitions>          delete:<topic>            partitions:<topic>:<total>
 //   topic-config:<topic>:<key>=<value>   broker-config:<id>:<key>=<value>
 //   quota:user:<name>:<key>=<value>      acl:<type>/<name>:<topic>:<operation>   describe
@@ -27,18 +28,22 @@ public class KraftAdmin {
         ObjectMapper mapper = new ObjectMapper();
         try (Admin admin = Admin.create(p)) {
             for (int i = 1; i < args.length; i++) {
-                String[] a = args[i].split(":", -1);
+                String command = args[i];
+                String[] a = command.split(":", -1);
                 switch (a[0]) {
                     case "create":
                         admin.createTopics(List.of(new NewTopic(a[1], Integer.parseInt(a[2]), (short) 1)))
                             .all().get(T, TimeUnit.SECONDS);
+                        until(command, () -> partitions(admin, a[1]) == Integer.parseInt(a[2]));
                         break;
                     case "delete":
                         admin.deleteTopics(List.of(a[1])).all().get(T, TimeUnit.SECONDS);
+                        until(command, () -> !admin.listTopics().names().get(T, TimeUnit.SECONDS).contains(a[1]));
                         break;
                     case "partitions":
                         admin.createPartitions(Map.of(a[1], NewPartitions.increaseTo(Integer.parseInt(a[2]))))
                             .all().get(T, TimeUnit.SECONDS);
+                        until(command, () -> partitions(admin, a[1]) == Integer.parseInt(a[2]));
                         break;
                     case "topic-config":
                     case "broker-config": {
@@ -49,6 +54,14 @@ public class KraftAdmin {
                             ? new AlterConfigOp(new ConfigEntry(kv[0], null), AlterConfigOp.OpType.DELETE)
                             : new AlterConfigOp(new ConfigEntry(kv[0], kv[1]), AlterConfigOp.OpType.SET);
                         admin.incrementalAlterConfigs(Map.of(r, List.of(op))).all().get(T, TimeUnit.SECONDS);
+                        until(command, () -> {
+                            ConfigEntry ce = admin.describeConfigs(List.of(r)).all().get(T, TimeUnit.SECONDS).get(r)
+                                .get(kv[0]);
+                            boolean dynamic = ce != null && (ce.source() == ConfigEntry.ConfigSource.DYNAMIC_TOPIC_CONFIG
+                                || ce.source() == ConfigEntry.ConfigSource.DYNAMIC_BROKER_CONFIG
+                                || ce.source() == ConfigEntry.ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG);
+                            return kv[1].isEmpty() ? !dynamic : dynamic && kv[1].equals(ce.value());
+                        });
                         break;
                     }
                     case "quota": {
@@ -57,6 +70,12 @@ public class KraftAdmin {
                         admin.alterClientQuotas(List.of(new ClientQuotaAlteration(e, List.of(
                             new ClientQuotaAlteration.Op(kv[0], kv[1].isEmpty() ? null : Double.parseDouble(kv[1]))))))
                             .all().get(T, TimeUnit.SECONDS);
+                        until(command, () -> {
+                            Map<String, Double> v = admin.describeClientQuotas(ClientQuotaFilter.all()).entities()
+                                .get(T, TimeUnit.SECONDS).getOrDefault(e, Map.of());
+                            return kv[1].isEmpty() ? !v.containsKey(kv[0])
+                                                   : Double.valueOf(Double.parseDouble(kv[1])).equals(v.get(kv[0]));
+                        });
                         break;
                     }
                     case "acl": {
@@ -65,16 +84,36 @@ public class KraftAdmin {
                             new AccessControlEntry(a[1].replace("/", ":"), "*", AclOperation.fromString(a[3]),
                                 AclPermissionType.ALLOW));
                         admin.createAcls(List.of(b)).all().get(T, TimeUnit.SECONDS);
+                        until(command, () -> admin.describeAcls(AclBindingFilter.ANY).values().get(T, TimeUnit.SECONDS)
+                            .contains(b));
                         break;
                     }
                     case "describe":
                         System.out.println(mapper.writeValueAsString(describe(admin, mapper)));
                         break;
                     default:
-                        throw new IllegalArgumentException("unknown command " + args[i]);
+                        throw new IllegalArgumentException("unknown command " + command);
                 }
             }
         }
+    }
+
+    interface Check { boolean holds() throws Exception; }
+
+    // Poll every 20 ms, for at most T seconds, until the broker serves the change just made.
+    static void until(String command, Check check) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(T);
+        while (!check.holds()) {
+            if (System.nanoTime() > deadline)
+                throw new IllegalStateException(command + ": the broker did not serve it within " + T + " s");
+            Thread.sleep(20);
+        }
+    }
+
+    static int partitions(Admin admin, String topic) throws Exception {
+        if (!admin.listTopics().names().get(T, TimeUnit.SECONDS).contains(topic)) return -1;
+        return admin.describeTopics(List.of(topic)).allTopicNames().get(T, TimeUnit.SECONDS).get(topic)
+            .partitions().size();
     }
 
     static ObjectNode describe(Admin admin, ObjectMapper mapper) throws Exception {
