@@ -51,6 +51,9 @@ class ScanOptions:
     # The worker's share of the run's memory budget: Spark's Python workers activate it (a forked pool
     # inherits the parent's active one), so mapped-page windows and default limits follow the memory budget.
     budget: MemoryBudget | None = None
+    # An S3-compatible endpoint for s3:// inputs, carried to the executors with every task: a session that was
+    # already running (a notebook's) has its executors' environment fixed, so setting it there is not enough.
+    s3_endpoint: str | None = None
 
 
 DEFAULT_OPTIONS = ScanOptions()

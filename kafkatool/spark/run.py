@@ -205,7 +205,7 @@ def spark_scan(request: ScanRequest, listener: ScanListener | None = None) -> Sc
         mem = plan_memory(total if total is not None else default_budget(cores), cores, local=local)
         opts = ScanOptions(decompress_limit=mem.decompress_limit, chunk_bytes=mem.chunk_bytes,
                            max_batch_bytes=mem.max_batch_bytes, max_message_bytes=req.max_message_bytes,
-                           budget=mem.python)
+                           budget=mem.python, s3_endpoint=req.s3_endpoint)
     else:
         pool = plan_processes(total, cores)
         opts = ScanOptions(decompress_limit=pool.worker.decompress_limit, chunk_bytes=pool.worker.chunk_bytes,

@@ -53,3 +53,25 @@ def test_the_kafka_log_dataframe_of_a_dir_in_s3_is_the_local_copys(spark, s3_bac
     remote, local = rows(url), rows(str(sample_dir))
     assert remote == local and len(local) == 4000 + 129  # payments: 4000 data records and 129 markers
     assert any(row[4] for row in local) and all(row[5] for row in local)
+
+
+def test_a_library_scan_of_s3_on_a_session_already_running_reaches_its_executors(
+        spark, s3_backup: tuple[S3Server, str], sample_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``spark_scan`` joining a session that was started without the endpoint (a notebook's): its Python workers'
+    environment was fixed when they started, so the endpoint rides with each task (ScanOptions)."""
+    from kafkatool.scan.source import S3_ENDPOINT_ENV
+    from kafkatool.spark.run import ScanRequest, spark_scan
+    from tests.spark.test_run import Recorder
+
+    monkeypatch.delenv(S3_ENDPOINT_ENV, raising=False)  # the run sets it in this process; restored afterwards
+    monkeypatch.setenv("KAFKATOOL_SPARK_FAST_JVM", "1")
+    s3, url = s3_backup
+    common: dict[str, object] = {"split_size": 64 << 10, "task_size": 1 << 20}
+    remote, local = Recorder(), Recorder()
+    got = spark_scan(ScanRequest([url], s3_endpoint=s3.endpoint, master="local[2]", memory="1536MiB", **common),
+                     remote)  # type: ignore[arg-type]
+    want = spark_scan(ScanRequest([str(sample_dir)], engine="local-processes", jobs=1, **common),
+                      local)  # type: ignore[arg-type]
+    assert got.report is not None and want.report is not None
+    assert remote.buf.getvalue().replace(url, "ROOT") == local.buf.getvalue().replace(str(sample_dir), "ROOT")
+    assert local.buf.getvalue().count('"type":"segment"') > 50
