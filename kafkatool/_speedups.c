@@ -2784,7 +2784,7 @@ static int consumer_inner(const uint8_t *d, int64_t n, int wrapper_magic, int64_
     return 0;
 }
 
-/* consumer_walk(buf, limit, max_seen, next_fetch_offset, codecs, decompress_limit)
+/* consumer_walk(buf, limit, max_seen, next_fetch_offset, codecs, decompress_limit[, known, base])
  * -> ConsumerWalk(position, batches, records_sent, records_returned, records_below_fetch_offset, duplicate_offsets,
  *                 first_returned_offset, last_returned_offset, max_seen, next_fetch_offset) | None
  *
@@ -2796,18 +2796,25 @@ static int consumer_inner(const uint8_t *d, int64_t n, int wrapper_magic, int64_
  * and raises or stops as it does. A wrapper's value is inflated by decompress_area (a single snappy chunk or lz4
  * block through the block functions, anything else through ``codecs.decompress``): ``codecs`` is the tuple
  * (decompress for magic 0, for magic 1, snappy_block_len, snappy_unblock, lz4_unblock), ``decompress_limit`` the
- * memory budget's. */
+ * memory budget's. ``known`` (a dict, or None): partition position -> the inner message set (bytes) the
+ * conversion compressed into the wrapper that starts there, used instead of inflating it; ``base``: the partition
+ * position of buf[0]. */
 static PyObject *sp_consumer_walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     Py_buffer view;
-    int64_t limit, p = 0, batches = 0, inflate_limit;
+    int64_t limit, p = 0, batches = 0, inflate_limit, base = 0;
     ConsumerState s = {0};
-    PyObject *first, *last, *max_seen, *fns[2][N_FNS] = {{NULL}};
+    PyObject *first, *last, *max_seen, *fns[2][N_FNS] = {{NULL}}, *known = NULL;
     const uint8_t *buf;
     (void)self;
-    if (nargs != 6) {
-        PyErr_SetString(PyExc_TypeError, "consumer_walk takes 6 arguments");
+    if (nargs != 6 && nargs != 8) {
+        PyErr_SetString(PyExc_TypeError, "consumer_walk takes 6 or 8 arguments");
         return NULL;
+    }
+    if (nargs == 8 && args[6] != Py_None) {
+        if (!PyDict_Check(args[6]) || arg_i64(args[7], &base))
+            Py_RETURN_NONE;
+        known = args[6];
     }
     if (arg_i64(args[1], &limit) || arg_i64(args[3], &s.next_fetch) || arg_i64(args[5], &inflate_limit)
         || !PyTuple_Check(args[4]) || PyTuple_GET_SIZE(args[4]) != 5)
@@ -2849,7 +2856,25 @@ static PyObject *sp_consumer_walk(PyObject *self, PyObject *const *args, Py_ssiz
             int fat = 0, rc;
             if (codec > 3 || vlen < 0)
                 break; /* zstd and unknown codecs, a null value: the Python path raises */
-            data = decompress_area(codec, m + vpos, vlen, inflate_limit, fns[magic], &dv, &fat);
+            data = NULL;
+            if (known != NULL) { /* the inner message set the conversion compressed into this wrapper */
+                PyObject *key = PyLong_FromLongLong(base + p), *inner;
+                if (key == NULL)
+                    goto fatal;
+                inner = PyDict_GetItemWithError(known, key);
+                Py_DECREF(key);
+                if (inner == NULL && PyErr_Occurred())
+                    goto fatal;
+                if (inner != NULL && PyBytes_Check(inner)) {
+                    data = Py_NewRef(inner);
+                    if (PyObject_GetBuffer(data, &dv, PyBUF_SIMPLE) < 0) {
+                        Py_DECREF(data);
+                        goto fatal;
+                    }
+                }
+            }
+            if (data == NULL)
+                data = decompress_area(codec, m + vpos, vlen, inflate_limit, fns[magic], &dv, &fat);
             if (data == NULL) {
                 if (fat)
                     goto fatal;
@@ -2950,7 +2975,8 @@ static PyMethodDef methods[] = {
      "wrapper_header, limit, codecs, estimates[, max_records[, floor]]): convert.DownConverter's common batches."},
     {"crc32", sp_crc32, METH_VARARGS, "crc32(data, value=0): zlib's CRC-32."},
     {"consumer_walk", (PyCFunction)(void (*)(void))sp_consumer_walk, METH_FASTCALL,
-     "consumer_walk(buf, limit, max_seen, next_fetch_offset, codecs, decompress_limit): fetch.consumer_view's "
+     "consumer_walk(buf, limit, max_seen, next_fetch_offset, codecs, decompress_limit[, known, base]): "
+     "fetch.consumer_view's "
      "legacy entries."},
     {NULL, NULL, 0, NULL},
 };

@@ -77,8 +77,16 @@ class ConsumerView:
         self._stopped = False
         self._tail_head = bytearray()  # first bytes of the tail, to name it
         self._max_seen: int | None = None
+        self._known: dict[int, bytes] = {}  # partition position of a wrapper -> its inner message set (feed)
 
-    def feed(self, data: bytes) -> None:
+    def feed(self, data: bytes, inners: list[tuple[int, bytes]] | None = None) -> None:
+        """The next ``data`` of the partition's bytes. ``inners``: (position in ``data``, inner message set) of
+        the compressed wrappers in it, as the conversion that wrote them compressed them; the compiled walk reads
+        those instead of decompressing the wrapper again (every other check as before: the wrapper's size,
+        magic and CRC-32, its inner messages' framing, keys, values and offsets). The Python loop, the
+        reference, always decompresses."""
+        if inners:
+            self._known.update((self._fed + at, inner) for at, inner in inners)
         self._fed += len(data)
         if self._stopped:
             if len(self._tail_head) < LOG_OVERHEAD:
@@ -163,6 +171,7 @@ class ConsumerView:
 
     def _stop(self) -> None:
         self._stopped = True
+        self._known = {}
         self._tail_head = bytearray(self._buf[:LOG_OVERHEAD])
         self._buf = bytearray()
 
@@ -216,12 +225,17 @@ class ConsumerView:
         take (a v2 batch, a short or damaged entry) to the loop, which handles it as it always does."""
         assert _C is not None
         buf = self._buf
+        known = self._known
         w = _C.consumer_walk(buf, min(len(buf), self.total - self._consumed), self._max_seen,
-                             self.result.next_fetch_offset, WALK_CODECS, decompress_limit())
+                             self.result.next_fetch_offset, WALK_CODECS, decompress_limit(), known or None,
+                             self._consumed)
         if w is None or w.position == 0:
             return
         del buf[:w.position]
         self._consumed += w.position
+        if known:
+            consumed = self._consumed
+            self._known = {at: inner for at, inner in known.items() if at >= consumed}
         r = self.result
         r.complete_batches += w.batches
         r.complete_bytes = self._consumed

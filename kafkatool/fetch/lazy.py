@@ -56,6 +56,8 @@ class Piece:
     full_size: int  # size of the chunk or overflow buffer before the cut at the committed size
     records_converted: int = 0
     source_batches: int = 0
+    # (position in ``data``, inner message set) of the wrappers the conversion built (``keep_inners``)
+    inners: list[tuple[int, bytes]] | None = None
 
 
 @dataclass(slots=True)
@@ -120,6 +122,9 @@ class LazyDownConversionRecords:
                  trace_memory: bool = False) -> None:
         self.trace_memory = trace_memory
         self.traced_peak: int | None = None
+        # Pieces carry the inner message sets of the wrappers built (the consumer's view reads them instead of
+        # decompressing the wrappers again); set by the send's caller.
+        self.keep_inners = False
         self.records = records
         self.start = start
         # FileRecords.slice: the size is cut at the end of the file.
@@ -150,7 +155,8 @@ class LazyDownConversionRecords:
         """``down_convert`` of one chunk; with ``trace_memory`` its peak heap is measured with tracemalloc
         (started for the call and stopped after it, or, when something else is tracing, its peak reset)."""
         if not self.trace_memory:
-            return down_convert(batches, self.to_magic, self.first_offset, limit=self.limit)
+            return down_convert(batches, self.to_magic, self.first_offset, limit=self.limit,
+                                keep_inners=self.keep_inners)
         outer = tracemalloc.is_tracing()
         if outer:
             base = tracemalloc.get_traced_memory()[0]
@@ -221,7 +227,7 @@ class LazyDownConversionRecords:
                 size = len(converted.data)
                 n = min(size, remaining)
                 piece = Piece("chunk", converted.data[:n] if n < size else converted.data, size,
-                              converted.records_converted, converted.batches_in)
+                              converted.records_converted, converted.batches_in, converted.inners)
                 stats.chunks += 1
                 stats.converted_bytes += size
                 stats.converted_bytes_sent += n

@@ -454,12 +454,15 @@ def send_partition(plan: PartitionFetch, options: FetchOptions, write: Callable[
         view = ConsumerView(max(0, plan.committed_size), plan.request.fetch_offset, options.fetch_version, cb)
     try:
         if plan.lazy is not None and plan.committed_size > 0:
+            # the view takes the wrappers' inner message sets from the conversion that compressed them; with a
+            # record callback it parses every record in Python, decompressing (and needs none of them)
+            plan.lazy.keep_inners = view is not None and on_record is None
             try:
                 for piece in plan.lazy.send():
                     if write is not None:
                         write(piece.data)
                     if view is not None:
-                        view.feed(piece.data)
+                        view.feed(piece.data, piece.inners)
             except KafkaToolError as e:
                 # Anything else the conversion throws fails the send too: the broker closes the connection.
                 where = plan.read.segment.log if plan.read.segment else None

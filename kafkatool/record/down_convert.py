@@ -73,6 +73,9 @@ class DownConverted:
     records_filtered: int = 0  # uncompressed records below first_offset
     headers_dropped: int = 0  # records that carried headers the target format cannot hold
     producer_fields_dropped: int = 0  # batches whose producer id/epoch/sequence were discarded
+    # With ``keep_inners``: (position in ``data``, inner message set) of each compressed wrapper the conversion
+    # built, the bytes it compressed: what a consumer's decompression of that wrapper gives (fetch-sim's view).
+    inners: list[tuple[int, bytes]] | None = None
 
 
 @dataclass(slots=True)
@@ -87,6 +90,7 @@ class ConvertedBatch:
     copied: bool  # written verbatim (magic already <= the target)
     uncompressed_bytes: int  # records before compression (the compression ratio's denominator); 0 if copied
     magic: int  # magic of the output (the target, or the batch's own when it was at or below the target)
+    inner: bytes | None = None  # a wrapper built here: the inner message set it compressed
 
 
 class ZstdDownConversionError(UnsupportedCodecError):
@@ -113,7 +117,8 @@ def iter_chunks(batches: Iterable[RecordBatch],
 
 
 def down_convert(batches: Iterable[RecordBatch], to_magic: int, first_offset: int, *,
-                 limit: int | None = None, codec_override: Codec | None = None) -> DownConverted:
+                 limit: int | None = None, codec_override: Codec | None = None,
+                 keep_inners: bool = False) -> DownConverted:
     """Convert ``batches`` to ``to_magic`` exactly as ``RecordsUtil.downConvert`` does.
 
     ``codec_override`` replaces the batch codec for rebuilt batches (kafkatool's ``zstd_to`` and
@@ -122,12 +127,18 @@ def down_convert(batches: Iterable[RecordBatch], to_magic: int, first_offset: in
     """
     out = DownConverted(b"")
     parts: list[bytes] = []
+    inners: list[tuple[int, bytes]] | None = [] if keep_inners else None
+    at = 0
     for batch in batches:
         converted = down_convert_batch(batch, to_magic, first_offset, out, limit=limit,
                                        codec_override=codec_override)
         if converted is not None:
             parts.append(converted.data)
+            if inners is not None and converted.inner is not None:
+                inners.append((at, converted.inner))
+            at += len(converted.data)
     out.data = b"".join(parts)
+    out.inners = inners
     return out
 
 
@@ -266,7 +277,8 @@ def _reframe_v2(batch: DefaultRecordBatch, to_magic: int, first_offset: int, out
     out.records_converted += records
     out.temporary_memory_bytes += (h.length + LOG_OVERHEAD + inner_bytes
                                    + (WRAPPER_HEADER[to_magic] if codec_id else 0))
-    return ConvertedBatch(data, first, last, records, _CODECS[codec_id], False, inner_bytes, to_magic)
+    return ConvertedBatch(data, first, last, records, _CODECS[codec_id], False, inner_bytes, to_magic,
+                          inner if r is not None and codec_id and records else None)
 
 
 def _streamed_records(batch: RecordBatch, source: RecordSource, to_magic: int, codec: Codec, ts_type: TimestampType,

@@ -261,3 +261,62 @@ def test_the_walk_defers_and_never_raises_on_odd_arguments() -> None:
         w = SP.consumer_walk(big, len(big), None, 0, fns, 10)
         assert w is not None and w.batches == 0
         assert SP.consumer_walk(big, len(big), None, 0, fns, lim).batches == 6
+
+
+def _converted(magic: int, codec: Codec, fetch_offset: int) -> tuple[bytes, list[tuple[int, bytes]]]:
+    """v2 batches of ``codec`` (and uncompressed ones between them) down-converted as the send does, with the inner
+    message set of every wrapper the conversion built."""
+    from kafkatool.record.default_records import DefaultRecordBatch
+    from kafkatool.record.down_convert import down_convert
+
+    raw = b"".join(v2(first, 5, codec=c, value=30 + first % 7) for first, c in
+                   ((0, codec), (5, codec), (10, Codec.NONE), (15, codec), (20, codec)))
+    batches, p = [], 0
+    while p < len(raw):
+        b = DefaultRecordBatch.at(raw, p, p)
+        batches.append(b)
+        p += b.size
+    out = down_convert(batches, magic, fetch_offset, keep_inners=True)
+    assert out.inners is not None
+    return out.data, out.inners
+
+
+@pytest.mark.parametrize("magic", [0, 1])
+@pytest.mark.parametrize("codec", [Codec.GZIP, Codec.SNAPPY, Codec.LZ4], ids=lambda c: c.name.lower())
+@pytest.mark.parametrize("how", ["whole", "uneven"])
+def test_wrappers_the_conversion_built_are_read_from_what_it_compressed(magic: int, codec: Codec, how: str,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """fetch-sim's view takes a converted wrapper's records from the inner message set the conversion compressed
+    (no second decompression) and reaches exactly the result of decompressing it, in C and in the Python
+    reference."""
+    rng = random.Random(f"inners-{magic}-{codec}-{how}")
+    calls: list[int] = []
+
+    def counted(fn: Any) -> Any:
+        return lambda *a: calls.append(1) or fn(*a)
+
+    monkeypatch.setattr(consumer_view, "WALK_CODECS", tuple(map(counted, consumer_view.WALK_CODECS)))
+    for fetch_offset in (0, 7, 16):
+        data, inners = _converted(magic, codec, fetch_offset)
+        assert len(inners) == 4  # one wrapper per compressed source batch
+        cut = data + data[:len(data) // 2]  # and a cut wrapper at the end, as the send's tail
+        inners_cut = inners + [(len(data) + at, inner) for at, inner in inners if at < len(data) // 2]
+        for payload, total, known in ((data, len(data), inners), (cut, len(cut), inners_cut)):
+            pieces = pieces_of(len(payload), how, rng)
+            with compiled(False):
+                expected = view(payload, fetch_offset, pieces, total=total)
+            calls.clear()
+            with compiled(True):
+                v = ConsumerView(total, fetch_offset, 3)
+                p = 0
+                for n in pieces:
+                    # the positions of the wrappers that start in this piece, relative to it
+                    v.feed(payload[p:p + n], [(at - p, inner) for at, inner in known if p <= at < p + n])
+                    p += n
+                got = dataclasses.asdict(v.finish())
+            assert got == expected
+            assert calls == [], "a converted wrapper was decompressed again"
+            if payload is data and fetch_offset == 0:  # four wrappers, the uncompressed batch's five messages
+                assert (got["records_sent"], got["complete_batches"], got["tail"]) == (25, 9, "none")
+            elif payload is cut:
+                assert got["duplicate_offsets"] > 0
