@@ -128,14 +128,18 @@ def down_convert(batches: Iterable[RecordBatch], to_magic: int, first_offset: in
     out = DownConverted(b"")
     parts: list[bytes] = []
     inners: list[tuple[int, bytes]] | None = [] if keep_inners else None
+    # Kept inner message sets stay within one decompression's worth of the budget (a chunk of many highly
+    # compressible batches keeps the first of them; the view decompresses the others one at a time, as before).
+    room = (limit if limit is not None else _budget.decompress_limit()) if keep_inners else 0
     at = 0
     for batch in batches:
         converted = down_convert_batch(batch, to_magic, first_offset, out, limit=limit,
                                        codec_override=codec_override)
         if converted is not None:
             parts.append(converted.data)
-            if inners is not None and converted.inner is not None:
+            if inners is not None and converted.inner is not None and len(converted.inner) <= room:
                 inners.append((at, converted.inner))
+                room -= len(converted.inner)
             at += len(converted.data)
     out.data = b"".join(parts)
     out.inners = inners

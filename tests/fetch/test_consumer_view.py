@@ -320,3 +320,28 @@ def test_wrappers_the_conversion_built_are_read_from_what_it_compressed(magic: i
                 assert (got["records_sent"], got["complete_batches"], got["tail"]) == (25, 9, "none")
             elif payload is cut:
                 assert got["duplicate_offsets"] > 0
+
+
+def test_kept_inner_message_sets_stay_within_one_decompressions_budget() -> None:
+    """A chunk of many compressible batches keeps the inner message sets only up to the run's decompression limit
+    (what the view would hold to decompress one wrapper); the view decompresses the rest, with the same result."""
+    from kafkatool.record.default_records import DefaultRecordBatch
+    from kafkatool.record.down_convert import down_convert
+
+    raw = b"".join(v2(first, 5, codec=Codec.GZIP, value=200) for first in range(0, 50, 5))
+    batches, p = [], 0
+    while p < len(raw):
+        b = DefaultRecordBatch.at(raw, p, p)
+        batches.append(b)
+        p += b.size
+    whole = down_convert(batches, 1, 0, keep_inners=True)
+    assert whole.inners is not None and len(whole.inners) == 10
+    one = len(whole.inners[0][1])
+    capped = down_convert(batches, 1, 0, keep_inners=True, limit=3 * one)
+    assert capped.data == whole.data and capped.inners == whole.inners[:3]
+    with compiled(False):
+        expected = view(whole.data, 0, [len(whole.data)])
+    with compiled(True):
+        v = ConsumerView(len(capped.data), 0, 3)
+        v.feed(capped.data, capped.inners)
+        assert dataclasses.asdict(v.finish()) == expected
