@@ -124,10 +124,21 @@ def java_env() -> dict[str, str]:
     return env
 
 
+TREE_ENV = "KAFKATOOL_BENCH_TREE"  # ``--tree``: an older tree's kafkatool instead of this checkout's
+
+
+def py_cwd() -> Path:
+    """Where kafkatool processes start (``python -m`` puts it first on sys.path): the ``--tree``, or this checkout."""
+    tree = os.environ.get(TREE_ENV)
+    return Path(tree) if tree else ROOT
+
+
 def py_env() -> dict[str, str]:
-    """The environment of every kafkatool process: this checkout first, no colour, default memory budget."""
+    """The environment of every kafkatool process: this checkout first (or the ``--tree`` given, its extension
+    built in place), no colour, default memory budget."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    first = env.get(TREE_ENV) or str(ROOT)
+    env["PYTHONPATH"] = first + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env["NO_COLOR"] = "1"
     env.pop("KAFKATOOL_MEMORY", None)  # every figure is at the default settings
     return env

@@ -59,6 +59,7 @@ from benchmarks.data import (
     FULL_SCENARIOS,
     QUICK_SCENARIOS,
     ROOT,
+    TREE_ENV,
     Layout,
     Scenario,
     ensure_copies,
@@ -66,6 +67,7 @@ from benchmarks.data import (
     ensure_tiny,
     java_env,
     kafka_ref,
+    py_cwd,
     py_env,
     scenario_by_name,
 )
@@ -202,7 +204,7 @@ def _run_command(cmd: Command, layout: Layout, scratch: Path) -> procs.Proc:
     if cmd.writes:
         out = Path(tempfile.mkdtemp(dir=scratch)) / "out"
     try:
-        return procs.run(cmd.fill(layout, out), env=py_env(), cwd=ROOT, tree=cmd.tree)
+        return procs.run(cmd.fill(layout, out), env=py_env(), cwd=py_cwd(), tree=cmd.tree)
     finally:
         if out is not None:
             shutil.rmtree(out.parent, ignore_errors=True)
@@ -259,7 +261,7 @@ def measure_pass(key: str, name: str, extra: list[str], layout: Layout, a: argpa
     argv = [sys.executable, "-m", "benchmarks.passes", name, str(layout.log), "--iterations", str(a.iterations),
             "--warmup", str(a.warmup), *extra]
     m = Measurement(key, "pass", argv)
-    p = procs.run(argv, env=py_env(), cwd=ROOT)
+    p = procs.run(argv, env=py_env(), cwd=py_cwd())
     m.peak_rss_mb = p.peak_rss_mb
     m.detail["process"] = {"wall_s": p.wall_s, "cpu_s": p.cpu_s}
     if p.rc != 0:
@@ -485,9 +487,9 @@ def _mbps(mb: float, ms: float) -> str:
 
 # ---------------------------------------------------------------------------------------------- run metadata
 
-def git_info() -> dict[str, Any]:
+def git_info(where: Path = ROOT) -> dict[str, Any]:
     def git(*args: str) -> str:
-        p = subprocess.run(["git", *args], capture_output=True, text=True, cwd=ROOT, check=False)
+        p = subprocess.run(["git", *args], capture_output=True, text=True, cwd=where, check=False)
         return p.stdout.strip() if p.returncode == 0 else ""
 
     return {"commit": git("rev-parse", "HEAD"), "describe": git("describe", "--always", "--dirty", "--tags"),
@@ -549,6 +551,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--java-iterations", type=int, default=5)
     ap.add_argument("--java-warmup", type=int, default=5)
     ap.add_argument("--no-peers", action="store_true", help="time kafkatool only")
+    ap.add_argument("--tree", type=Path, help="time the kafkatool of this older source tree (its C extension "
+                    "built in place: `python setup.py build_ext --inplace`) instead of this checkout's, with this "
+                    "checkout's harness: a before/after pair at the same time")
     ap.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR,
                     help="generated inputs, cached (default $KAFKATOOL_BENCH_DATA or ./bench-data)")
     ap.add_argument("--out", type=Path, help="results JSON (default DATA_DIR/results-<time>.json)")
@@ -641,11 +646,16 @@ def main(argv: list[str] | None = None) -> int:
     if "ratios" in a.set_list and not a.no_peers:
         info["kafka_ref"] = subprocess.run([kafka_ref(), "version"], capture_output=True, text=True,
                                            env=java_env()).stdout.strip()
+    if a.tree is not None:
+        os.environ[TREE_ENV] = str(a.tree.resolve())
+        info["tree"] = {"path": str(a.tree.resolve()), **git_info(a.tree.resolve())}
     git = git_info()
     command = "python -m benchmarks" + (" " + shlex.join(raw) if raw else "")
     print(f"# {command}", flush=True)
     print(f"# {started}  commit {git['describe']}  {info['cpu']}  {info['cores']} cores  load {info['loadavg']}  "
           f"Python {info['python']}", flush=True)
+    if a.tree is not None:
+        print(f"# timing the kafkatool of {info['tree']['path']} (commit {info['tree']['describe']})", flush=True)
     results: dict[str, Any] = {
         "schema": SCHEMA, "command": command, "argv": raw, "started": started, "git": git, "machine": info,
         "preset": a.preset, "settings": {"size_mb": a.size_mb, "read_scale": a.read_scale, "rss_size": a.rss_size,
