@@ -26,6 +26,10 @@ def _spread(m: dict[str, Any]) -> float:
     return (max(cpus) - min(cpus)) / copies if len(cpus) > 1 else 0.0
 
 
+def _f(x: Any, spec: str) -> str:
+    return "-" if x is None else format(x, spec)
+
+
 def table(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     out = ["| scenario | row | net CPU ms before | after | change | whole process ms before | after | "
            "ratio before | after | |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
@@ -34,15 +38,16 @@ def table(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     for r in after["rows"]:
         b = rows_before.get((r["scenario"], r["row"]))
         mb, ma = before["measurements"].get(b["ours"]) if b else None, after["measurements"].get(r["ours"])
-        if b is None or mb is None or ma is None or "net_cpu_ms" not in mb or "net_cpu_ms" not in ma:
+        if b is None or mb is None or ma is None or mb.get("net_cpu_ms") is None or ma.get("net_cpu_ms") is None:
             continue
         nb, na = mb["net_cpu_ms"], ma["net_cpu_ms"]
         change = na / nb - 1 if nb > 0 else 0.0
         noise = 2 * max(_spread(mb), _spread(ma))
         flag = "worse" if change > 0.05 and na - nb > noise else ("~" if abs(na - nb) <= noise else "")
         worse += flag == "worse"
-        out.append(f"| {r['scenario']} | {r['row']} | {nb:.1f} | {na:.1f} | {change:+.0%} | {mb['one_cpu_ms']:.0f} | "
-                   f"{ma['one_cpu_ms']:.0f} | {b['ratio_cpu']:.2f} | {r['ratio_cpu']:.2f} | {flag} |")
+        out.append(f"| {r['scenario']} | {r['row']} | {nb:.1f} | {na:.1f} | {change:+.0%} | "
+                   f"{_f(mb.get('one_cpu_ms'), '.0f')} | {_f(ma.get('one_cpu_ms'), '.0f')} | "
+                   f"{_f(b.get('ratio_cpu'), '.2f')} | {_f(r.get('ratio_cpu'), '.2f')} | {flag} |")
     out.append("")
     out.append(f"{worse} row(s) more than 5% worse beyond the noise.")
     rss_before = {(x.get("command"), x.get("input")): x for x in before.get("rss", [])}
