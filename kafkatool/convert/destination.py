@@ -62,7 +62,9 @@ def check_destination(src: Path, dst: Path, names: list[str], options: dict[str,
     if not dst.is_dir():
         raise UsageError("DST exists and is not a directory", path=dst)
     entries = set(os.listdir(dst))
-    if not entries:
+    if not entries or all(is_temp_name(e) for e in entries):
+        # Nothing but our temp names: a run killed before its run file was in place (while writing it). It wrote
+        # nothing else, so DST is as good as empty; begin() removes the leftovers.
         return Destination(dst, description)
     earlier = _read_run_file(dst) if RUN_FILE in entries else None
     if earlier is None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kafkatool._accel import speedups as _C
 from kafkatool.constants import DOWN_CONVERSION_READ_SIZE
@@ -75,7 +75,7 @@ class DownConverted:
     producer_fields_dropped: int = 0  # batches whose producer id/epoch/sequence were discarded
     # With ``keep_inners``: (position in ``data``, inner message set) of each compressed wrapper the conversion
     # built, the bytes it compressed: what a consumer's decompression of that wrapper gives (fetch-sim's view).
-    inners: list[tuple[int, bytes]] | None = None
+    inners: list[tuple[int, bytes]] | None = field(default=None, compare=False)  # a hint, not part of the result
 
 
 @dataclass(slots=True)
@@ -90,7 +90,9 @@ class ConvertedBatch:
     copied: bool  # written verbatim (magic already <= the target)
     uncompressed_bytes: int  # records before compression (the compression ratio's denominator); 0 if copied
     magic: int  # magic of the output (the target, or the batch's own when it was at or below the target)
-    inner: bytes | None = None  # a wrapper built here: the inner message set it compressed
+    # a wrapper built here: the inner message set it compressed (a hint for fetch-sim's view, not part of the result:
+    # the compiled path gives it, the pure one does not)
+    inner: bytes | None = field(default=None, compare=False)
 
 
 class ZstdDownConversionError(UnsupportedCodecError):
