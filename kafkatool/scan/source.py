@@ -36,6 +36,14 @@ def host_name() -> str:
     return socket.gethostname()
 
 
+def use_s3_endpoint(endpoint: str | None) -> None:
+    """This process's S3-compatible endpoint for ``s3://`` (what :func:`filesystem_for` reads): set where the work
+    runs (an executor, a pool worker, a DataFrame source's reader), since a running session's executors keep the
+    environment they started with."""
+    if endpoint and os.environ.get(S3_ENDPOINT_ENV) != endpoint:
+        os.environ[S3_ENDPOINT_ENV] = endpoint
+
+
 _fs_cache: dict[str, tuple[Any, str]] = {}
 _fs_lock = threading.Lock()
 

@@ -8,14 +8,13 @@ function runs on Spark executors and in the local process pool.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 from kafkatool.constants import DEFAULT_INDEX_INTERVAL_BYTES
 from kafkatool.scan.engine import DEFAULT_OPTIONS, RangeResult, ScanOptions, scan_range
 from kafkatool.scan.export import ExportTarget, ExportWriter
 from kafkatool.scan.plan import WorkItem
-from kafkatool.scan.source import S3_ENDPOINT_ENV
+from kafkatool.scan.source import use_s3_endpoint
 from kafkatool.scan.verify import index_check_row
 
 
@@ -32,8 +31,7 @@ STATS_ONLY = PassWork()
 
 
 def run_range(item: WorkItem, opts: ScanOptions = DEFAULT_OPTIONS, work: PassWork = STATS_ONLY) -> RangeResult:
-    if opts.s3_endpoint and os.environ.get(S3_ENDPOINT_ENV) != opts.s3_endpoint:
-        os.environ[S3_ENDPOINT_ENV] = opts.s3_endpoint  # this worker's filesystems for s3:// (scan.source)
+    use_s3_endpoint(opts.s3_endpoint)
     writer = ExportWriter(item, work.export, opts.chunk_bytes) if work.export is not None else None
     checks: list[dict[str, object]] = []
 

@@ -49,7 +49,7 @@ from kafkatool.scan.engine import ScanOptions, scan_range
 from kafkatool.scan.export import RecordColumns
 from kafkatool.scan.plan import WorkItem, discover, make_plan, parent_of
 from kafkatool.scan.schemas import BATCH_SCHEMA, RECORD_SCHEMA
-from kafkatool.scan.source import S3_ENDPOINT_ENV, filesystem_for, is_url
+from kafkatool.scan.source import filesystem_for, is_url, use_s3_endpoint
 from kafkatool.util.units import parse_size
 
 NAME = "kafka-log"
@@ -214,8 +214,7 @@ if SOURCE_API:
                     b.ts_lo = ts if b.ts_lo is None else max(b.ts_lo, ts)
 
         def partitions(self) -> Sequence[Any]:
-            if self.endpoint:
-                os.environ[S3_ENDPOINT_ENV] = self.endpoint
+            use_s3_endpoint(self.endpoint)
             found = discover(self.paths, [self.topic_glob] if self.topic_glob else ())
             b = self.bounds
             segs = [s for s in found.segments if b.topic_ok(s.topic) and b.partition_ok(s.partition)]
@@ -229,8 +228,7 @@ if SOURCE_API:
                     for n, members in enumerate(plan.tasks)]
 
         def read(self, partition: Any) -> Iterator[pa.RecordBatch]:
-            if self.endpoint:
-                os.environ[S3_ENDPOINT_ENV] = self.endpoint
+            use_s3_endpoint(self.endpoint)
             for item, aborted in partition.ranges:
                 yield from self._read_range(item, aborted)
 

@@ -40,7 +40,7 @@ from kafkatool.scan.report import (
     topic_shares,
     write_parquet,
 )
-from kafkatool.scan.source import S3_ENDPOINT_ENV, is_url
+from kafkatool.scan.source import S3_ENDPOINT_ENV, is_url, use_s3_endpoint
 from kafkatool.scan.task import PassWork
 from kafkatool.spark.memory import MemoryPlan, default_budget, is_local_master, local_cores, plan_memory, plan_processes
 from kafkatool.util import budget as run_budget
@@ -161,8 +161,7 @@ def spark_scan(request: ScanRequest, listener: ScanListener | None = None) -> Sc
     lis = listener or ScanListener()
     req = request
     _validate(req)
-    if req.s3_endpoint:
-        os.environ[S3_ENDPOINT_ENV] = req.s3_endpoint  # read by pyarrow.fs here and, through Spark's env, executors
+    use_s3_endpoint(req.s3_endpoint)  # the driver's planning; a new session's executors get it in their env too
     partials = [p for p in req.paths if is_partial(p)]
     if partials:
         if len(partials) != len(req.paths):
