@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from kafkatool.errors import InputError
-from kafkatool.util.atomic import TEMP_PREFIX, atomic_write_bytes
+from kafkatool.util.atomic import atomic_write_bytes, is_temp_name
 from kafkatool.util.regular import open_regular, read_regular
 from kafkatool.util.sparse import copy_sparse, hash_sparse
 
@@ -209,7 +209,7 @@ def copy_file(src: Path, dst: Path, *, mtime_ns: int | None = None, exclusive: b
 
 def dir_entries(d: Path) -> list[FileEntry]:
     """Every regular file of a partition dir (sorted by name), skipping our own temp files."""
-    return [file_entry(p) for p in sorted(d.iterdir()) if p.is_file() and not p.name.startswith(TEMP_PREFIX)]
+    return [file_entry(p) for p in sorted(d.iterdir()) if p.is_file() and not is_temp_name(p.name)]
 
 
 def remove_tree(path: Path) -> None:

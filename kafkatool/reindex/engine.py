@@ -58,7 +58,7 @@ from kafkatool.reindex.verify import (
 )
 from kafkatool.util import budget as _budget
 from kafkatool.util import crash
-from kafkatool.util.atomic import TEMP_PREFIX, atomic_write_bytes, remove_temp, replace_with_backup
+from kafkatool.util.atomic import atomic_write_bytes, is_temp_name, remove_temp, replace_with_backup
 from kafkatool.util.regular import open_regular
 
 Mode = Literal["check", "output", "in-place"]
@@ -314,7 +314,7 @@ def remove_stale_temp_files(tasks: Iterable[SegmentTask]) -> list[Path]:
     removed = []
     for d in {t.log.parent for t in tasks}:
         for name in os.listdir(d):
-            if name.startswith(TEMP_PREFIX) and remove_temp(d / name):
+            if is_temp_name(name) and remove_temp(d / name):
                 removed.append(d / name)
     return removed
 
