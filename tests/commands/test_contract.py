@@ -42,11 +42,14 @@ from kafkatool.commands.options import (
 )
 from kafkatool.sample.generate import generate_sample
 from kafkatool.sample.spec import IntRange, SampleSpec, TopicSpec
+from kafkatool.util import crash
 from kafkatool.util.units import parse_size
 from tests.metadata.fixtures import MetadataDirBuilder, partition, topic
 from tests.support.canary_dirs import small_dir
-from tests.support.cli import interruptible, interruptible_niced, run_cli, run_on_pty
+from tests.support.cli import interruptible, run_cli, run_on_pty
 from tests.support.paths import ROOT
+
+STOP_AT = ROOT / "tests" / "support" / "stop_at"
 
 MiB = 1 << 20
 
@@ -585,48 +588,26 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return base / "logs"
 
 
-def _children(pid: int) -> bool:
-    try:
-        return any(Path(f"/proc/{pid}/task/{t}/children").read_text().strip() for t in os.listdir(f"/proc/{pid}/task"))
-    except OSError:
-        return False
-
-
-def _maps(pid: int, under: Path) -> bool:
-    """A file under ``under`` is mapped or open in the process."""
-    try:
-        if str(under) in Path(f"/proc/{pid}/maps").read_text():
-            return True
-        return any(os.readlink(f"/proc/{pid}/fd/{fd}").startswith(str(under)) for fd in os.listdir(f"/proc/{pid}/fd"))
-    except OSError:
-        return False
-
-
-def _non_empty(d: Path) -> bool:
-    return d.is_dir() and any(d.rglob("*.log"))
-
-
-SIGINT_CASES: dict[str, Callable[[Path, Path], tuple[list[str | os.PathLike[str]], Callable[[int], bool]]]] = {
-    "dump": lambda b, t: (["dump", "--deep", "--verify", b / "big-0"], lambda pid: _maps(pid, b)),
-    "reindex-time": lambda b, t: (["reindex-time", "--verify", b / "big-0"], lambda pid: _maps(pid, b)),
-    "downconvert": lambda b, t: (["downconvert", "--to-magic", "1", b / "big-0", t / "out"],
-                                 lambda pid: _maps(pid, b)),
-    "upconvert": lambda b, t: (["upconvert", b / "bigv1-0", t / "out"], lambda pid: _maps(pid, b)),
+# Each case: the command line, the directory whose first ``.log`` the command opens inside its work (it stops there:
+# tests/support/stop_at), and whether starting a worker process counts as inside its work too.
+SIGINT_CASES: dict[str, Callable[[Path, Path], tuple[list[str | os.PathLike[str]], Path, bool]]] = {
+    "dump": lambda b, t: (["dump", "--deep", "--verify", b / "big-0"], b, False),
+    "reindex-time": lambda b, t: (["reindex-time", "--verify", b / "big-0"], b, False),
+    "downconvert": lambda b, t: (["downconvert", "--to-magic", "1", b / "big-0", t / "out"], b, False),
+    "upconvert": lambda b, t: (["upconvert", b / "bigv1-0", t / "out"], b, False),
     "fetch-sim": lambda b, t: (["fetch-sim", b / "big-0", "--partition-max-bytes", "1GiB", "--fetch-max-bytes",
-                                "1GiB", "--broker-fetch-max-bytes", "1GiB"], lambda pid: _maps(pid, b)),
-    "canary plan": lambda b, t: (["canary", "plan", b], lambda pid: _maps(pid, b)),
-    "canary run": lambda b, t: (["canary", "run", b, "-p", "bigv1-0", "-w", t / "work"],
-                                lambda pid: (t / "work").is_dir()),
-    "spark-scan": lambda b, t: (["spark-scan", "--engine", "local-processes", "--jobs", "1", b / "big-0"],
-                                lambda pid: _children(pid) or _maps(pid, b)),
-    "sample": lambda b, t: (["sample", t / "out", "--topics", "t", "--partition-bytes", "512MiB"],
-                            lambda pid: _non_empty(t)),  # its staging dir beside out/
+                                "1GiB", "--broker-fetch-max-bytes", "1GiB"], b, False),
+    "canary plan": lambda b, t: (["canary", "plan", b], b, False),
+    "canary run": lambda b, t: (["canary", "run", b, "-p", "bigv1-0", "-w", t / "work"], b, False),
+    "spark-scan": lambda b, t: (["spark-scan", "--engine", "local-processes", "--jobs", "1", b / "big-0"], b, True),
+    "sample": lambda b, t: (["sample", t / "out", "--topics", "t", "--partition-bytes", "512MiB"], t, False),
 }
 
 
 @pytest.mark.parametrize("command", sorted(SIGINT_CASES))
 def test_sigint_exits_130_without_a_traceback(command, big, tmp_path):
-    _interrupt(*SIGINT_CASES[command](big, tmp_path))
+    args, under, at_fork = SIGINT_CASES[command](big, tmp_path)
+    _interrupt(args, _stop_at_log(under, at_fork))
 
 
 @dataclass
@@ -665,12 +646,10 @@ def _restore(t: CanaryTemplates, template: Path) -> Path:
 @pytest.mark.parametrize("op", ["verify", "apply", "rollback"])
 def test_sigint_in_canary_verify_apply_and_rollback(op, canary_big):
     live = _restore(canary_big, canary_big.applied if op == "rollback" else canary_big.verified)
-    work, logs = live / "work", live / "logs"
-    if op == "verify":  # reading the canary and the originals
-        started: Callable[[int], bool] = lambda pid: _maps(pid, work)  # noqa: E731
-    else:  # holding the log dir's .lock (the sample's log dir has none: the run creates it): swapping
-        started = lambda pid: (logs / ".lock").exists()  # noqa: E731
-    _interrupt(["canary", op, work], started)
+    work = live / "work"
+    # verify: reading the canary's segments; apply and rollback: stopped after their second durable step, mid-swap
+    stop = _stop_at_log(work) if op == "verify" else {crash.CRASH_ENV: "2", crash.SIGNAL_ENV: "STOP"}
+    _interrupt(["canary", op, work], stop)
     if op != "verify":  # an interrupted swap is completed by the next run, as after a crash
         r = run_cli("canary", op, work, "--format", "json")
         assert r.returncode == 0, r.stderr
@@ -719,17 +698,29 @@ def test_sigint_where_python_cannot_raise_still_exits_130(where, tmp_path):
     assert (r.returncode, r.stderr, r.stdout) == (130, "kafkatool: interrupted\n", "")
 
 
-def _interrupt(args: list[str | os.PathLike[str]], started: Callable[[int], bool]) -> None:
-    """Start the CLI, wait until ``started(pid)`` says it is inside its work, SIGINT it: 130, no traceback."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT), NO_COLOR="1")
+def _stop_at_log(under: Path, at_fork: bool = False) -> dict[str, str]:
+    """The environment that stops the CLI at the first ``.log`` it opens under ``under`` (or its first worker
+    process): tests/support/stop_at."""
+    return {"PYTHONPATH": os.pathsep.join([str(STOP_AT), str(ROOT)]), "KAFKATOOL_TEST_STOP_UNDER": str(under),
+            **({"KAFKATOOL_TEST_STOP_AT_FORK": "1"} if at_fork else {})}
+
+
+def _interrupt(args: list[str | os.PathLike[str]], stop: dict[str, str]) -> None:
+    """Start the CLI with the environment ``stop`` that makes it stop itself (SIGSTOP) inside its work, press Ctrl-C
+    there: 130, no traceback. A test that looked for the work from outside raced with it and lost on a loaded
+    machine (a check of 48 MiB lasts ~30 ms; the child finished first); the stop makes the moment certain."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NO_COLOR": "1", **stop}
     p = subprocess.Popen([sys.executable, "-m", "kafkatool", *map(str, args)], stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE, text=True, env=env, preexec_fn=interruptible_niced)
-    deadline = time.monotonic() + 120
-    while not started(p.pid):  # inside its work (input mapped, pool forked, output begun), not still importing
-        assert p.poll() is None, f"finished before it could be interrupted: {p.returncode}"
-        assert time.monotonic() < deadline
-        time.sleep(0.001)
-    p.send_signal(signal.SIGINT)
+                         stderr=subprocess.PIPE, text=True, env=env, preexec_fn=interruptible)
+    try:
+        deadline = time.monotonic() + 120
+        while Path(f"/proc/{p.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "T":
+            assert p.poll() is None, f"finished without reaching its work: {p.returncode} {p.stderr.read()}"
+            assert time.monotonic() < deadline
+            time.sleep(0.005)
+        p.send_signal(signal.SIGINT)  # pending while stopped: delivered the moment it continues
+    finally:
+        p.send_signal(signal.SIGCONT)
     _, err = p.communicate(timeout=120)
     assert p.returncode == 130, err
     assert "Traceback" not in err, err

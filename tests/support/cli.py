@@ -427,13 +427,3 @@ def interruptible() -> None:
     KeyboardInterrupt handler. A test run started in the background of a shell (``cmd &``, ``nohup``) inherits
     SIGINT ignored, and an ignored SIGINT is kept ignored across exec: the child would finish its work instead."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-def interruptible_niced() -> None:
-    """``interruptible``, at the lowest CPU priority. A test that interrupts a child "inside its work" looks for
-    it there every millisecond, and on the compiled path that work can last only tens of milliseconds (48 MiB
-    checked at ~3 GiB/s). On a busy machine the looking test can lose its core for longer than that, and the
-    child finishes first. Niced, the child gets a core only when nothing else wants it, the test included, so it
-    cannot run far ahead of the test that looks for it."""
-    interruptible()
-    os.nice(19)
