@@ -671,9 +671,10 @@ class DumpEngine:
                          emit_records: bool, follow: bool,
                          check: RecordChecks | None = None) -> Generator[Event, None, tuple[int, bool, int, bool]]:
         """The records of a batch read a chunk at a time (``_walk`` takes every other batch's at once): per chunk
-        the findings about its records, then its records, the first chunk's in the ``BatchEvent``, the others'
-        in a ``RecordsEvent`` each. ``follow``: offsets are followed record by record (a deep walk); ``check``: the
-        record problems of :mod:`kafkatool.record.validate`, chunk by chunk. Returns (the last offset followed,
+        the findings about its records, then its records, the first chunk's in the ``BatchEvent`` (and the
+        observer's ``batch``), the others' in a ``RecordsEvent`` each (and ``more_records``). ``follow``: offsets
+        are followed record by record (a deep walk); ``check``: the record problems of
+        :mod:`kafkatool.record.validate`, chunk by chunk. Returns (the last offset followed,
         whether any record passed the filters, how many did, whether a record problem was found)."""
         opts = self.opts
         found = False
@@ -681,6 +682,7 @@ class DumpEngine:
         filter_records = opts.filters_offsets or opts.filters_time
         select_filters = opts.record_filter is not None and opts.record_filter.on_records
         control = batch.is_control
+        observer = opts.observer
         emitted = False
         n = 0
         for recs in chunks:
@@ -710,6 +712,11 @@ class DumpEngine:
                 if not recs and (filter_records or select_filters):
                     continue
             n += len(recs)
+            if observer is not None:
+                if not emitted:
+                    observer.batch(batch, crc_ok, recs)
+                else:
+                    observer.more_records(batch, crc_ok, recs)
             if opts.emit_data:
                 if not emitted:
                     yield BatchEvent(display, batch, crc_ok, recs if emit_records else None, base, decoded)

@@ -41,6 +41,10 @@ class BatchObserver(Protocol):
 
     def batch(self, batch: RecordBatch, crc_valid: bool, records: list[Record] | None) -> None: ...
 
+    def more_records(self, batch: RecordBatch, crc_valid: bool, records: list[Record]) -> None:
+        """A further chunk of the records of the batch :meth:`batch` saw last: a batch of more records than a chunk
+        holds (the memory budget's ``record_chunk``) is read a chunk at a time, and :meth:`batch` had the first."""
+
 
 class Severity(str, enum.Enum):
     """How much a finding matters: errors and warnings make the exit code 1, info does not (unless strict mode

@@ -204,8 +204,8 @@ class ExportWriter:
     def markers(self) -> list[Marker]:
         return self.columns.markers
 
-    def __call__(self, batch: RecordBatch, crc_valid: bool, records: list[Record] | None) -> None:
-        self.columns.add(batch, crc_valid, records)
+    def __call__(self, batch: RecordBatch, crc_valid: bool, records: list[Record] | None, more: bool) -> None:
+        self.columns.add(batch, crc_valid, records)  # a further chunk's records are rows like the first's
         if self.columns.rows >= self.target.rows or self.columns.payload >= self.chunk_bytes:
             self._flush()
 

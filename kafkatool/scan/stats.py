@@ -187,7 +187,9 @@ class ShareTarget:
     hot_key_capacity: int = 64
 
 
-BatchSink = Callable[[RecordBatch, bool, "list[Record] | None"], None]
+# A batch sink hears (batch, crc_valid, records, more): each batch once with its records (or their first chunk),
+# then ``more`` True with each further chunk of a batch of more records than a chunk holds.
+BatchSink = Callable[[RecordBatch, bool, "list[Record] | None", bool], None]
 
 
 class BatchStats:
@@ -207,6 +209,7 @@ class BatchStats:
         self._keys: list[bytes] = []
         self._sizes: list[int] = []
         self._last_ts: int | None = None
+        self._crc_failed = False  # the batch seen last counts as a CRC failure
 
     def batch(self, batch: RecordBatch, crc_valid: bool, records: list[Record] | None) -> None:
         st = self.stats
@@ -236,10 +239,11 @@ class BatchStats:
             crc_ok = False
         if not crc_ok:
             st.crc_failures += 1
+        self._crc_failed = not crc_ok
         unc = size
         first_off = batch.base_offset if v2 else batch.last_offset
         if recs is not None:
-            n = len(recs)
+            n = 0  # the records' part is counted by _records
         elif v2:
             n = (batch.records_count or 0) if crc_valid else 0
         elif not codec:
@@ -251,27 +255,8 @@ class BatchStats:
             first_off = recs[0][0]
             if self.first_followed is None:
                 self.first_followed = (pos, first_off)
-            self.last_followed = recs[-1][0]
             if codec:
-                unc = (RECORD_BATCH_OVERHEAD if v2 else _WRAPPER_OVERHEAD[magic]) + sum(map(_size, recs))
-            tss = [r[1] for r in recs]
-            if min(tss) < 0:
-                tss = [t for t in tss if t >= 0]
-            if tss:
-                if self._last_ts is not None and tss[0] < self._last_ts:
-                    st.out_of_order += 1
-                if len(tss) > 1:
-                    st.out_of_order += sum(map(_lt, tss[1:], tss))
-                if st.first_timestamp is None:
-                    st.first_timestamp = tss[0]
-                self._last_ts = tss[-1]
-                lo, hi = min(tss), max(tss)
-                if st.min_timestamp is None or lo < st.min_timestamp:
-                    st.min_timestamp = lo
-                if st.max_timestamp is None or hi > st.max_timestamp:
-                    st.max_timestamp = hi
-            if not control:
-                self._keys_of(recs)
+                unc = RECORD_BATCH_OVERHEAD if v2 else _WRAPPER_OVERHEAD[magic]
         fm[0] += 1
         fm[1] += n
         fm[2] += size
@@ -285,8 +270,54 @@ class BatchStats:
         last_off = batch.last_offset
         if st.last_offset is None or last_off > st.last_offset:
             st.last_offset = last_off
+        if recs:
+            self._records(recs, fm, bool(codec), control)
         if self.sink is not None:
-            self.sink(batch, crc_valid, records)
+            self.sink(batch, crc_valid, records, False)
+
+    def more_records(self, batch: RecordBatch, crc_valid: bool, records: list[Record]) -> None:
+        """A further chunk of the records of the batch :meth:`batch` saw last (a batch of more records than a chunk
+        holds, read a chunk at a time): counted as if they had come with it."""
+        codec = batch.codec_id
+        fm = self.stats.formats[(batch.magic, codec)]
+        if records:
+            if not self._crc_failed and batch.magic < 2 and codec and any(r[8] is False for r in records):
+                self.stats.crc_failures += 1  # a legacy wrapper's inner message failed its own CRC
+                self._crc_failed = True
+            self._records(records, fm, bool(codec), batch.is_control)
+        if self.sink is not None:
+            self.sink(batch, crc_valid, records, True)
+
+    def _records(self, recs: Sequence[Any], fm: list[int], compressed: bool, control: bool) -> None:
+        """The figures a batch's records (or a chunk of them) add: their count, uncompressed size (a compressed
+        batch's records), timestamps and keys."""
+        st = self.stats
+        n = len(recs)
+        fm[1] += n
+        st.records += n
+        if compressed:
+            unc = sum(map(_size, recs))
+            fm[3] += unc
+            st.uncompressed_bytes += unc
+        self.last_followed = recs[-1][0]
+        tss = [r[1] for r in recs]
+        if min(tss) < 0:
+            tss = [t for t in tss if t >= 0]
+        if tss:
+            if self._last_ts is not None and tss[0] < self._last_ts:
+                st.out_of_order += 1
+            if len(tss) > 1:
+                st.out_of_order += sum(map(_lt, tss[1:], tss))
+            if st.first_timestamp is None:
+                st.first_timestamp = tss[0]
+            self._last_ts = tss[-1]
+            lo, hi = min(tss), max(tss)
+            if st.min_timestamp is None or lo < st.min_timestamp:
+                st.min_timestamp = lo
+            if st.max_timestamp is None or hi > st.max_timestamp:
+                st.max_timestamp = hi
+        if not control:
+            self._keys_of(recs)
 
     def _keys_of(self, recs: Sequence[Any]) -> None:  # keys are bytes once the None ones are out
         st, ks = self.stats, self.keyshare

@@ -238,15 +238,19 @@ if SOURCE_API:
             if self.view == "batches":
                 cols = _BatchColumns(it)
 
-                def sink(batch: RecordBatch, crc_valid: bool, records: list[Record] | None) -> None:
-                    if b.batch_ok(batch):
-                        cols.add(batch, crc_valid, records)
-                        if cols.rows >= _ROWS:
-                            out.append(cols.take())
+                def sink(batch: RecordBatch, crc_valid: bool, records: list[Record] | None, more: bool) -> None:
+                    if not b.batch_ok(batch):
+                        return
+                    if more:  # a further chunk of the last batch's records: its row counts them
+                        cols.more_records(len(records or ()))
+                        return
+                    if cols.rows >= _ROWS:  # before the row, not after: its further chunks still count into it
+                        out.append(cols.take())
+                    cols.add(batch, crc_valid, records)
             else:
                 rec = RecordColumns(it, with_tp=True, aborted_txns=aborted)
 
-                def sink(batch: RecordBatch, crc_valid: bool, records: list[Record] | None) -> None:
+                def sink(batch: RecordBatch, crc_valid: bool, records: list[Record] | None, more: bool) -> None:
                     if b.batch_ok(batch):
                         rec.add(batch, crc_valid, records)
                         if rec.rows >= _ROWS or rec.payload >= DEFAULT_SPLIT // 4:
@@ -349,6 +353,10 @@ class _BatchColumns:
                 ("transactional", batch.is_transactional), ("control", batch.is_control), ("crc_valid", crc_valid),
                 ("decoded", records is not None)):
             c[name].append(value)
+
+    def more_records(self, n: int) -> None:
+        """``n`` more records of the last row's batch (read a chunk at a time)."""
+        self.cols["records"][-1] += n
 
     def take(self) -> pa.RecordBatch:
         batch = pa.RecordBatch.from_arrays([pa.array(self.cols[f.name], type=f.type) for f in BATCH_SCHEMA],

@@ -69,3 +69,60 @@ def test_the_command_entry_point_exits_as_dump_and_lists_every_finding(corpus):
     assert [_unlimited(finding_key(f)) for f in out.report.findings] == \
         [_unlimited(f) for p in in_plan_order for f in want[p]["findings"]]
     assert int(out.exit_code) == max(v["exit"] for v in want.values()) == 1
+
+
+# ------------------------------------------------------------------ a batch of more records than a chunk holds
+
+def _big_batches(tmp_path: Path) -> Path:
+    """One segment of batches of 3,000 records each: v2 uncompressed and lz4 (a null key in ten, timestamps
+    out of order), a LogAppendTime one, and a v1 gzip wrapper whose 2,000th inner message fails its own CRC."""
+    from kafkatool.record import default_records as v2
+    from kafkatool.record.batch import TimestampType
+    from kafkatool.record.codecs import Codec
+    from tests.support import damaged_batches as d
+    from tests.support.dump_fixtures import write_segment
+
+    def recs(base: int) -> list:
+        return [(base + i, 1_700_000_000_000 + (i * 7919) % 5000, None if i % 10 == 3 else b"k%d" % (i % 977),
+                 b"v", []) for i in range(3000)]
+    batches = [v2.build_batch(recs(0)), v2.build_batch(recs(3000), codec=Codec.LZ4),
+               v2.build_batch(recs(6000), timestamp_type=TimestampType.LOG_APPEND_TIME,
+                              log_append_time=1_800_000_000_000),
+               d.inner_crc_flip(1, Codec.GZIP, flip=1999, n=3000, base=9000)]
+    return write_segment(tmp_path / "big-0", batches).parent
+
+
+def _scan_of(part: Path, chunk: int, monkeypatch: pytest.MonkeyPatch) -> tuple:
+    from kafkatool.scan.engine import scan_range
+    from kafkatool.scan.export import RecordColumns
+    from kafkatool.util import budget
+
+    monkeypatch.setattr(budget, "record_chunk", lambda: chunk)
+    item = make_plan(discover([str(part)]).segments, split_bytes=1 << 30, parallelism=1).items[0]
+    cols = RecordColumns(item)
+    mores: list[bool] = []
+
+    def sink(batch, crc_valid, records, more):
+        mores.append(more)
+        cols.add(batch, crc_valid, records)
+    r = scan_range(item, sink=sink)
+    st = r.stats
+    figures = {k: getattr(st, k) for k in st.__slots__ if k != "hll"}
+    return figures, st.hll.registers.tobytes(), r.findings, cols.rows, cols.cols["crc_valid"].count(False), mores
+
+
+def test_a_batch_of_more_records_than_a_chunk_holds_is_counted_whole(tmp_path, monkeypatch):
+    """The walk reads such a batch a chunk at a time; spark-scan's figures, its export and the DataFrame source's
+    rows still count all of its records, as dump does (they used to see none of them)."""
+    part = _big_batches(tmp_path)
+    whole = _scan_of(part, 1 << 20, monkeypatch)
+    chunked = _scan_of(part, 1024, monkeypatch)
+    assert chunked[5].count(True) == 4 * 2  # three more chunks of each batch's 3,000 records
+    assert whole[5] == [False] * 4
+    assert chunked[:5] == whole[:5]
+    figures, _, _, rows, crc_failed, _ = chunked
+    want = dump_view(part / "00000000000000000000.log")
+    assert (figures["batches"], figures["records"]) == (want["batches"], want["records"]) == (4, 12000)
+    assert rows == 12000 and crc_failed == 1
+    assert figures["crc_failures"] == 1 and figures["null_keys"] == 900
+    assert figures["max_timestamp"] == 1_800_000_000_000 and figures["out_of_order"] > 0

@@ -140,3 +140,20 @@ def test_without_the_python_data_source_api_register_says_so(monkeypatch):
         kafkatool.spark.register(object())
     assert "needs PySpark 4" in e.value.message and "spark.read.parquet" in e.value.message
     assert "\n" not in e.value.message
+
+
+def test_a_batch_of_more_records_than_a_chunk_holds_is_every_row_and_one_batch(source, tmp_path):
+    """More records than the largest chunk (16,384): the reader sees them a chunk at a time and still gives every
+    record a row and the batch one row counting them all."""
+    from kafkatool.record import default_records as v2
+    from kafkatool.util.budget import MAX_RECORD_CHUNK
+    from tests.support.dump_fixtures import write_segment
+
+    n = MAX_RECORD_CHUNK + 3000
+    write_segment(tmp_path / "logs" / "wide-0", [
+        v2.build_batch([(i, 1_700_000_000_000 + i, b"k%d" % i, b"v", []) for i in range(n)]),
+        v2.build_batch([(n, 1_700_000_000_000, b"k", b"v", [])])])
+    rows = _read(source, tmp_path / "logs").select("record_offset").toArrow()["record_offset"].to_pylist()
+    assert sorted(rows) == list(range(n + 1))
+    b = _read(source, tmp_path / "logs", view="batches").orderBy("position").toArrow()
+    assert b["records"].to_pylist() == [n, 1]
