@@ -127,7 +127,13 @@ enum {
     /* default_records.MIN_RECORD_SIZE: a v2 record of one-byte varints and no key, value or headers */
     MIN_RECORD_SIZE = 7,
     CODEC_MASK = 0x07,              /* COMPRESSION_CODEC_MASK, in v2 and legacy attributes alike */
+    /* scan/sketches.py: the distinct-key HyperLogLog's register bits */
+    HLL_P = 12,
+    HLL_M = 1 << HLL_P,
 };
+/* scan/keyshare.py: murmur2's seeds, Kafka's (the partitioner's) and the second of the 64-bit sketch hash */
+#define KAFKA_SEED 0x9747B28CU
+#define SECOND_SEED 0xCC9E2D51U
 
 _Static_assert(MAGIC_OFFSET == offsetof(struct v2_header, magic), "v2 magic where the walks read it");
 _Static_assert(MAGIC_OFFSET == offsetof(struct entry_v1, message.magic), "legacy magic where the walks read it");
@@ -170,6 +176,9 @@ static const struct {
     {"record.legacy_records.ENTRY_TIMESTAMP_OFFSET", ENTRY_TIMESTAMP_OFFSET},
     {"record.legacy_records.COMPRESSION_CODEC_MASK", CODEC_MASK},
     {"constants.INT32_MAX", INT32_MAX},
+    {"scan.sketches.HLL_P", HLL_P},
+    {"scan.keyshare.KAFKA_SEED", (long)KAFKA_SEED},
+    {"scan.keyshare.SECOND_SEED", (long)SECOND_SEED},
 };
 
 /* ------------------------------------------------------------------------------------------ helpers */
@@ -456,6 +465,20 @@ static PyStructSequence_Field dump_walk_fields[] = {
     {NULL, NULL},
 };
 
+static PyStructSequence_Field scan_figures_fields[] = {
+    {"formats", "per codec id 0..4 of the v2 batches walked: (batches, records, bytes, uncompressed bytes)"},
+    {"largest_batch", "the largest batch size, the one given when no batch was larger"},
+    {"largest_position", "its position (-1: none larger than the one given)"},
+    {"oversized", "batches larger than max.message.bytes"},
+    {"transactional", "transactional batches"},
+    {"null_keys", "records without a key"},
+    {"first_followed", "(position, offset) of the first batch with records and its first record's offset, or None"},
+    {"last_followed", "the last record offset followed, or None"},
+    {"timestamps", "(min, max, first, last, out of order) of the record timestamps >= 0, or None: there were none"},
+    {"first_offset", "the smallest first offset (None: no batch walked)"},
+    {NULL, NULL},
+};
+
 static PyStructSequence_Field downconvert_run_fields[] = {
     {"position", "where the run stopped: the first batch it left to Python"},
     {"data", "the converted bytes of the run, in order"},
@@ -497,9 +520,12 @@ static PyStructSequence_Desc result_descs[] = {
     DESC("HeadersWalk", "headers_walk and hop_walk: where recovery.fast._Walk's loops got to", headers_walk_fields),
     DESC("DumpWalk", "dump_walk: what dump.DumpEngine._walk adds up for the batches walked", dump_walk_fields),
     DESC("DownconvertRun", "downconvert_run: what convert.DownConverter.run adds up", downconvert_run_fields),
+    DESC("ScanFigures", "dump_walk with a scan: what scan.stats.BatchStats adds up for the batches walked",
+         scan_figures_fields),
     DESC("ConsumerWalk", "consumer_walk: what fetch.consumer_view.ConsumerView adds up", consumer_walk_fields),
 };
-enum { R_REFRAMED, R_VERIFY_WALK, R_HEADERS_WALK, R_DUMP_WALK, R_DOWNCONVERT_RUN, R_CONSUMER_WALK, N_RESULTS };
+enum { R_REFRAMED, R_VERIFY_WALK, R_HEADERS_WALK, R_DUMP_WALK, R_DOWNCONVERT_RUN, R_SCAN_FIGURES, R_CONSUMER_WALK,
+       N_RESULTS };
 static PyTypeObject *result_types[N_RESULTS];
 
 /* The items of the tuple ``t`` (a new reference, consumed) as a result of type ``which``: NULL with the error set
@@ -619,7 +645,7 @@ static int v2_records_walk(const uint8_t *d, Py_ssize_t p, Py_ssize_t end, int64
     a->contiguous = 1;
     for (i = 0; i < count; i++) {
         Py_ssize_t start = p, rec_end, kp = 0, vp = 0;
-        int64_t length, ts_delta, od, kn, vn, offset;
+        int64_t length, ts_delta, od, kn, vn, offset, od_ts;
         PyObject *headers = NULL;
         if (read_varint(d, &p, end, 5, &length) < 0)
             goto fail;
@@ -662,6 +688,8 @@ static int v2_records_walk(const uint8_t *d, Py_ssize_t p, Py_ssize_t end, int64
             Py_XDECREF(headers);
             goto fail;
         }
+        if (out == NULL && !a->has_lat && __builtin_add_overflow(a->base_timestamp, ts_delta, &od_ts))
+            goto fail; /* as below: a time past int64 is the Python path's to give (scan_records reads it) */
         if (i == 0)
             a->first_offset = offset;
         else if (offset != a->last_offset + 1)
@@ -2208,15 +2236,148 @@ static PyObject *sp_hop_walk(PyObject *self, PyObject *const *args, Py_ssize_t n
     return result(R_HEADERS_WALK, Py_BuildValue("(LnL)", (long long)p, n, (long long)s));
 }
 
-/* dump_walk(buf, p, stop, end, last, flags, crc32c, crc32, decompress)
+/* ------------------------------------------------------------------------------------------ scan figures */
+
+/* Kafka's murmur2 (Utils.murmur2) with the given seed, in uint32 arithmetic as Java's int wraps. */
+static uint32_t murmur2(const uint8_t *d, Py_ssize_t n, uint32_t seed)
+{
+    const uint32_t m = 0x5bd1e995U;
+    uint32_t h = seed ^ (uint32_t)n;
+    Py_ssize_t n4 = n / 4, i;
+    for (i = 0; i < n4; i++) {
+        uint32_t k = (uint32_t)d[4 * i] | ((uint32_t)d[4 * i + 1] << 8) | ((uint32_t)d[4 * i + 2] << 16)
+                     | ((uint32_t)d[4 * i + 3] << 24);
+        k *= m;
+        k ^= k >> 24;
+        k *= m;
+        h *= m;
+        h ^= k;
+    }
+    switch (n & 3) {
+    case 3:
+        h ^= (uint32_t)d[(n & ~(Py_ssize_t)3) + 2] << 16;
+        /* fall through */
+    case 2:
+        h ^= (uint32_t)d[(n & ~(Py_ssize_t)3) + 1] << 8;
+        /* fall through */
+    case 1:
+        h ^= (uint32_t)d[n & ~(Py_ssize_t)3];
+        h *= m;
+    }
+    h ^= h >> 13;
+    h *= m;
+    h ^= h >> 15;
+    return h;
+}
+
+/* What scan.stats.BatchStats adds up over the batches a dump_walk takes (all v2, deep, CRC-valid, not control):
+ * the state it was given, updated. */
+typedef struct {
+    uint8_t *registers; /* the HyperLogLog's HLL_M registers (sketches.HyperLogLog.add_hashes) */
+    int64_t max_message_bytes;
+    int64_t formats[5][4];
+    int64_t largest, largest_pos, oversized, transactional, null_keys;
+    int64_t ff_pos, ff_off, last_followed; /* ff_pos -1: no record followed yet */
+    int has_ts;
+    int64_t min_ts, max_ts, first_ts, last_ts, prev_ts, out_of_order; /* prev_ts -1: none before */
+    int have_first;
+    int64_t first_offset;
+} ScanAcc;
+
+/* The figures of a batch's ``count`` records in ``d[p:end]``, already validated by v2_records_walk: timestamps,
+ * keys (null, or hashed into the registers) and the records' size (the uncompressed size of a compressed batch). */
+static void scan_records(const uint8_t *d, Py_ssize_t p, Py_ssize_t end, int64_t count, const V2Args *a,
+                         ScanAcc *acc, int64_t *sizes)
+{
+    int64_t i, total = 0;
+    (void)end;
+    for (i = 0; i < count; i++) {
+        Py_ssize_t start = p, rec_end;
+        int64_t length, ts_delta, od, kn, ts;
+        read_varint(d, &p, end, 5, &length);
+        rec_end = p + (Py_ssize_t)length;
+        p += 1;
+        read_varint(d, &p, end, 10, &ts_delta);
+        read_varint(d, &p, end, 5, &od);
+        read_varint(d, &p, end, 5, &kn);
+        if (kn < 0) {
+            acc->null_keys++;
+        } else {
+            uint32_t h1 = murmur2(d + p, (Py_ssize_t)kn, KAFKA_SEED), h2 = murmur2(d + p, (Py_ssize_t)kn, SECOND_SEED);
+            uint64_t h = ((uint64_t)h1 << 32) | h2;
+            uint64_t rest = h & ((UINT64_C(1) << (64 - HLL_P)) - 1);
+            int bitlen = rest ? 64 - __builtin_clzll(rest) : 0;
+            uint8_t rank = (uint8_t)((64 - HLL_P) - bitlen + 1);
+            size_t idx = (size_t)(h >> (64 - HLL_P));
+            if (acc->registers[idx] < rank)
+                acc->registers[idx] = rank;
+        }
+        ts = a->has_lat ? a->log_append_time : a->base_timestamp + ts_delta; /* checked by v2_records_walk */
+        if (ts >= 0) {
+            if (!acc->has_ts) {
+                acc->has_ts = 1;
+                acc->min_ts = acc->max_ts = acc->first_ts = ts;
+            } else {
+                if (ts < acc->min_ts)
+                    acc->min_ts = ts;
+                if (ts > acc->max_ts)
+                    acc->max_ts = ts;
+            }
+            if (acc->prev_ts >= 0 && ts < acc->prev_ts)
+                acc->out_of_order++;
+            acc->prev_ts = acc->last_ts = ts;
+        }
+        total += rec_end - start;
+        p = rec_end;
+    }
+    *sizes = total;
+}
+
+/* The ScanFigures of an accumulator (a new reference, NULL with the error set). */
+static PyObject *scan_figures(const ScanAcc *sc)
+{
+    PyObject *formats, *ff, *lf, *tss, *first;
+    formats = Py_BuildValue("((LLLL)(LLLL)(LLLL)(LLLL)(LLLL))",
+                            (long long)sc->formats[0][0], (long long)sc->formats[0][1], (long long)sc->formats[0][2],
+                            (long long)sc->formats[0][3], (long long)sc->formats[1][0], (long long)sc->formats[1][1],
+                            (long long)sc->formats[1][2], (long long)sc->formats[1][3], (long long)sc->formats[2][0],
+                            (long long)sc->formats[2][1], (long long)sc->formats[2][2], (long long)sc->formats[2][3],
+                            (long long)sc->formats[3][0], (long long)sc->formats[3][1], (long long)sc->formats[3][2],
+                            (long long)sc->formats[3][3], (long long)sc->formats[4][0], (long long)sc->formats[4][1],
+                            (long long)sc->formats[4][2], (long long)sc->formats[4][3]);
+    ff = sc->ff_pos >= 0 ? Py_BuildValue("(LL)", (long long)sc->ff_pos, (long long)sc->ff_off) : Py_NewRef(Py_None);
+    lf = sc->ff_pos >= 0 ? PyLong_FromLongLong(sc->last_followed) : Py_NewRef(Py_None);
+    tss = sc->has_ts ? Py_BuildValue("(LLLLL)", (long long)sc->min_ts, (long long)sc->max_ts, (long long)sc->first_ts,
+                                     (long long)sc->last_ts, (long long)sc->out_of_order)
+                     : Py_NewRef(Py_None);
+    first = sc->have_first ? PyLong_FromLongLong(sc->first_offset) : Py_NewRef(Py_None);
+    if (formats == NULL || ff == NULL || lf == NULL || tss == NULL || first == NULL) {
+        Py_XDECREF(formats);
+        Py_XDECREF(ff);
+        Py_XDECREF(lf);
+        Py_XDECREF(tss);
+        Py_XDECREF(first);
+        return NULL;
+    }
+    return result(R_SCAN_FIGURES, Py_BuildValue("(NLLLLLNNNN)", formats, (long long)sc->largest,
+                                                (long long)sc->largest_pos, (long long)sc->oversized,
+                                                (long long)sc->transactional, (long long)sc->null_keys, ff, lf, tss,
+                                                first));
+}
+
+/* dump_walk(buf, p, stop, end, last, flags, crc32c, crc32, decompress[, scan])
  * -> DumpWalk(position, batches, records, unknown_counts, nbytes, last_offset, first_offset, max_last_offset,
- *             max_timestamp, codecs, magics) | None
+ *             max_timestamp, codecs, magics) | (DumpWalk, ScanFigures) | None
  *
  * The per-batch body of ``dump.DumpEngine._walk`` for batches that need nothing from Python: no
  * filter, no output, a valid CRC, offsets following on from ``last``, and (``flags & 1``, deep) records
  * that decode with consecutive offsets. It walks from ``p`` while batches start before ``stop`` and
  * stops before the first batch that needs more (a finding, a legacy batch when deep, a legacy
- * compressed wrapper when ``flags & 2``, anything unusual), which the Python loop then handles. */
+ * compressed wrapper when ``flags & 2``, anything unusual), which the Python loop then handles.
+ *
+ * ``scan`` (deep only) is ``scan.stats.BatchStats.fast_state()``: (the HyperLogLog's registers, writable;
+ * max.message.bytes; the largest batch so far; the last record timestamp so far or -1). The walk then also adds up
+ * what ``BatchStats.batch`` would for each batch it takes, and returns those figures beside the walk's. */
 static PyObject *sp_dump_walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     Py_buffer view;
@@ -2225,11 +2386,13 @@ static PyObject *sp_dump_walk(PyObject *self, PyObject *const *args, Py_ssize_t 
     int64_t first_base = 0, max_last = 0, max_ts = 0;
     int have = 0, deep, stop_legacy_compressed;
     int64_t codecs[8] = {0}, magics[3] = {0};
-    PyObject *crc32c_fn, *crc32_fn, *decompress_fn;
+    PyObject *crc32c_fn, *crc32_fn, *decompress_fn, *walk, *figs;
     const uint8_t *buf;
+    Py_buffer regs;
+    ScanAcc acc, *sc = NULL;
     (void)self;
-    if (nargs != 9) {
-        PyErr_SetString(PyExc_TypeError, "dump_walk takes 9 arguments");
+    if (nargs != 9 && nargs != 10) {
+        PyErr_SetString(PyExc_TypeError, "dump_walk takes 9 or 10 arguments");
         return NULL;
     }
     if (arg_i64(args[1], &p) || arg_i64(args[2], &stop) || arg_i64(args[3], &end) || arg_i64(args[4], &last)
@@ -2240,9 +2403,32 @@ static PyObject *sp_dump_walk(PyObject *self, PyObject *const *args, Py_ssize_t 
     crc32c_fn = args[6];
     crc32_fn = args[7];
     decompress_fn = args[8];
+    if (nargs == 10) {
+        PyObject *t = args[9];
+        if (!deep || !PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 4)
+            Py_RETURN_NONE;
+        memset(&acc, 0, sizeof(acc));
+        if (arg_i64(PyTuple_GET_ITEM(t, 1), &acc.max_message_bytes) || arg_i64(PyTuple_GET_ITEM(t, 2), &acc.largest)
+            || arg_i64(PyTuple_GET_ITEM(t, 3), &acc.prev_ts))
+            Py_RETURN_NONE;
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(t, 0), &regs, PyBUF_WRITABLE) < 0) {
+            PyErr_Clear();
+            Py_RETURN_NONE;
+        }
+        if (regs.len != HLL_M) {
+            PyBuffer_Release(&regs);
+            Py_RETURN_NONE;
+        }
+        acc.registers = (uint8_t *)regs.buf;
+        acc.largest_pos = acc.ff_pos = -1;
+        sc = &acc;
+    }
     buf = walk_buffer(args[0], p, end, &view);
-    if (buf == NULL)
+    if (buf == NULL) {
+        if (sc != NULL)
+            PyBuffer_Release(&regs);
         Py_RETURN_NONE;
+    }
     while (p < stop && p < end - HEADER_SIZE_UP_TO_MAGIC) {
         int32_t size = be_i32(buf + p + SIZE_OFFSET);
         int64_t nxt, first, last_off, ts, n_rec;
@@ -2277,39 +2463,69 @@ static PyObject *sp_dump_walk(PyObject *self, PyObject *const *args, Py_ssize_t 
             first = base;
             if (deep) {
                 V2Args a;
-                int rc;
+                int rc, taken;
+                PyObject *data = NULL;
+                Py_buffer dv;
+                const uint8_t *rd = buf;
+                Py_ssize_t rp = (Py_ssize_t)p + RECORD_BATCH_OVERHEAD, rend = (Py_ssize_t)nxt;
                 if (count < 0 || codec > 4)
                     break;
                 a.base_offset = base;
-                a.has_lat = 0;
-                a.base_timestamp = a.log_append_time = 0;
+                a.has_lat = (attr & 0x08) != 0; /* LogAppendTime: every record's time is the batch's max */
+                a.base_timestamp = be_i64(buf + p + V2_BASE_TIMESTAMP_OFFSET);
+                a.log_append_time = ts;
                 a.base_sequence = -1;
                 a.first_offset = a.last_offset = 0;
-                if (codec == 0) {
-                    rc = v2_records_walk(buf, (Py_ssize_t)p + RECORD_BATCH_OVERHEAD, (Py_ssize_t)nxt, count, &a, NULL, NULL);
-                } else {
-                    PyObject *data;
-                    Py_buffer dv;
+                if (codec != 0) {
                     int fat;
-                    data = call_decompress(decompress_fn, codec, buf, (Py_ssize_t)p + RECORD_BATCH_OVERHEAD,
-                                           (Py_ssize_t)nxt, &dv, &fat);
+                    data = call_decompress(decompress_fn, codec, buf, rp, rend, &dv, &fat);
                     if (data == NULL) {
                         if (fat)
                             goto fatal;
                         break;
                     }
-                    rc = v2_records_walk((const uint8_t *)dv.buf, 0, dv.len, count, &a, NULL, NULL);
+                    rd = (const uint8_t *)dv.buf;
+                    rp = 0;
+                    rend = dv.len;
+                }
+                rc = v2_records_walk(rd, rp, rend, count, &a, NULL, NULL);
+                taken = rc == 0 && (count == 0 || (a.contiguous && (last == -1 || a.first_offset == last + 1)
+                                                   && a.first_offset >= base && a.last_offset <= last_off));
+                if (taken && sc != NULL) {
+                    int64_t sizes = 0, *f = sc->formats[codec];
+                    if (count > 0) {
+                        if (sc->ff_pos < 0) {
+                            sc->ff_pos = p;
+                            sc->ff_off = a.first_offset;
+                        }
+                        sc->last_followed = a.last_offset;
+                    }
+                    scan_records(rd, rp, rend, count, &a, sc, &sizes);
+                    f[0]++;
+                    f[1] += count;
+                    f[2] += nxt - p;
+                    f[3] += codec ? RECORD_BATCH_OVERHEAD + sizes : nxt - p;
+                    if (nxt - p > sc->largest) {
+                        sc->largest = nxt - p;
+                        sc->largest_pos = p;
+                    }
+                    if (nxt - p > sc->max_message_bytes)
+                        sc->oversized++;
+                    if (attr & 0x10)
+                        sc->transactional++;
+                    if (!sc->have_first || (count > 0 ? a.first_offset : base) < sc->first_offset) {
+                        sc->have_first = 1;
+                        sc->first_offset = count > 0 ? a.first_offset : base;
+                    }
+                }
+                if (data != NULL) {
                     PyBuffer_Release(&dv);
                     Py_DECREF(data);
                 }
-                if (rc < 0)
+                if (!taken)
                     break;
-                if (count > 0) {
-                    if (!a.contiguous || (last != -1 && a.first_offset != last + 1) || a.first_offset < base
-                        || a.last_offset > last_off)
-                        break;
+                if (count > 0)
                     last = a.last_offset;
-                }
                 n_rec = count;
             } else {
                 if (last != -1 && first != last + 1)
@@ -2367,18 +2583,31 @@ static PyObject *sp_dump_walk(PyObject *self, PyObject *const *args, Py_ssize_t 
         p = nxt;
     }
     PyBuffer_Release(&view);
+    if (sc != NULL)
+        PyBuffer_Release(&regs);
     if (!have)
-        return result(R_DUMP_WALK, Py_BuildValue("(LLLLLLOOO(LLLLLLLL)(LLL))", (long long)p, 0LL, 0LL, 0LL, 0LL,
+        walk = result(R_DUMP_WALK, Py_BuildValue("(LLLLLLOOO(LLLLLLLL)(LLL))", (long long)p, 0LL, 0LL, 0LL, 0LL,
                                                  (long long)last, Py_None, Py_None, Py_None, 0LL, 0LL, 0LL, 0LL,
                                                  0LL, 0LL, 0LL, 0LL, 0LL, 0LL, 0LL));
-    return result(R_DUMP_WALK, Py_BuildValue(
-        "(LLLLLLLLL(LLLLLLLL)(LLL))", (long long)p, (long long)batches, (long long)records, (long long)unknown,
-        (long long)nbytes, (long long)last, (long long)first_base, (long long)max_last, (long long)max_ts,
-        (long long)codecs[0], (long long)codecs[1], (long long)codecs[2], (long long)codecs[3], (long long)codecs[4],
-        (long long)codecs[5], (long long)codecs[6], (long long)codecs[7],
-        (long long)magics[0], (long long)magics[1], (long long)magics[2]));
+    else
+        walk = result(R_DUMP_WALK, Py_BuildValue(
+            "(LLLLLLLLL(LLLLLLLL)(LLL))", (long long)p, (long long)batches, (long long)records, (long long)unknown,
+            (long long)nbytes, (long long)last, (long long)first_base, (long long)max_last, (long long)max_ts,
+            (long long)codecs[0], (long long)codecs[1], (long long)codecs[2], (long long)codecs[3],
+            (long long)codecs[4], (long long)codecs[5], (long long)codecs[6], (long long)codecs[7],
+            (long long)magics[0], (long long)magics[1], (long long)magics[2]));
+    if (sc == NULL || walk == NULL)
+        return walk;
+    figs = scan_figures(sc);
+    if (figs == NULL) {
+        Py_DECREF(walk);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", walk, figs);
 fatal:
     PyBuffer_Release(&view);
+    if (sc != NULL)
+        PyBuffer_Release(&regs);
     return NULL;
 }
 

@@ -321,8 +321,10 @@ class DumpEngine:
         # The compiled walk takes runs of batches that need nothing from the loop below (no output, no filter,
         # a valid CRC, offsets that follow on; deep, records that decode): a summary-only run.
         observer = opts.observer
+        # An observer that lets the compiled walk add up its figures (spark-scan's statistics) keeps the walk.
+        fast_state = observer.fast_state if observer is not None else None
         fast = _C is not None and not emit and flt is None and not filter_records and selector is None \
-            and observer is None
+            and (fast_state is None or fast_state() is not None)
         fast_walk = _C.dump_walk if fast and _C is not None else None
         fast_flags = (1 if need_records else 0) | (2 if verify_inner or exact_counts else 0)
         window = fr.window
@@ -353,8 +355,16 @@ class DumpEngine:
                     if fast_walk is not None and pos < next_progress:
                         limit_at = min(next_progress, pos + window) if stop is None else min(next_progress,
                                                                                               pos + window, stop)
-                        r = fast_walk(buf, pos, limit_at, stream.end, last, fast_flags,
-                                      _crc32c.crc32c, _crc32, fast_decompress)
+                        if fast_state is None:
+                            r = fast_walk(buf, pos, limit_at, stream.end, last, fast_flags,
+                                          _crc32c.crc32c, _crc32, fast_decompress)
+                            figures = None
+                        else:
+                            state = fast_state()
+                            rf = None if state is None else fast_walk(
+                                buf, pos, limit_at, stream.end, last, fast_flags, _crc32c.crc32c, _crc32,
+                                fast_decompress, state)
+                            r, figures = (None, None) if rf is None else rf
                         if r is not None and r.position != pos and base_offset is not None \
                                 and not overflow_reported and not (r.first_offset >= base_offset
                                                                    and r.max_last_offset - base_offset <= INT32_MAX):
@@ -363,6 +373,8 @@ class DumpEngine:
                             fast_walk = None
                             r = None
                         if r is not None and r.position != pos:
+                            if figures is not None and observer is not None:
+                                observer.absorb(figures, r.max_last_offset)
                             walked += r.nbytes
                             emitted_bytes += r.nbytes
                             n_batches += r.batches

@@ -37,13 +37,22 @@ DEFAULT_RESYNC_LIMIT = 64 * 1024 * 1024
 class BatchObserver(Protocol):
     """Sees every batch a walk counts, as it counts it: its CRC verdict (``isValid``) and its records (None when the
     walk decodes none, or they do not decode). For consumers that need the batches but no events (``spark-scan``'s
-    per-range figures): a walk with an observer takes the per-batch path."""
+    per-range figures): a walk with an observer takes the per-batch path, except for the runs of batches the compiled
+    walk takes when the observer's ``fast_state`` lets it add up the figures itself."""
 
     def batch(self, batch: RecordBatch, crc_valid: bool, records: list[Record] | None) -> None: ...
 
     def more_records(self, batch: RecordBatch, crc_valid: bool, records: list[Record]) -> None:
         """A further chunk of the records of the batch :meth:`batch` saw last: a batch of more records than a chunk
         holds (the memory budget's ``record_chunk``) is read a chunk at a time, and :meth:`batch` had the first."""
+
+    def fast_state(self) -> tuple[Any, int, int, int] | None:
+        """The compiled walk's ``scan`` argument, when it can add up this observer's figures itself for the runs of
+        batches it takes (then :meth:`absorb` gets them instead of a :meth:`batch` call each); None: every batch
+        comes to :meth:`batch`."""
+
+    def absorb(self, figures: Any, max_last_offset: int) -> None:
+        """The figures of a run of batches the compiled walk took (``_speedups.dump_walk`` with ``scan``)."""
 
 
 class Severity(str, enum.Enum):

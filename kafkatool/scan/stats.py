@@ -275,6 +275,58 @@ class BatchStats:
         if self.sink is not None:
             self.sink(batch, crc_valid, records, False)
 
+    def fast_state(self) -> tuple[Any, int, int, int] | None:
+        """What the compiled walk needs to add up :meth:`batch`'s figures itself (``_speedups.dump_walk``'s
+        ``scan``): the distinct-key registers, max.message.bytes, the largest batch and the last record timestamp
+        so far (-1: none). None while key sharing or a sink needs each batch: the walk then hands every batch
+        here."""
+        if self.keyshare is not None or self.sink is not None:
+            return None
+        hll = self.stats.hll
+        assert hll is not None
+        return hll.registers, self.max_message_bytes, self.stats.largest_batch, \
+            -1 if self._last_ts is None else self._last_ts
+
+    def absorb(self, f: Any, max_last_offset: int) -> None:
+        """The figures of a run of batches the compiled walk took (``ScanFigures``; ``max_last_offset``: the run's
+        largest last offset): as if each had come through :meth:`batch`. Its keys are in the registers already."""
+        st = self.stats
+        for codec, (b, r, by, unc) in enumerate(f.formats):
+            if b:
+                fm = st.formats.setdefault((2, codec), [0, 0, 0, 0])
+                fm[0] += b
+                fm[1] += r
+                fm[2] += by
+                fm[3] += unc
+                st.batches += b
+                st.records += r
+                st.bytes += by
+                st.uncompressed_bytes += unc
+        if f.largest_position >= 0:
+            st.largest_batch = f.largest_batch
+            st.largest_batch_position = (self.path, f.largest_position)
+        st.oversized_batches += f.oversized
+        st.transactional_batches += f.transactional
+        st.null_keys += f.null_keys
+        if f.first_followed is not None:
+            if self.first_followed is None:
+                self.first_followed = f.first_followed
+            self.last_followed = f.last_followed
+        if f.timestamps is not None:
+            lo, hi, first, last, out_of_order = f.timestamps
+            st.out_of_order += out_of_order
+            if st.first_timestamp is None:
+                st.first_timestamp = first
+            self._last_ts = last
+            if st.min_timestamp is None or lo < st.min_timestamp:
+                st.min_timestamp = lo
+            if st.max_timestamp is None or hi > st.max_timestamp:
+                st.max_timestamp = hi
+        if f.first_offset is not None and (st.first_offset is None or f.first_offset < st.first_offset):
+            st.first_offset = f.first_offset
+        if st.last_offset is None or max_last_offset > st.last_offset:
+            st.last_offset = max_last_offset
+
     def more_records(self, batch: RecordBatch, crc_valid: bool, records: list[Record]) -> None:
         """A further chunk of the records of the batch :meth:`batch` saw last (a batch of more records than a chunk
         holds, read a chunk at a time): counted as if they had come with it."""

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkatool.scan.engine import run_local
+from kafkatool.scan.engine import ScanOptions, run_local
 from kafkatool.scan.plan import discover, make_plan
 from kafkatool.spark.run import ScanRequest, spark_scan
 from tests.support.damage import damaged_dir, dump_view, finding_key, hostile_logs
@@ -126,3 +126,41 @@ def test_a_batch_of_more_records_than_a_chunk_holds_is_counted_whole(tmp_path, m
     assert rows == 12000 and crc_failed == 1
     assert figures["crc_failures"] == 1 and figures["null_keys"] == 900
     assert figures["max_timestamp"] == 1_800_000_000_000 and figures["out_of_order"] > 0
+
+
+# ------------------------------------------------------------------ the compiled walk's figures are the observer's
+
+def _figures(root: Path, opts: ScanOptions) -> dict:
+    from kafkatool.scan.engine import scan_range
+
+    out = {}
+    plan = make_plan(discover([str(root)]).segments, split_bytes=1 << 16, parallelism=1)
+    for item in plan.items:
+        r = scan_range(item, opts)
+        st = r.stats
+        out[(item.path, item.start)] = ({k: getattr(st, k) for k in st.__slots__ if k != "hll"},
+                                        st.hll.registers.tobytes(), r.first_followed, r.last_followed,
+                                        [finding_key(f) for f in r.findings], r.handoff)
+    return out
+
+
+@pytest.mark.parametrize("which", ["sample", "damaged", "wide"])
+def test_the_compiled_walk_adds_up_what_the_observer_would(which, sample_dir, corpus, tmp_path):
+    """Runs of plain v2 batches are added up inside the compiled walk (``BatchStats.fast_state``); every figure,
+    the distinct-key registers included, equals the per-batch observer's, on the sample (every codec, format,
+    transactions), on the damaged copies, and on batches of 3,000 records (null keys, timestamps out of order,
+    LogAppendTime, batches over max.message.bytes), cut into ranges."""
+    from kafkatool._speedups import dump_walk  # noqa: F401 (the compiled path must be there to compare)
+    from tests.support.speedups import dispatching_to
+
+    root = {"sample": lambda: Path(sample_dir), "damaged": lambda: corpus[0],
+            "wide": lambda: _big_batches(tmp_path)}[which]()
+    opts = ScanOptions(max_message_bytes=30_000)
+    compiled = _figures(root, opts)
+    with dispatching_to(None, ["kafkatool.dump.engine"]):
+        observed = _figures(root, opts)
+    assert sorted(compiled) == sorted(observed)
+    for k in sorted(compiled):
+        assert compiled[k] == observed[k], k
+    assert sum(v[0]["records"] for v in compiled.values()) > 10_000
+    assert which != "wide" or sum(v[0]["oversized_batches"] for v in compiled.values()) == 3
