@@ -9,7 +9,7 @@
   and the built extension) and shipped with ``SparkContext.addPyFile``; ``kafkatool._accel`` loads the extension
   from a copy on disk (zipimport cannot), when it was built for the executors' Python.
 * The probe runs again after shipping, and the driver prints per executor where kafkatool comes from and whether
-  its compiled path is active (a warning when not: 1.3-1.5x the CPU). Missing dependencies stop the run before
+  its compiled path is active (a warning when not: up to ~4x the CPU). Missing dependencies stop the run before
   any data is read, in one line.
 * Executors may instead run a packed virtualenv: a ``python_archive`` venv.tar.gz sets
   ``spark.archives=venv.tar.gz#environment`` and runs ``./environment/bin/python``. A venv packed with

@@ -52,7 +52,7 @@ class ScanRenderer(ScanListener):
                       f"{'active' if compiled else 'INACTIVE'}")
         if not compiled:
             self.out.warning(f"executor {host} runs kafkatool without its compiled extension (not built for its "
-                             "Python, or KAFKATOOL_PURE set): about 1.3-1.5x the CPU. Install kafkatool on the nodes "
+                             "Python, or KAFKATOOL_PURE set): up to about 4x the CPU. Install kafkatool on the nodes "
                              "or give the Python the driver runs")
 
     def stage(self, name: str) -> None:
