@@ -2611,6 +2611,170 @@ fatal:
     return NULL;
 }
 
+/* The legacy wrapper of the reframed messages ``out`` (a bytes object, not consumed) compressed with ``codec`` (1-3),
+ * as ``down_convert.reframe_v2_batch`` writes it: the framing ``codecs.compress`` puts around one snappy or lz4
+ * block done here around the block function it calls (``fns`` as downconvert_run's; None there: that codec goes
+ * through ``compress`` too), anything else through ``fns[F_COMPRESS]``. A new bytes object, or NULL: *fat 1 when the error must propagate, 0 when the Python path
+ * must run. */
+static PyObject *wrap_compressed(int codec, int64_t to_magic, int ts_bit, int64_t wrapper_ts, int64_t last,
+                                 PyObject *out, PyObject *const *fns, int *fat)
+{
+    Py_ssize_t inner_len = PyBytes_GET_SIZE(out);
+    PyObject *data;
+    *fat = 0;
+    if (((codec == 2 && inner_len <= 32768) || (codec == 3 && inner_len <= 65536))
+        && fns[codec == 2 ? F_SNAPPY_BLOCK : F_LZ4_BLOCK] != Py_None) {
+        PyObject *blk;
+        Py_buffer bv;
+        uint8_t head[20], tail[4] = {0, 0, 0, 0};
+        const uint8_t *pv[4];
+        Py_ssize_t pn[4];
+        int np;
+        blk = take_buffer(PyObject_CallOneArg(fns[codec == 2 ? F_SNAPPY_BLOCK : F_LZ4_BLOCK], out), &bv, fat);
+        if (blk == NULL)
+            return NULL;
+        if (codec == 2) {
+            /* "\x82SNAPPY\0", version 1, compatible version 1, then the chunk's big-endian length */
+            memcpy(head, "\x82SNAPPY\0", 8);
+            put_be32(head + 8, 1);
+            put_be32(head + 12, 1);
+            put_be32(head + 16, (uint32_t)bv.len);
+            pv[0] = head;
+            pn[0] = 20;
+            pv[1] = (const uint8_t *)bv.buf;
+            pn[1] = bv.len;
+            np = 2;
+        } else {
+            /* magic 0x184D2204 (LE), FLG 0x60, BD 0x40, header checksum (KAFKA-3160's for magic 0); the
+             * block's LE length (high bit: stored raw when compression did not shrink it); end mark */
+            head[0] = 0x04;
+            head[1] = 0x22;
+            head[2] = 0x4D;
+            head[3] = 0x18;
+            head[4] = 0x60;
+            head[5] = 0x40;
+            head[6] = to_magic == 0 ? 0x1A : 0x82;
+            pv[0] = head;
+            pn[0] = 11;
+            if (bv.len >= inner_len) {
+                uint32_t v = (uint32_t)inner_len | 0x80000000u;
+                head[7] = (uint8_t)v;
+                head[8] = (uint8_t)(v >> 8);
+                head[9] = (uint8_t)(v >> 16);
+                head[10] = (uint8_t)(v >> 24);
+                pv[1] = (const uint8_t *)PyBytes_AS_STRING(out);
+                pn[1] = inner_len;
+            } else {
+                uint32_t v = (uint32_t)bv.len;
+                head[7] = (uint8_t)v;
+                head[8] = (uint8_t)(v >> 8);
+                head[9] = (uint8_t)(v >> 16);
+                head[10] = (uint8_t)(v >> 24);
+                pv[1] = (const uint8_t *)bv.buf;
+                pn[1] = bv.len;
+            }
+            pv[2] = tail;
+            pn[2] = 4;
+            np = 3;
+        }
+        data = wrapper_parts(to_magic, codec | ts_bit, wrapper_ts, last, np, pv, pn);
+        PyBuffer_Release(&bv);
+        Py_DECREF(blk);
+    } else {
+        PyObject *comp;
+        Py_buffer cv;
+        comp = take_buffer(PyObject_CallFunction(fns[F_COMPRESS], "iO", codec, out), &cv, fat);
+        if (comp == NULL)
+            return NULL;
+        data = wrapper_core(to_magic, codec | ts_bit, wrapper_ts, last, (const uint8_t *)cv.buf, cv.len);
+        PyBuffer_Release(&cv);
+        Py_DECREF(comp);
+    }
+    if (data == NULL)
+        *fat = PyErr_Occurred() ? keep_fatal_error() : 0;
+    return data;
+}
+
+/* reframe_v2_wrapped(buf, p, to_magic, limit, codecs) -> (data, inner, first, last, records, with_headers) | None
+ *
+ * ``down_convert._reframe_v2`` for the compressed v2 batch at ``buf[p:]`` (gzip, snappy or lz4, not control, a
+ * records count of at least 0): its records area decompressed (``codecs`` as downconvert_run's, ``limit`` the
+ * decompression limit), reframed as legacy messages of ``to_magic`` with offsets relative to the wrapper, and
+ * compressed into one wrapper, as ``reframe_v2_batch`` writes it. ``data`` is the wrapper (None: no record),
+ * ``inner`` the messages it compressed. None wherever the Python path must run (it raises exactly). */
+static PyObject *sp_reframe_v2_wrapped(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer view, dv;
+    int64_t p, to_magic, limit, nxt, base, batch_last, base_ts, lat;
+    int32_t size, count;
+    int16_t attr;
+    int codec, has_lat, ts_bit, fat = 0;
+    const uint8_t *buf;
+    PyObject *dec, *out, *data;
+    Reframe r;
+    (void)self;
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "reframe_v2_wrapped takes 5 arguments");
+        return NULL;
+    }
+    if (arg_i64(args[1], &p) || arg_i64(args[2], &to_magic) || arg_i64(args[3], &limit) || (to_magic != 0 && to_magic != 1)
+        || !PyTuple_Check(args[4]) || PyTuple_GET_SIZE(args[4]) != N_FNS)
+        Py_RETURN_NONE;
+    buf = walk_buffer(args[0], p, p, &view);
+    if (buf == NULL)
+        Py_RETURN_NONE;
+    if (view.len - p < RECORD_BATCH_OVERHEAD || buf[p + MAGIC_OFFSET] != 2)
+        goto decline;
+    size = be_i32(buf + p + SIZE_OFFSET);
+    nxt = p + LOG_OVERHEAD + (int64_t)size;
+    attr = be_i16(buf + p + V2_ATTRIBUTES_OFFSET);
+    codec = attr & CODEC_MASK;
+    count = be_i32(buf + p + V2_RECORDS_COUNT_OFFSET);
+    if (size + LOG_OVERHEAD < RECORD_BATCH_OVERHEAD || nxt > view.len || (attr & 0x20) || codec < 1 || codec > 3
+        || count < 0)
+        goto decline;
+    base = be_i64(buf + p);
+    if (__builtin_add_overflow(base, (int64_t)be_i32(buf + p + V2_LAST_OFFSET_DELTA_OFFSET), &batch_last))
+        goto decline;
+    base_ts = be_i64(buf + p + V2_BASE_TIMESTAMP_OFFSET);
+    lat = be_i64(buf + p + V2_MAX_TIMESTAMP_OFFSET);
+    has_lat = (attr & 0x08) != 0;
+    ts_bit = has_lat && to_magic > 0 ? 0x08 : 0;
+    dec = decompress_area(codec, buf + p + RECORD_BATCH_OVERHEAD, (Py_ssize_t)(nxt - p - RECORD_BATCH_OVERHEAD), limit,
+                          &PyTuple_GET_ITEM(args[4], 0), &dv, &fat);
+    if (dec == NULL) {
+        PyBuffer_Release(&view);
+        if (fat)
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    out = reframe_core((const uint8_t *)dv.buf, dv.len, count, base, base_ts, has_lat, lat, to_magic, ts_bit, 0, 0,
+                       1, 0, 0, 0, &r);
+    PyBuffer_Release(&dv);
+    Py_DECREF(dec);
+    PyBuffer_Release(&view);
+    if (out == NULL)
+        Py_RETURN_NONE;
+    if (r.written == 0) {
+        Py_DECREF(out);
+        return Py_BuildValue("(OOLLLL)", Py_None, Py_None, (long long)r.first, (long long)r.last, 0LL,
+                             (long long)r.with_headers);
+    }
+    data = wrap_compressed(codec, to_magic, ts_bit, to_magic > 0 ? (has_lat ? lat : r.max_ts) : -1, r.last, out,
+                           &PyTuple_GET_ITEM(args[4], 0), &fat);
+    if (data == NULL) {
+        Py_DECREF(out);
+        if (fat)
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    return Py_BuildValue("(NNLLLL)", data, out, (long long)r.first, (long long)r.last, (long long)r.written,
+                         (long long)r.with_headers);
+decline:
+    PyBuffer_Release(&view);
+    Py_RETURN_NONE;
+}
+
 /* downconvert_run(buf, p, stop, end, checked, to_magic, first_offset, max_bytes, wsize, wbase, segment_bytes,
  *                 wrapper_header, limit, codecs, estimates[, max_records[, floor]])
  * -> DownconvertRun(position, data, batches, records, records_filtered, headers_dropped, producer_fields_dropped,
@@ -2643,7 +2807,7 @@ static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ss
     int64_t last_out = -1, none_records = 0, comp_batches = 0, total = 0, floor = INT64_MIN;
     float est[4], step_up = 0.0f, step_down = 0.0f;
     int updated = 0;
-    PyObject *crc_fn, *comp_fn, *snappy_fn, *lz4_fn, *parts, *joined, *ests, *const *fns;
+    PyObject *crc_fn, *parts, *joined, *ests, *const *fns;
     int64_t limit;
     const uint8_t *buf;
     (void)self;
@@ -2663,9 +2827,6 @@ static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ss
         Py_RETURN_NONE;
     fns = &PyTuple_GET_ITEM(args[13], 0);
     crc_fn = fns[F_CRC32C];
-    comp_fn = fns[F_COMPRESS];
-    snappy_fn = fns[F_SNAPPY_BLOCK];
-    lz4_fn = fns[F_LZ4_BLOCK];
     ests = args[14];
     if (!PyTuple_Check(ests) || PyTuple_GET_SIZE(ests) != 6)
         Py_RETURN_NONE;
@@ -2750,89 +2911,15 @@ static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ss
             break;
         }
         inner_len = PyBytes_GET_SIZE(out);
-        if (codec && ((codec == 2 && inner_len <= 32768) || (codec == 3 && inner_len <= 65536))) {
-            /* One block: codecs.snappy_xerial_compress / lz4_kafka_compress's framing around the block
-             * compressor they call, without their Python. */
-            PyObject *blk;
-            Py_buffer bv;
-            uint8_t head[20], tail[4] = {0, 0, 0, 0};
-            const uint8_t *pv[4];
-            Py_ssize_t pn[4];
-            int np;
+        if (codec) {
             int64_t wrapper_ts = to_magic > 0 ? (has_lat ? lat : r.max_ts) : -1;
-            blk = take_buffer(PyObject_CallOneArg(codec == 2 ? snappy_fn : lz4_fn, out), &bv, &fat);
-            if (blk == NULL) {
-                Py_DECREF(out);
+            data = wrap_compressed(codec, to_magic, ts_bit, wrapper_ts, r.last, out, fns, &fat);
+            Py_DECREF(out);
+            if (data == NULL) {
                 if (fat)
                     goto fatal;
                 break;
             }
-            if (codec == 2) {
-                /* "\x82SNAPPY\0", version 1, compatible version 1, then the chunk's big-endian length */
-                memcpy(head, "\x82SNAPPY\0", 8);
-                put_be32(head + 8, 1);
-                put_be32(head + 12, 1);
-                put_be32(head + 16, (uint32_t)bv.len);
-                pv[0] = head;
-                pn[0] = 20;
-                pv[1] = (const uint8_t *)bv.buf;
-                pn[1] = bv.len;
-                np = 2;
-            } else {
-                /* magic 0x184D2204 (LE), FLG 0x60, BD 0x40, header checksum (KAFKA-3160's for magic 0); the
-                 * block's LE length (high bit: stored raw when compression did not shrink it); end mark */
-                head[0] = 0x04;
-                head[1] = 0x22;
-                head[2] = 0x4D;
-                head[3] = 0x18;
-                head[4] = 0x60;
-                head[5] = 0x40;
-                head[6] = to_magic == 0 ? 0x1A : 0x82;
-                pv[0] = head;
-                pn[0] = 11;
-                if (bv.len >= inner_len) {
-                    uint32_t v = (uint32_t)inner_len | 0x80000000u;
-                    head[7] = (uint8_t)v;
-                    head[8] = (uint8_t)(v >> 8);
-                    head[9] = (uint8_t)(v >> 16);
-                    head[10] = (uint8_t)(v >> 24);
-                    pv[1] = (const uint8_t *)PyBytes_AS_STRING(out);
-                    pn[1] = inner_len;
-                } else {
-                    uint32_t v = (uint32_t)bv.len;
-                    head[7] = (uint8_t)v;
-                    head[8] = (uint8_t)(v >> 8);
-                    head[9] = (uint8_t)(v >> 16);
-                    head[10] = (uint8_t)(v >> 24);
-                    pv[1] = (const uint8_t *)bv.buf;
-                    pn[1] = bv.len;
-                }
-                pv[2] = tail;
-                pn[2] = 4;
-                np = 3;
-            }
-            data = wrapper_parts(to_magic, codec | ts_bit, wrapper_ts, r.last, np, pv, pn);
-            PyBuffer_Release(&bv);
-            Py_DECREF(blk);
-            Py_DECREF(out);
-            if (data == NULL)
-                break;
-        } else if (codec) {
-            PyObject *comp;
-            Py_buffer cv;
-            int64_t wrapper_ts = to_magic > 0 ? (has_lat ? lat : r.max_ts) : -1;
-            comp = take_buffer(PyObject_CallFunction(comp_fn, "iO", codec, out), &cv, &fat);
-            Py_DECREF(out);
-            if (comp == NULL) {
-                if (fat)
-                    goto fatal;
-                break;
-            }
-            data = wrapper_core(to_magic, codec | ts_bit, wrapper_ts, r.last, (const uint8_t *)cv.buf, cv.len);
-            PyBuffer_Release(&cv);
-            Py_DECREF(comp);
-            if (data == NULL)
-                break;
         } else {
             data = out;
         }
@@ -3186,6 +3273,9 @@ static PyMethodDef methods[] = {
      "parse_records would return, or None where it raises."},
     {"reframe_v2_records", (PyCFunction)(void (*)(void))sp_reframe_v2_records, METH_FASTCALL,
      "reframe_v2_records(...): down_convert.reframe_v2_records' fields, or None."},
+    {"reframe_v2_wrapped", (PyCFunction)(void (*)(void))sp_reframe_v2_wrapped, METH_FASTCALL,
+     "reframe_v2_wrapped(buf, p, to_magic, limit, codecs): (data, inner, first, last, records, with_headers) of "
+     "a compressed v2 batch down-converted into one legacy wrapper, or None."},
     {"legacy_wrapper", (PyCFunction)(void (*)(void))sp_legacy_wrapper, METH_FASTCALL,
      "legacy_wrapper(magic, attributes, timestamp, last_offset, value): down_convert.wrapper_entry_py's bytes, "
      "or None."},
