@@ -8,6 +8,7 @@ codecs, control and empty batches, then damaged (flipped bytes, cut tails, junk)
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 from collections.abc import Iterator
@@ -291,3 +292,43 @@ def test_legacy_deep_records_equal_reference(data: bytes) -> None:
     # the same error before any chunk
     chunked = outcome(lambda batch, value, limit: [r for c in batch.record_chunks(limit=limit, size=2) for r in c])
     assert chunked == want
+
+
+@st.composite
+def compressed_v2(draw: st.DrawFn) -> bytes:
+    """A compressed v2 batch (gzip, snappy, lz4) with what down-conversion drops or keeps: headers, producer ids,
+    transactions, LogAppendTime; offsets with gaps and many records (several snappy/lz4 blocks)."""
+    n = draw(st.integers(1, 400))
+    off = draw(st.integers(0, 1000))
+    recs = []
+    for _ in range(n):
+        off += draw(st.integers(1, 3))
+        recs.append((off, TS + draw(st.integers(-50, 5000)), draw(small_bytes), draw(small_bytes), draw(headers)))
+    lat = draw(st.booleans())
+    return v2.build_batch(recs, codec=draw(st.sampled_from([Codec.GZIP, Codec.SNAPPY, Codec.LZ4])),
+                          timestamp_type=TimestampType.LOG_APPEND_TIME if lat else TimestampType.CREATE_TIME,
+                          log_append_time=TS + 5, producer_id=draw(st.sampled_from([-1, 7])),
+                          is_transactional=draw(st.booleans()))
+
+
+@SETTINGS
+@given(data=compressed_v2(), to_magic=st.sampled_from([0, 1]), first=st.integers(0, 1500))
+def test_a_compressed_batch_wrapped_in_one_call_equals_the_steps(data: bytes, to_magic: int, first: int) -> None:
+    """``_speedups.reframe_v2_wrapped`` (fetch-sim's down-conversion of a compressed v2 batch) gives the bytes, the
+    inner message set and every statistic of the step-by-step path."""
+    from kafkatool._accel import speedups
+    from kafkatool.record import down_convert as dc
+    from tests.support.speedups import dispatching_to
+
+    assert speedups is not None
+    batch = v2.DefaultRecordBatch.at(data)
+    assert speedups.reframe_v2_wrapped(batch.buf, batch.start, to_magic, 1 << 24, dc._wrap_codecs(to_magic, None))
+    fast = dc.down_convert([batch], to_magic, first, keep_inners=True)
+    with dispatching_to(None, ["kafkatool.record.down_convert"]):
+        slow = dc.down_convert([batch], to_magic, first, keep_inners=False)
+    assert fast.data == slow.data and fast.data
+    fields = [f.name for f in dataclasses.fields(fast) if f.name not in ("data", "inners")]
+    assert [getattr(fast, f) for f in fields] == [getattr(slow, f) for f in fields]
+    assert "temporary_memory_bytes" in fields
+    ((at, inner),) = fast.inners or [(None, None)]
+    assert at == 0 and inner is not None and len(inner) < len(fast.data) * 50
