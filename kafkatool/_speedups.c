@@ -2284,22 +2284,25 @@ typedef struct {
     int64_t first_offset;
 } ScanAcc;
 
-/* The figures of a batch's ``count`` records in ``d[p:end]``, already validated by v2_records_walk: timestamps,
- * keys (null, or hashed into the registers) and the records' size (the uncompressed size of a compressed batch). */
-static void scan_records(const uint8_t *d, Py_ssize_t p, Py_ssize_t end, int64_t count, const V2Args *a,
-                         ScanAcc *acc, int64_t *sizes)
+/* The figures of a batch's ``count`` records in ``d[p:end]``, which v2_records_walk has just validated: timestamps,
+ * keys (null, or hashed into the registers) and the records' size (the uncompressed size of a compressed batch).
+ * Every read is checked again all the same (an uncompressed area is the segment's mapping, which another process
+ * could change between the passes): -1 when anything is off, and the caller leaves the batch to Python. The
+ * registers only ever take a maximum, so keys hashed before such a stop change nothing the Python walk would not. */
+static int scan_records(const uint8_t *d, Py_ssize_t p, Py_ssize_t end, int64_t count, const V2Args *a,
+                        ScanAcc *acc, int64_t *sizes)
 {
     int64_t i, total = 0;
-    (void)end;
     for (i = 0; i < count; i++) {
         Py_ssize_t start = p, rec_end;
         int64_t length, ts_delta, od, kn, ts;
-        read_varint(d, &p, end, 5, &length);
+        if (read_varint(d, &p, end, 5, &length) < 0 || length < 0 || length > end - p)
+            return -1;
         rec_end = p + (Py_ssize_t)length;
         p += 1;
-        read_varint(d, &p, end, 10, &ts_delta);
-        read_varint(d, &p, end, 5, &od);
-        read_varint(d, &p, end, 5, &kn);
+        if (read_varint(d, &p, rec_end, 10, &ts_delta) < 0 || read_varint(d, &p, rec_end, 5, &od) < 0
+            || read_varint(d, &p, rec_end, 5, &kn) < 0 || kn > rec_end - p)
+            return -1;
         if (kn < 0) {
             acc->null_keys++;
         } else {
@@ -2312,7 +2315,10 @@ static void scan_records(const uint8_t *d, Py_ssize_t p, Py_ssize_t end, int64_t
             if (acc->registers[idx] < rank)
                 acc->registers[idx] = rank;
         }
-        ts = a->has_lat ? a->log_append_time : a->base_timestamp + ts_delta; /* checked by v2_records_walk */
+        if (a->has_lat)
+            ts = a->log_append_time;
+        else if (__builtin_add_overflow(a->base_timestamp, ts_delta, &ts))
+            return -1;
         if (ts >= 0) {
             if (!acc->has_ts) {
                 acc->has_ts = 1;
@@ -2331,6 +2337,7 @@ static void scan_records(const uint8_t *d, Py_ssize_t p, Py_ssize_t end, int64_t
         p = rec_end;
     }
     *sizes = total;
+    return 0;
 }
 
 /* The ScanFigures of an accumulator (a new reference, NULL with the error set). */
@@ -2492,30 +2499,37 @@ static PyObject *sp_dump_walk(PyObject *self, PyObject *const *args, Py_ssize_t 
                 taken = rc == 0 && (count == 0 || (a.contiguous && (last == -1 || a.first_offset == last + 1)
                                                    && a.first_offset >= base && a.last_offset <= last_off));
                 if (taken && sc != NULL) {
-                    int64_t sizes = 0, *f = sc->formats[codec];
+                    /* the batch's figures on a copy, kept only when every record reads back */
+                    ScanAcc t = *sc;
+                    int64_t sizes = 0, *f = t.formats[codec];
                     if (count > 0) {
-                        if (sc->ff_pos < 0) {
-                            sc->ff_pos = p;
-                            sc->ff_off = a.first_offset;
+                        if (t.ff_pos < 0) {
+                            t.ff_pos = p;
+                            t.ff_off = a.first_offset;
                         }
-                        sc->last_followed = a.last_offset;
+                        t.last_followed = a.last_offset;
                     }
-                    scan_records(rd, rp, rend, count, &a, sc, &sizes);
-                    f[0]++;
-                    f[1] += count;
-                    f[2] += nxt - p;
-                    f[3] += codec ? RECORD_BATCH_OVERHEAD + sizes : nxt - p;
-                    if (nxt - p > sc->largest) {
-                        sc->largest = nxt - p;
-                        sc->largest_pos = p;
-                    }
-                    if (nxt - p > sc->max_message_bytes)
-                        sc->oversized++;
-                    if (attr & 0x10)
-                        sc->transactional++;
-                    if (!sc->have_first || (count > 0 ? a.first_offset : base) < sc->first_offset) {
-                        sc->have_first = 1;
-                        sc->first_offset = count > 0 ? a.first_offset : base;
+                    if (scan_records(rd, rp, rend, count, &a, &t, &sizes) < 0) {
+                        taken = 0;
+                    } else {
+                        f[0]++;
+                        f[1] += count;
+                        f[2] += nxt - p;
+                        /* BatchStats.batch: a compressed batch's header and records; an empty one, its size */
+                        f[3] += codec && count > 0 ? RECORD_BATCH_OVERHEAD + sizes : nxt - p;
+                        if (nxt - p > t.largest) {
+                            t.largest = nxt - p;
+                            t.largest_pos = p;
+                        }
+                        if (nxt - p > t.max_message_bytes)
+                            t.oversized++;
+                        if (attr & 0x10)
+                            t.transactional++;
+                        if (!t.have_first || (count > 0 ? a.first_offset : base) < t.first_offset) {
+                            t.have_first = 1;
+                            t.first_offset = count > 0 ? a.first_offset : base;
+                        }
+                        *sc = t;
                     }
                 }
                 if (data != NULL) {
@@ -2730,8 +2744,8 @@ static PyObject *sp_reframe_v2_wrapped(PyObject *self, PyObject *const *args, Py
     attr = be_i16(buf + p + V2_ATTRIBUTES_OFFSET);
     codec = attr & CODEC_MASK;
     count = be_i32(buf + p + V2_RECORDS_COUNT_OFFSET);
-    if (size + LOG_OVERHEAD < RECORD_BATCH_OVERHEAD || nxt > view.len || (attr & 0x20) || codec < 1 || codec > 3
-        || count < 0)
+    if ((int64_t)size + LOG_OVERHEAD < RECORD_BATCH_OVERHEAD || nxt > view.len || (attr & 0x20) || codec < 1
+        || codec > 3 || count < 0)
         goto decline;
     base = be_i64(buf + p);
     if (__builtin_add_overflow(base, (int64_t)be_i32(buf + p + V2_LAST_OFFSET_DELTA_OFFSET), &batch_last))

@@ -130,6 +130,34 @@ def test_a_batch_of_more_records_than_a_chunk_holds_is_counted_whole(tmp_path, m
 
 # ------------------------------------------------------------------ the compiled walk's figures are the observer's
 
+def _empty_batches(tmp_path: Path) -> Path:
+    """Batches with no records between plain ones: gzip and lz4 whose records area is the compressed form of
+    nothing, and an uncompressed one (as a compaction leaves them, with a valid CRC)."""
+    import struct
+
+    from kafkatool._accel import crc32c
+    from kafkatool.record import default_records as v2
+    from kafkatool.record.codecs import Codec, compress
+    from tests.support.dump_fixtures import write_segment
+
+    def plain(base: int, codec: Codec = Codec.NONE) -> bytes:
+        return v2.build_batch([(base + i, 1_700_000_000_000 + i, b"key%d" % i, b"v", []) for i in range(3)],
+                              codec=codec)
+
+    def empty(base: int, codec: Codec) -> bytes:
+        b = bytearray(v2.build_batch([(base, 1_700_000_000_000, b"k", b"v", [])], codec=codec))[:61]
+        b += compress(codec, b"") if codec else b""
+        struct.pack_into(">i", b, 8, len(b) - 12)  # size
+        struct.pack_into(">i", b, 23, 0)  # lastOffsetDelta
+        struct.pack_into(">i", b, 57, 0)  # records count
+        struct.pack_into(">I", b, 17, crc32c.crc32c(bytes(b[21:])) & 0xFFFFFFFF)
+        return bytes(b)
+
+    return write_segment(tmp_path / "empty-0", [plain(0), empty(3, Codec.GZIP), plain(4, Codec.GZIP),
+                                                empty(7, Codec.LZ4), plain(8), empty(11, Codec.NONE),
+                                                plain(12, Codec.LZ4)]).parent
+
+
 def _figures(root: Path, opts: ScanOptions) -> dict:
     from kafkatool.scan.engine import scan_range
 
@@ -144,17 +172,17 @@ def _figures(root: Path, opts: ScanOptions) -> dict:
     return out
 
 
-@pytest.mark.parametrize("which", ["sample", "damaged", "wide"])
+@pytest.mark.parametrize("which", ["sample", "damaged", "wide", "empty"])
 def test_the_compiled_walk_adds_up_what_the_observer_would(which, sample_dir, corpus, tmp_path):
     """Runs of plain v2 batches are added up inside the compiled walk (``BatchStats.fast_state``); every figure,
     the distinct-key registers included, equals the per-batch observer's, on the sample (every codec, format,
-    transactions), on the damaged copies, and on batches of 3,000 records (null keys, timestamps out of order,
-    LogAppendTime, batches over max.message.bytes), cut into ranges."""
+    transactions), on the damaged copies, on batches of 3,000 records (null keys, timestamps out of order,
+    LogAppendTime, batches over max.message.bytes) and on empty batches of every codec, cut into ranges."""
     from kafkatool._speedups import dump_walk  # noqa: F401 (the compiled path must be there to compare)
     from tests.support.speedups import dispatching_to
 
     root = {"sample": lambda: Path(sample_dir), "damaged": lambda: corpus[0],
-            "wide": lambda: _big_batches(tmp_path)}[which]()
+            "wide": lambda: _big_batches(tmp_path), "empty": lambda: _empty_batches(tmp_path)}[which]()
     opts = ScanOptions(max_message_bytes=30_000)
     compiled = _figures(root, opts)
     with dispatching_to(None, ["kafkatool.dump.engine"]):
@@ -162,5 +190,6 @@ def test_the_compiled_walk_adds_up_what_the_observer_would(which, sample_dir, co
     assert sorted(compiled) == sorted(observed)
     for k in sorted(compiled):
         assert compiled[k] == observed[k], k
-    assert sum(v[0]["records"] for v in compiled.values()) > 10_000
+    records, batches = (sum(v[0][k] for v in compiled.values()) for k in ("records", "batches"))
+    assert (records, batches) == (12, 7) if which == "empty" else records > 10_000
     assert which != "wide" or sum(v[0]["oversized_batches"] for v in compiled.values()) == 3
