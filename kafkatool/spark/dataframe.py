@@ -256,8 +256,12 @@ if SOURCE_API:
                         if rec.rows >= _ROWS or rec.payload >= DEFAULT_SPLIT // 4:
                             out.append(rec.take())
 
-            def reset() -> None:
+            def reset() -> None:  # the range is walked again (a remote one, with more bytes): forget every row
                 out.clear()
+                if self.view == "batches":
+                    cols.reset()
+                else:
+                    rec.reset()
             scan_range(it, ScanOptions(), sink=sink, reset=reset)
             last = cols.take() if self.view == "batches" else rec.take()
             if last.num_rows:
@@ -330,6 +334,9 @@ class _BatchColumns:
 
     def __init__(self, item: WorkItem) -> None:
         self.item = item
+        self.reset()
+
+    def reset(self) -> None:
         self.cols: dict[str, list[Any]] = {f.name: [] for f in BATCH_SCHEMA}
 
     @property
@@ -361,6 +368,6 @@ class _BatchColumns:
     def take(self) -> pa.RecordBatch:
         batch = pa.RecordBatch.from_arrays([pa.array(self.cols[f.name], type=f.type) for f in BATCH_SCHEMA],
                                            schema=BATCH_SCHEMA)
-        self.cols = {f.name: [] for f in BATCH_SCHEMA}
+        self.reset()
         return batch
 

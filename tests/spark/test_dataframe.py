@@ -157,3 +157,37 @@ def test_a_batch_of_more_records_than_a_chunk_holds_is_every_row_and_one_batch(s
     assert sorted(rows) == list(range(n + 1))
     b = _read(source, tmp_path / "logs", view="batches").orderBy("position").toArrow()
     assert b["records"].to_pylist() == [n, 1]
+
+
+@pytest.mark.parametrize("view", ["batches", "records"])
+def test_a_remote_range_walked_again_gives_each_row_once(view, tmp_path, monkeypatch):
+    """A remote range whose walk went where the mirror had no bytes is walked again over more of the file
+    (``scan_range``'s ``reset``): the reader forgets the rows of the first walk, those still buffered included."""
+    pytest.importorskip("pyspark.sql.datasource")
+    import kafkatool.scan.engine as engine
+    from kafkatool.dump import Finding, Severity
+    from kafkatool.record import default_records as v2
+    from kafkatool.spark.dataframe import KafkaLogReader
+    from tests.support.dump_fixtures import write_segment
+
+    write_segment(tmp_path / "logs" / "t-0", [
+        v2.build_batch([(5 * n + i, 1_700_000_000_000 + i, b"k%d" % i, b"v" * 50, []) for i in range(5)])
+        for n in range(8)], interval=200)
+    walk, seen = engine._walk, set()
+
+    def first_walk_stops(item, opts, local, max_bytes, sink):  # as a resync into bytes the mirror lacks would
+        r = walk(item, opts, local, max_bytes, sink)
+        if max_bytes is not None and item.id not in seen:
+            seen.add(item.id)
+            r.findings.append(Finding("corrupt-region", Severity.ERROR, item.path, "forced", 0))
+        return r
+    monkeypatch.setattr(engine, "_walk", first_walk_stops)
+
+    def rows(path: str) -> list[int]:
+        reader = KafkaLogReader({"path": path, "view": view})
+        plan = make_plan(discover([path]).segments, split_bytes=700, parallelism=1)
+        assert len(plan.items) > 2
+        return [sum(b.num_rows for b in reader._read_range(it, [])) for it in plan.items]
+    local, remote = rows(str(tmp_path / "logs")), rows((tmp_path / "logs").as_uri())
+    assert len(seen) == len(remote) - 1  # every range but the last was walked again
+    assert remote == local and sum(local) == (8 if view == "batches" else 40)
