@@ -30,6 +30,7 @@ from kafkatool._accel import crc32c as _crc32c
 from kafkatool._accel import speedups as _C
 from kafkatool.constants import DOWN_CONVERSION_READ_SIZE
 from kafkatool.errors import InvalidRecordError, KafkaToolError, UnsupportedCodecError
+from kafkatool.record import codecs as _codecs
 from kafkatool.record.batch import (
     LOG_OVERHEAD,
     MAGIC_V0,
@@ -325,7 +326,9 @@ _WRAP_CODECS: dict[tuple[int, int | None], tuple[Any, ...]] = {}
 
 def _wrap_codecs(to_magic: int, limit: int | None) -> tuple[Any, ...]:
     """``_speedups``' codec callables (its F_* order, as ``convert.DownConverter`` builds them) for a conversion to
-    ``to_magic`` that decompresses with ``limit``."""
+    ``to_magic`` that decompresses with ``limit``. The snappy block compressor is looked up at each call, as
+    ``codecs.snappy_xerial_compress`` looks it up: a send follows ``codecs.snappy_block`` whichever path frames
+    the blocks (the interop tests put snappy-java's compressor there)."""
     fns = _WRAP_CODECS.get((to_magic, limit))
     if fns is None:
         def dec(codec_id: int, view: Any) -> bytes:
@@ -334,11 +337,9 @@ def _wrap_codecs(to_magic: int, limit: int | None) -> tuple[Any, ...]:
         def comp(codec_id: int, data: bytes) -> bytes:
             return compress(codec_id, data, magic=to_magic)
 
-        # Snappy is compressed through codecs.compress, not framed around its block function in C: what
-        # fetch-sim sends must follow codecs.snappy_xerial_compress (the interop tests put snappy-java's there).
         fns = _WRAP_CODECS[(to_magic, limit)] = (_crc32c.crc32c, dec, comp, None, lz4_fast_block,
                                                  snappy_block_len, snappy_unblock, lz4_unblock)
-    return fns
+    return (*fns[:3], _codecs.snappy_block, *fns[4:])
 
 
 def _streamed_records(batch: RecordBatch, source: RecordSource, to_magic: int, codec: Codec, ts_type: TimestampType,

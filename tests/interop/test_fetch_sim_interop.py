@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import cramjam
 import pytest
 
 from kafkatool.fetch.simulate import FetchOptions, PartitionLog, PartitionRequest, simulate, version_for_magic
@@ -305,18 +306,19 @@ def snappy_java_raw(kafka_ref: KafkaRef, tmp_path_factory: pytest.TempPathFactor
 
 @pytest.fixture
 def snappy_java(snappy_java_raw: Callable[[bytes], bytes], monkeypatch: pytest.MonkeyPatch) -> None:
-    """kafkatool's snappy writer with snappy-java's compressor for the blocks (our xerial framing kept)."""
-    def xerial(data: codecs.Buffer) -> bytes:
-        mv = memoryview(data).cast("B")
-        out = bytearray(codecs.XERIAL_HEADER)
-        for i in range(0, len(mv), codecs.XERIAL_BLOCK):
-            block = snappy_java_raw(bytes(mv[i:i + codecs.XERIAL_BLOCK]))
-            out += struct.pack(">i", len(block)) + block
-        return bytes(out)
-    monkeypatch.setattr(codecs, "snappy_xerial_compress", xerial)
+    """kafkatool's snappy writer with snappy-java's compressor for the blocks (our xerial framing kept, in Python
+    or in the compiled down-conversion: both call ``codecs.snappy_block``)."""
+    monkeypatch.setattr(codecs, "snappy_block", lambda block: snappy_java_raw(bytes(block)))
 
 
-cramjam_xerial = codecs.snappy_xerial_compress
+def cramjam_xerial(data: bytes) -> bytes:
+    """The xerial stream of ``data`` with cramjam's block compressor (what kafkatool writes unpatched)."""
+    mv = memoryview(data).cast("B")
+    out = bytearray(codecs.XERIAL_HEADER)
+    for i in range(0, len(mv), codecs.XERIAL_BLOCK):
+        block = bytes(cramjam.snappy.compress_raw(mv[i:i + codecs.XERIAL_BLOCK]))
+        out += struct.pack(">i", len(block)) + block
+    return bytes(out)
 
 
 def test_the_stand_in_compresses_as_kafka_does(sources: dict[str, Path], snappy_java: None) -> None:
