@@ -2372,6 +2372,99 @@ static PyObject *scan_figures(const ScanAcc *sc)
                                                 first));
 }
 
+/* record_stats(records, registers, prev_ts, compressed, control) -> (uncompressed, null_keys, timestamps) | None
+ *
+ * ``scan.stats.BatchStats._records`` without key sharing, for a list of decoded records (``Record`` tuples) of
+ * one batch or chunk: their sizes summed (``compressed``: the batch's uncompressed size), their timestamps >= 0
+ * as ``(min, max, first, last, out of order)`` or None (``prev_ts``: the last one before them, -1 for none), and,
+ * unless ``control``, their keys: null ones counted, the others hashed into the HyperLogLog ``registers`` (4096
+ * writable bytes) as ``hash64_many`` and ``HyperLogLog.add_hashes`` would. None wherever the Python code must run
+ * (a key that is not bytes, a timestamp past int64): the registers only ever take a maximum, so keys hashed
+ * before that change nothing the Python code would not. */
+static PyObject *sp_record_stats(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer regs;
+    PyObject *recs;
+    int64_t prev, unc = 0, nulls = 0, mn = 0, mx = 0, first = 0, last = 0, ooo = 0;
+    int compressed, control, have = 0;
+    Py_ssize_t i, n;
+    (void)self;
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "record_stats takes 5 arguments");
+        return NULL;
+    }
+    recs = args[0];
+    if (!PyList_Check(recs) || arg_i64(args[2], &prev))
+        Py_RETURN_NONE;
+    compressed = PyObject_IsTrue(args[3]);
+    control = PyObject_IsTrue(args[4]);
+    if (compressed < 0 || control < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    if (PyObject_GetBuffer(args[1], &regs, PyBUF_WRITABLE) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    if (regs.len != HLL_M)
+        goto decline;
+    n = PyList_GET_SIZE(recs);
+    for (i = 0; i < n; i++) {
+        PyObject *r = PyList_GET_ITEM(recs, i), *key;
+        long long ts, size;
+        int overflow;
+        if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) < 7)
+            goto decline;
+        ts = PyLong_AsLongLongAndOverflow(PyTuple_GET_ITEM(r, 1), &overflow);
+        if (overflow || (ts == -1 && PyErr_Occurred()))
+            goto decline;
+        size = PyLong_AsLongLongAndOverflow(PyTuple_GET_ITEM(r, 6), &overflow);
+        if (overflow || (size == -1 && PyErr_Occurred()))
+            goto decline;
+        unc += size;
+        if (ts >= 0) {
+            if (!have) {
+                have = 1;
+                mn = mx = first = ts;
+            } else {
+                if (ts < mn)
+                    mn = ts;
+                if (ts > mx)
+                    mx = ts;
+            }
+            if (prev >= 0 && ts < prev)
+                ooo++;
+            prev = last = ts;
+        }
+        if (control)
+            continue;
+        key = PyTuple_GET_ITEM(r, 2);
+        if (key == Py_None) {
+            nulls++;
+        } else if (PyBytes_CheckExact(key)) {
+            const uint8_t *k = (const uint8_t *)PyBytes_AS_STRING(key);
+            Py_ssize_t kn = PyBytes_GET_SIZE(key);
+            uint64_t h = ((uint64_t)murmur2(k, kn, KAFKA_SEED) << 32) | murmur2(k, kn, SECOND_SEED);
+            uint64_t rest = h & ((UINT64_C(1) << (64 - HLL_P)) - 1);
+            uint8_t rank = (uint8_t)((64 - HLL_P) - (rest ? 64 - __builtin_clzll(rest) : 0) + 1);
+            uint8_t *reg = (uint8_t *)regs.buf + (size_t)(h >> (64 - HLL_P));
+            if (*reg < rank)
+                *reg = rank;
+        } else {
+            goto decline;
+        }
+    }
+    PyBuffer_Release(&regs);
+    if (!have)
+        return Py_BuildValue("(LLO)", (long long)(compressed ? unc : 0), (long long)nulls, Py_None);
+    return Py_BuildValue("(LL(LLLLL))", (long long)(compressed ? unc : 0), (long long)nulls, (long long)mn,
+                         (long long)mx, (long long)first, (long long)last, (long long)ooo);
+decline:
+    PyErr_Clear();
+    PyBuffer_Release(&regs);
+    Py_RETURN_NONE;
+}
+
 /* dump_walk(buf, p, stop, end, last, flags, crc32c, crc32, decompress[, scan])
  * -> DumpWalk(position, batches, records, unknown_counts, nbytes, last_offset, first_offset, max_last_offset,
  *             max_timestamp, codecs, magics) | (DumpWalk, ScanFigures) | None
@@ -3287,6 +3380,9 @@ static PyMethodDef methods[] = {
      "parse_records would return, or None where it raises."},
     {"reframe_v2_records", (PyCFunction)(void (*)(void))sp_reframe_v2_records, METH_FASTCALL,
      "reframe_v2_records(...): down_convert.reframe_v2_records' fields, or None."},
+    {"record_stats", (PyCFunction)(void (*)(void))sp_record_stats, METH_FASTCALL,
+     "record_stats(records, registers, prev_ts, compressed, control): (uncompressed, null_keys, timestamps) of "
+     "scan.stats.BatchStats._records without key sharing, or None."},
     {"reframe_v2_wrapped", (PyCFunction)(void (*)(void))sp_reframe_v2_wrapped, METH_FASTCALL,
      "reframe_v2_wrapped(buf, p, to_magic, limit, codecs): (data, inner, first, last, records, with_headers) of "
      "a compressed v2 batch down-converted into one legacy wrapper, or None."},

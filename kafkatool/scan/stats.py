@@ -32,6 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kafkatool._accel import speedups as _C
 from kafkatool.constants import DEFAULT_MAX_MESSAGE_BYTES
 from kafkatool.record.batch import Record
 from kafkatool.record.default_records import RECORD_BATCH_OVERHEAD
@@ -347,11 +348,43 @@ class BatchStats:
         n = len(recs)
         fm[1] += n
         st.records += n
+        self.last_followed = recs[-1][0]
+        if _C is None or self.keyshare is not None or not self._fast_records(recs, fm, compressed, control):
+            self._records_py(recs, fm, compressed, control)
+
+    def _fast_records(self, recs: Sequence[Any], fm: list[int], compressed: bool, control: bool) -> bool:
+        """:meth:`_records_py`'s figures from ``_speedups.record_stats`` (no key sharing): whether it took them."""
+        st = self.stats
+        assert _C is not None and st.hll is not None
+        r = _C.record_stats(recs, st.hll.registers, -1 if self._last_ts is None else self._last_ts, compressed,
+                            control)
+        if r is None:
+            return False
+        unc, nulls, tss = r
+        if compressed:
+            fm[3] += unc
+            st.uncompressed_bytes += unc
+        st.null_keys += nulls
+        if tss is not None:
+            lo, hi, first, last, out_of_order = tss
+            st.out_of_order += out_of_order
+            if st.first_timestamp is None:
+                st.first_timestamp = first
+            self._last_ts = last
+            if st.min_timestamp is None or lo < st.min_timestamp:
+                st.min_timestamp = lo
+            if st.max_timestamp is None or hi > st.max_timestamp:
+                st.max_timestamp = hi
+        return True
+
+    def _records_py(self, recs: Sequence[Any], fm: list[int], compressed: bool, control: bool) -> None:
+        """:meth:`_records`' uncompressed size, timestamps and keys, record by record (with key sharing, and the
+        reference of ``_speedups.record_stats``)."""
+        st = self.stats
         if compressed:
             unc = sum(map(_size, recs))
             fm[3] += unc
             st.uncompressed_bytes += unc
-        self.last_followed = recs[-1][0]
         tss = [r[1] for r in recs]
         if min(tss) < 0:
             tss = [t for t in tss if t >= 0]

@@ -9,6 +9,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kafkatool.scan.engine import ScanOptions, run_local
 from kafkatool.scan.plan import discover, make_plan
@@ -175,8 +177,9 @@ def _figures(root: Path, opts: ScanOptions) -> dict:
 
 @pytest.mark.parametrize("which", ["sample", "damaged", "wide", "empty"])
 def test_the_compiled_walk_adds_up_what_the_observer_would(which, sample_dir, corpus, tmp_path, monkeypatch):
-    """Runs of plain v2 batches are added up inside the compiled walk (``BatchStats.fast_state``); every figure,
-    the distinct-key registers included, equals the per-batch observer's, on the sample (every codec, format,
+    """Runs of plain v2 batches are added up inside the compiled walk (``BatchStats.fast_state``), the records of
+    the other batches by ``_speedups.record_stats``; every figure, the distinct-key registers included, equals the
+    pure per-batch observer's, on the sample (every codec, format,
     transactions), on the damaged copies, on batches of 3,000 records (null keys, timestamps out of order,
     LogAppendTime, batches over max.message.bytes) and on empty batches of every codec, cut into ranges."""
     from kafkatool._speedups import dump_walk  # noqa: F401 (the compiled path must be there to compare)
@@ -189,9 +192,13 @@ def test_the_compiled_walk_adds_up_what_the_observer_would(which, sample_dir, co
     absorb = BatchStats.absorb
     monkeypatch.setattr(BatchStats, "absorb", lambda self, f, m: (absorbed.append(sum(x[0] for x in f.formats)),
                                                                   absorb(self, f, m))[-1])
+    taken: list[bool] = []
+    fast_records = BatchStats._fast_records
+    monkeypatch.setattr(BatchStats, "_fast_records", lambda self, *a: taken.append(fast_records(self, *a)) or taken[-1])
     compiled = _figures(root, opts)
-    assert sum(absorbed) > 0  # batches the compiled walk counted (the comparison below is not pure against pure)
-    with dispatching_to(None, ["kafkatool.dump.engine"]):
+    # not pure against pure: the compiled walk counted batches, and record_stats the records of those it left
+    assert sum(absorbed) > 0 and (which in ("wide", "empty") or any(taken))
+    with dispatching_to(None, ["kafkatool.dump.engine", "kafkatool.scan.stats"]):
         observed = _figures(root, opts)
     assert sorted(compiled) == sorted(observed)
     for k in sorted(compiled):
@@ -199,3 +206,36 @@ def test_the_compiled_walk_adds_up_what_the_observer_would(which, sample_dir, co
     records, batches = (sum(v[0][k] for v in compiled.values()) for k in ("records", "batches"))
     assert (records, batches) == (12, 7) if which == "empty" else records > 10_000
     assert which != "wide" or sum(v[0]["oversized_batches"] for v in compiled.values()) == 3
+
+
+def _stats_of(chunks: list, compressed: bool, control: bool, last_ts: int | None) -> tuple:
+    from kafkatool.scan.stats import BatchStats
+
+    bs = BatchStats("p")
+    bs._last_ts = last_ts
+    fm = [0, 0, 0, 0]
+    for recs in chunks:
+        bs._records(recs, fm, compressed, control)
+    st = bs.flush()
+    return ({k: getattr(st, k) for k in st.__slots__ if k != "hll"}, st.hll.registers.tobytes(), fm,
+            bs.last_followed)
+
+
+@settings(max_examples=200, deadline=None)
+@given(chunks=st.lists(st.lists(st.tuples(
+    st.integers(0, 10**6), st.one_of(st.integers(-3, 50), st.integers(1_600_000_000_000, 1_600_000_000_100)),
+    st.one_of(st.none(), st.binary(max_size=12)), st.integers(0, 2000)), min_size=1, max_size=40), min_size=1,
+    max_size=4), compressed=st.booleans(), control=st.booleans(),
+    last_ts=st.one_of(st.none(), st.integers(0, 60)))
+def test_record_stats_counts_what_the_python_code_counts(chunks, compressed, control, last_ts):
+    """``_speedups.record_stats`` (a batch's records when the compiled walk left the batch to Python) against
+    ``BatchStats._records_py``: sizes, timestamps in and out of order across chunks and from the figures before,
+    null keys and the distinct-key registers."""
+    from kafkatool.record.batch import new_record
+    from tests.support.speedups import dispatching_to
+
+    recs = [[new_record((o, ts, k, b"v", (), -1, size, None, None)) for o, ts, k, size in c] for c in chunks]
+    fast = _stats_of(recs, compressed, control, last_ts)
+    with dispatching_to(None, ["kafkatool.scan.stats"]):
+        slow = _stats_of(recs, compressed, control, last_ts)
+    assert fast == slow
