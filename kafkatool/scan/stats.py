@@ -314,15 +314,7 @@ class BatchStats:
                 self.first_followed = f.first_followed
             self.last_followed = f.last_followed
         if f.timestamps is not None:
-            lo, hi, first, last, out_of_order = f.timestamps
-            st.out_of_order += out_of_order
-            if st.first_timestamp is None:
-                st.first_timestamp = first
-            self._last_ts = last
-            if st.min_timestamp is None or lo < st.min_timestamp:
-                st.min_timestamp = lo
-            if st.max_timestamp is None or hi > st.max_timestamp:
-                st.max_timestamp = hi
+            self._add_timestamps(*f.timestamps)
         if f.first_offset is not None and (st.first_offset is None or f.first_offset < st.first_offset):
             st.first_offset = f.first_offset
         if st.last_offset is None or max_last_offset > st.last_offset:
@@ -366,16 +358,22 @@ class BatchStats:
             st.uncompressed_bytes += unc
         st.null_keys += nulls
         if tss is not None:
-            lo, hi, first, last, out_of_order = tss
-            st.out_of_order += out_of_order
-            if st.first_timestamp is None:
-                st.first_timestamp = first
-            self._last_ts = last
-            if st.min_timestamp is None or lo < st.min_timestamp:
-                st.min_timestamp = lo
-            if st.max_timestamp is None or hi > st.max_timestamp:
-                st.max_timestamp = hi
+            self._add_timestamps(*tss)
         return True
+
+    def _add_timestamps(self, lo: int, hi: int, first: int, last: int, out_of_order: int) -> None:
+        """The timestamp figures the compiled code returns for records that follow those seen so far: their
+        smallest, largest, first and last timestamp >= 0 and how many were below the one before (the first
+        compared with the last seen so far)."""
+        st = self.stats
+        st.out_of_order += out_of_order
+        if st.first_timestamp is None:
+            st.first_timestamp = first
+        self._last_ts = last
+        if st.min_timestamp is None or lo < st.min_timestamp:
+            st.min_timestamp = lo
+        if st.max_timestamp is None or hi > st.max_timestamp:
+            st.max_timestamp = hi
 
     def _records_py(self, recs: Sequence[Any], fm: list[int], compressed: bool, control: bool) -> None:
         """:meth:`_records`' uncompressed size, timestamps and keys, record by record (with key sharing, and the
