@@ -264,7 +264,9 @@ def _reframe_v2(batch: DefaultRecordBatch, to_magic: int, first_offset: int, out
         lim = limit if limit is not None else _budget.decompress_limit()
         w = _C.reframe_v2_wrapped(batch.buf, batch.start, to_magic, lim, _wrap_codecs(to_magic, limit))
         if w is not None:  # else the steps below, one at a time (and their exact errors)
-            return _wrapped(batch, to_magic, out, *w)
+            data, inner, first, last, records, with_headers = w
+            return _reframed(batch, to_magic, out, data, first, last, records, 0, with_headers,
+                             len(inner) if inner is not None else 0, inner)
     if _C is not None and count >= 0:
         inner = batch.records_bytes(limit=limit)
         log_append_time = h.max_timestamp if attrs & 0x08 else None
@@ -288,25 +290,17 @@ def _reframe_v2(batch: DefaultRecordBatch, to_magic: int, first_offset: int, out
                                  compress(codec_id, inner, magic=to_magic))
         else:
             data = inner
+    return _reframed(batch, to_magic, out, data, first, last, records, filtered, with_headers, inner_bytes,
+                     inner if r is not None and codec_id and records else None)
+
+
+def _reframed(batch: DefaultRecordBatch, to_magic: int, out: DownConverted, data: bytes | None, first: int, last: int,
+              records: int, filtered: int, with_headers: int, inner_bytes: int,
+              inner: bytes | None) -> ConvertedBatch | None:
+    """:func:`_reframe_v2`'s statistics and result, whichever way the batch was reframed (``inner``: the message
+    set a wrapper compressed, when the compiled code kept it)."""
     out.records_filtered += filtered
-    if not records:
-        out.batches_empty += 1
-        return None
-    out.headers_dropped += with_headers
-    if h.producer_id >= 0 or attrs & TRANSACTIONAL_FLAG_MASK:
-        out.producer_fields_dropped += 1
-    out.batches_converted += 1
-    out.records_converted += records
-    out.temporary_memory_bytes += (h.length + LOG_OVERHEAD + inner_bytes
-                                   + (WRAPPER_HEADER[to_magic] if codec_id else 0))
-    return ConvertedBatch(data, first, last, records, _CODECS[codec_id], False, inner_bytes, to_magic,
-                          inner if r is not None and codec_id and records else None)
-
-
-def _wrapped(batch: DefaultRecordBatch, to_magic: int, out: DownConverted, data: bytes | None, inner: bytes | None,
-             first: int, last: int, records: int, with_headers: int) -> ConvertedBatch | None:
-    """:func:`_reframe_v2`'s result and statistics from ``_speedups.reframe_v2_wrapped`` (the compressed case)."""
-    if not records or data is None or inner is None:
+    if not records or data is None:
         out.batches_empty += 1
         return None
     h = batch.h
@@ -316,8 +310,8 @@ def _wrapped(batch: DefaultRecordBatch, to_magic: int, out: DownConverted, data:
         out.producer_fields_dropped += 1
     out.batches_converted += 1
     out.records_converted += records
-    inner_bytes = len(inner)
-    out.temporary_memory_bytes += h.length + LOG_OVERHEAD + inner_bytes + WRAPPER_HEADER[to_magic]
+    out.temporary_memory_bytes += (h.length + LOG_OVERHEAD + inner_bytes
+                                   + (WRAPPER_HEADER[to_magic] if codec_id else 0))
     return ConvertedBatch(data, first, last, records, _CODECS[codec_id], False, inner_bytes, to_magic, inner)
 
 
