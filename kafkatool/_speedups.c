@@ -2284,6 +2284,38 @@ typedef struct {
     int64_t first_offset;
 } ScanAcc;
 
+/* A key into the distinct-key HyperLogLog's HLL_M ``registers``: its 64-bit hash (murmur2 with both seeds, as
+ * ``keyshare.hash64_many``), register = top HLL_P bits, rank = leading zeros + 1 of the rest
+ * (``HyperLogLog.add_hashes``). */
+static inline void hll_add(uint8_t *registers, const uint8_t *k, Py_ssize_t n)
+{
+    uint64_t h = ((uint64_t)murmur2(k, n, KAFKA_SEED) << 32) | murmur2(k, n, SECOND_SEED);
+    uint64_t rest = h & ((UINT64_C(1) << (64 - HLL_P)) - 1);
+    uint8_t rank = (uint8_t)((64 - HLL_P) - (rest ? 64 - __builtin_clzll(rest) : 0) + 1);
+    uint8_t *reg = registers + (size_t)(h >> (64 - HLL_P));
+    if (*reg < rank)
+        *reg = rank;
+}
+
+/* A record timestamp into the accumulator's figures (only those >= 0 count, as ``BatchStats`` counts them). */
+static inline void acc_timestamp(ScanAcc *acc, int64_t ts)
+{
+    if (ts < 0)
+        return;
+    if (!acc->has_ts) {
+        acc->has_ts = 1;
+        acc->min_ts = acc->max_ts = acc->first_ts = ts;
+    } else {
+        if (ts < acc->min_ts)
+            acc->min_ts = ts;
+        if (ts > acc->max_ts)
+            acc->max_ts = ts;
+    }
+    if (acc->prev_ts >= 0 && ts < acc->prev_ts)
+        acc->out_of_order++;
+    acc->prev_ts = acc->last_ts = ts;
+}
+
 /* The figures of a batch's ``count`` records in ``d[p:end]``, which v2_records_walk has just validated: timestamps,
  * keys (null, or hashed into the registers) and the records' size (the uncompressed size of a compressed batch).
  * Every read is checked again all the same (an uncompressed area is the segment's mapping, which another process
@@ -2303,36 +2335,15 @@ static int scan_records(const uint8_t *d, Py_ssize_t p, Py_ssize_t end, int64_t 
         if (read_varint(d, &p, rec_end, 10, &ts_delta) < 0 || read_varint(d, &p, rec_end, 5, &od) < 0
             || read_varint(d, &p, rec_end, 5, &kn) < 0 || kn > rec_end - p)
             return -1;
-        if (kn < 0) {
+        if (kn < 0)
             acc->null_keys++;
-        } else {
-            uint32_t h1 = murmur2(d + p, (Py_ssize_t)kn, KAFKA_SEED), h2 = murmur2(d + p, (Py_ssize_t)kn, SECOND_SEED);
-            uint64_t h = ((uint64_t)h1 << 32) | h2;
-            uint64_t rest = h & ((UINT64_C(1) << (64 - HLL_P)) - 1);
-            int bitlen = rest ? 64 - __builtin_clzll(rest) : 0;
-            uint8_t rank = (uint8_t)((64 - HLL_P) - bitlen + 1);
-            size_t idx = (size_t)(h >> (64 - HLL_P));
-            if (acc->registers[idx] < rank)
-                acc->registers[idx] = rank;
-        }
+        else
+            hll_add(acc->registers, d + p, (Py_ssize_t)kn);
         if (a->has_lat)
             ts = a->log_append_time;
         else if (__builtin_add_overflow(a->base_timestamp, ts_delta, &ts))
             return -1;
-        if (ts >= 0) {
-            if (!acc->has_ts) {
-                acc->has_ts = 1;
-                acc->min_ts = acc->max_ts = acc->first_ts = ts;
-            } else {
-                if (ts < acc->min_ts)
-                    acc->min_ts = ts;
-                if (ts > acc->max_ts)
-                    acc->max_ts = ts;
-            }
-            if (acc->prev_ts >= 0 && ts < acc->prev_ts)
-                acc->out_of_order++;
-            acc->prev_ts = acc->last_ts = ts;
-        }
+        acc_timestamp(acc, ts);
         total += rec_end - start;
         p = rec_end;
     }
@@ -2385,16 +2396,18 @@ static PyObject *sp_record_stats(PyObject *self, PyObject *const *args, Py_ssize
 {
     Py_buffer regs;
     PyObject *recs;
-    int64_t prev, unc = 0, nulls = 0, mn = 0, mx = 0, first = 0, last = 0, ooo = 0;
-    int compressed, control, have = 0;
+    ScanAcc acc;
+    int64_t unc = 0;
+    int compressed, control;
     Py_ssize_t i, n;
     (void)self;
     if (nargs != 5) {
         PyErr_SetString(PyExc_TypeError, "record_stats takes 5 arguments");
         return NULL;
     }
+    memset(&acc, 0, sizeof(acc));
     recs = args[0];
-    if (!PyList_Check(recs) || arg_i64(args[2], &prev))
+    if (!PyList_Check(recs) || arg_i64(args[2], &acc.prev_ts))
         Py_RETURN_NONE;
     compressed = PyObject_IsTrue(args[3]);
     control = PyObject_IsTrue(args[4]);
@@ -2408,6 +2421,7 @@ static PyObject *sp_record_stats(PyObject *self, PyObject *const *args, Py_ssize
     }
     if (regs.len != HLL_M)
         goto decline;
+    acc.registers = (uint8_t *)regs.buf;
     n = PyList_GET_SIZE(recs);
     for (i = 0; i < n; i++) {
         PyObject *r = PyList_GET_ITEM(recs, i), *key;
@@ -2422,43 +2436,23 @@ static PyObject *sp_record_stats(PyObject *self, PyObject *const *args, Py_ssize
         if (overflow || (size == -1 && PyErr_Occurred()))
             goto decline;
         unc += size;
-        if (ts >= 0) {
-            if (!have) {
-                have = 1;
-                mn = mx = first = ts;
-            } else {
-                if (ts < mn)
-                    mn = ts;
-                if (ts > mx)
-                    mx = ts;
-            }
-            if (prev >= 0 && ts < prev)
-                ooo++;
-            prev = last = ts;
-        }
+        acc_timestamp(&acc, ts);
         if (control)
             continue;
         key = PyTuple_GET_ITEM(r, 2);
-        if (key == Py_None) {
-            nulls++;
-        } else if (PyBytes_CheckExact(key)) {
-            const uint8_t *k = (const uint8_t *)PyBytes_AS_STRING(key);
-            Py_ssize_t kn = PyBytes_GET_SIZE(key);
-            uint64_t h = ((uint64_t)murmur2(k, kn, KAFKA_SEED) << 32) | murmur2(k, kn, SECOND_SEED);
-            uint64_t rest = h & ((UINT64_C(1) << (64 - HLL_P)) - 1);
-            uint8_t rank = (uint8_t)((64 - HLL_P) - (rest ? 64 - __builtin_clzll(rest) : 0) + 1);
-            uint8_t *reg = (uint8_t *)regs.buf + (size_t)(h >> (64 - HLL_P));
-            if (*reg < rank)
-                *reg = rank;
-        } else {
+        if (key == Py_None)
+            acc.null_keys++;
+        else if (PyBytes_CheckExact(key))
+            hll_add(acc.registers, (const uint8_t *)PyBytes_AS_STRING(key), PyBytes_GET_SIZE(key));
+        else
             goto decline;
-        }
     }
     PyBuffer_Release(&regs);
-    if (!have)
-        return Py_BuildValue("(LLO)", (long long)(compressed ? unc : 0), (long long)nulls, Py_None);
-    return Py_BuildValue("(LL(LLLLL))", (long long)(compressed ? unc : 0), (long long)nulls, (long long)mn,
-                         (long long)mx, (long long)first, (long long)last, (long long)ooo);
+    if (!acc.has_ts)
+        return Py_BuildValue("(LLO)", (long long)(compressed ? unc : 0), (long long)acc.null_keys, Py_None);
+    return Py_BuildValue("(LL(LLLLL))", (long long)(compressed ? unc : 0), (long long)acc.null_keys,
+                         (long long)acc.min_ts, (long long)acc.max_ts, (long long)acc.first_ts, (long long)acc.last_ts,
+                         (long long)acc.out_of_order);
 decline:
     PyErr_Clear();
     PyBuffer_Release(&regs);
