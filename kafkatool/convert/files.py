@@ -7,7 +7,6 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
 
 from kafkatool.constants import INT32_MAX
 from kafkatool.errors import CorruptRecordError, InputError, KafkaToolError
@@ -32,6 +31,7 @@ from kafkatool.record.down_convert import ZstdDownConversionError
 from kafkatool.record.file_records import FileRecords, LogInputStream, RecordBatch
 from kafkatool.util import budget as _budget
 from kafkatool.util import crash
+from kafkatool.util.direct_io import DirectWriter
 from kafkatool.util.printable import shown
 
 METADATA_TOPIC = "__cluster_metadata"  # KRaft's own log: never converted
@@ -189,7 +189,7 @@ class SegmentWriter:
         self.index_interval_bytes = index_interval_bytes
         self.base = -1
         self.size = 0
-        self.file: BinaryIO | None = None
+        self.file: DirectWriter | None = None
         self.next_offset = -1  # one past the last offset written
         self.segments = 0
         self.bytes_written = 0
@@ -213,17 +213,15 @@ class SegmentWriter:
         self.segments += 1
         self._for_source.append(base)
         if self.dir is not None:
-            # The write buffer is the memory budget's output share, at least 64 KiB.
-            self.file = open(self._path(base, ".log"), "xb", buffering=max(64 << 10, _budget.output_bytes()))
+            # Written around the page cache in blocks of the memory budget's output share (util/direct_io).
+            self.file = DirectWriter(self._path(base, ".log"), max(64 << 10, _budget.output_bytes()))
             self._indexer = SegmentIndexer(base, self.index_interval_bytes)
 
     def _close(self) -> None:
         if self.base < 0:
             return
         if self.file is not None:
-            self.file.flush()
-            os.fsync(self.file.fileno())
-            self.file.close()
+            self.file.close()  # the rest written, fsynced
             self.file = None
             crash.point()
             self._write_indexes()
@@ -284,6 +282,23 @@ class SegmentWriter:
             self.file.write(data)
         self.size += len(data)
         self.bytes_written += len(data)
+        self.next_offset = last + 1
+
+    def run_room(self) -> memoryview | None:
+        """Where a compiled run may put its converted bytes itself (the free part of the write buffer, valid until
+        :meth:`append_ran`), None for a dry run."""
+        return None if self.file is None else self.file.room()
+
+    def append_ran(self, room: memoryview, n: int, last: int) -> None:
+        """:meth:`append_run` for the ``n`` bytes a compiled run put at the start of :meth:`run_room`."""
+        assert self.file is not None and self._indexer is not None
+        try:
+            self._indexer.feed(room[:n])
+        except KafkaToolError as e:
+            raise self._not_recoverable(e) from None
+        self.file.commit(n)
+        self.size += n
+        self.bytes_written += n
         self.next_offset = last + 1
 
     def end_source_segment(self, aborted: list[AbortedTxn]) -> None:

@@ -47,6 +47,9 @@ MAX_DECOMPRESS_LIMIT = 256 * MiB
 MIN_WINDOW = 1 * MiB  # mapped pages: below this the madvise calls cost more than the pages
 MAX_WINDOW = 64 * MiB  # beyond this dropping pages costs nothing measurable and saves nothing
 MIN_CACHE = 1 * MiB
+# The output share grows up to this with room to spare: converted output is written in blocks of it around the
+# page cache (util/direct_io), whose CPU per byte falls with the block size up to a few MiB.
+MAX_OUTPUT = 4 * MiB
 RECORD_EXPANSION = 3  # decoded records as Python objects vs their bytes
 # One decoded record without its key and value: the 9-tuple, its ints, the list slot and what a renderer or a
 # converter makes of it on the way (measured ~200 bytes for a record of a null key and an empty value).
@@ -153,11 +156,16 @@ def plan(total: int | None = None, *, workers: int = 1, chunk_bytes: int = DEFAU
     window = min(MAX_WINDOW, max(MIN_WINDOW, rest // 8))
     if rest - cache - window < MIN_DECOMPRESS_LIMIT * (1 + RECORD_EXPANSION):
         cache, window = MIN_CACHE, MIN_WINDOW  # near the minimum: the smallest of each
+    # Output beyond the converted chunk (write blocks) comes out of the mapped window's share, not the
+    # decompression limit's.
+    more_output = max(0, min(MAX_OUTPUT - chunk_bytes, window - MIN_WINDOW, rest // 32))
+    window -= more_output
     # The decompressed batch and the record objects made from it share what remains.
-    decompress = min(MAX_DECOMPRESS_LIMIT, (rest - cache - window) // (1 + RECORD_EXPANSION))
+    decompress = min(MAX_DECOMPRESS_LIMIT, (rest - cache - window - more_output) // (1 + RECORD_EXPANSION))
     decompress = max(decompress, MIN_DECOMPRESS_LIMIT)
     return MemoryBudget(total, workers, reserved,
-                        WorkerBudget(per_worker, chunk_bytes, decompress, chunk_bytes, cache, window, working_bytes),
+                        WorkerBudget(per_worker, chunk_bytes, decompress, chunk_bytes + more_output, cache, window,
+                                     working_bytes),
                         procs)
 
 

@@ -120,17 +120,19 @@ from kafkatool.convert import files as convert_io
 from kafkatool.convert.engine import ConvertOptions, convert_log
 
 target, calls = {where!r}, [0]
-# "append": every write, a unit's or a compiled run's units at once, goes through append_run
-name = "append_run" if target == "append" else target
-original = getattr(convert_io.SegmentWriter, name)
+# "append": every write goes through append_run (a unit's) or append_ran (a compiled run's units at once)
+names = ("append_run", "append_ran") if target == "append" else (target,)
 
-def die(self, *a, **kw):
-    calls[0] += 1
-    if calls[0] == {after}:
-        os.kill(os.getpid(), signal.SIGKILL)
-    return original(self, *a, **kw)
+def dying(original):
+    def die(self, *a, **kw):
+        calls[0] += 1
+        if calls[0] == {after}:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return original(self, *a, **kw)
+    return die
 
-setattr(convert_io.SegmentWriter, name, die)
+for name in names:
+    setattr(convert_io.SegmentWriter, name, dying(getattr(convert_io.SegmentWriter, name)))
 convert_log({src!r}, {dst!r}, ConvertOptions(to_magic=1, segment_bytes=600))
 """
 
