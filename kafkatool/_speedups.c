@@ -2877,7 +2877,7 @@ decline:
 }
 
 /* downconvert_run(buf, p, stop, end, checked, to_magic, first_offset, max_bytes, wsize, wbase, segment_bytes,
- *                 wrapper_header, limit, codecs, estimates[, max_records[, floor]])
+ *                 wrapper_header, limit, codecs, estimates[, max_records[, floor[, out]]])
  * -> DownconvertRun(position, data, batches, records, records_filtered, headers_dropped, producer_fields_dropped,
  *                   temporary_memory_bytes, log_end_offset, last_offset, uncompressed_messages, compressed_batches,
  *                   segment_size, estimates, estimates_updated) | None
@@ -2898,7 +2898,9 @@ decline:
  * is left to the Python path too. ``codecs`` is the tuple of callables named by the F_* constants
  * (``convert.DownConverter`` builds it): the CRC-32C, ``decompress(codec, view)`` (with ``limit``) and
  * ``compress(codec, data)`` of codecs.py, and the block functions they call for one snappy or lz4 block,
- * which the run frames and unframes itself. */
+ * which the run frames and unframes itself. With ``out`` (a writable buffer), the converted bytes are put
+ * there from its start instead (``data`` is None; ``segment_size - wsize`` is how many), and the run stops
+ * before a batch whose bytes do not fit. */
 static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     Py_buffer view;
@@ -2908,19 +2910,21 @@ static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ss
     int64_t last_out = -1, none_records = 0, comp_batches = 0, total = 0, floor = INT64_MIN;
     float est[4], step_up = 0.0f, step_down = 0.0f;
     int updated = 0;
-    PyObject *crc_fn, *parts, *joined, *ests, *const *fns;
+    PyObject *crc_fn, *parts = NULL, *joined, *ests, *const *fns;
     int64_t limit;
     const uint8_t *buf;
+    Py_buffer outv;
+    uint8_t *outp = NULL;
     (void)self;
-    if (nargs < 15 || nargs > 17) {
-        PyErr_SetString(PyExc_TypeError, "downconvert_run takes 15 to 17 arguments");
+    if (nargs < 15 || nargs > 18) {
+        PyErr_SetString(PyExc_TypeError, "downconvert_run takes 15 to 18 arguments");
         return NULL;
     }
     if (arg_i64(args[1], &p) || arg_i64(args[2], &stop) || arg_i64(args[3], &end) || arg_i64(args[4], &checked)
         || arg_i64(args[5], &to_magic) || arg_i64(args[6], &first_offset) || arg_i64(args[7], &max_bytes)
         || arg_i64(args[8], &wsize) || arg_i64(args[9], &wbase) || arg_i64(args[10], &seg_bytes)
         || arg_i64(args[11], &wrap_head) || arg_i64(args[12], &limit) || (nargs >= 16 && arg_i64(args[15], &max_count))
-        || (nargs == 17 && arg_i64(args[16], &floor)))
+        || (nargs >= 17 && arg_i64(args[16], &floor)))
         Py_RETURN_NONE;
     if (to_magic != 0 && to_magic != 1)
         Py_RETURN_NONE;
@@ -2944,11 +2948,18 @@ static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ss
         else
             step_down = (float)v;
     }
+    if (nargs == 18 && args[17] != Py_None) {
+        if (PyObject_GetBuffer(args[17], &outv, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0)
+            return NULL;
+        outp = (uint8_t *)outv.buf;
+    }
     buf = walk_buffer(args[0], p, end, &view);
-    if (buf == NULL)
+    if (buf == NULL) {
+        if (outp != NULL)
+            PyBuffer_Release(&outv);
         Py_RETURN_NONE;
-    parts = PyList_New(0);
-    if (parts == NULL)
+    }
+    if (outp == NULL && (parts = PyList_New(0)) == NULL)
         goto fatal;
     while (p < stop && p < end - HEADER_SIZE_UP_TO_MAGIC) {
         int32_t size = be_i32(buf + p + SIZE_OFFSET), count;
@@ -3030,7 +3041,13 @@ static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ss
             Py_DECREF(data);
             break;
         }
-        if (PyList_Append(parts, data) < 0) {
+        if (outp != NULL) {
+            if (n > outv.len - total) {
+                Py_DECREF(data);
+                break; /* the caller makes room and the next run starts with this batch */
+            }
+            memcpy(outp + total, PyBytes_AS_STRING(data), (size_t)n);
+        } else if (PyList_Append(parts, data) < 0) {
             Py_DECREF(data);
             goto fatal;
         }
@@ -3068,20 +3085,23 @@ static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ss
         p = nxt;
     }
     PyBuffer_Release(&view);
-    joined = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total);
-    if (joined == NULL) {
-        Py_DECREF(parts);
-        return NULL;
-    }
-    {
+    if (outp != NULL) {
+        PyBuffer_Release(&outv);
+        joined = Py_NewRef(Py_None);
+    } else {
+        joined = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total);
+        if (joined == NULL) {
+            Py_DECREF(parts);
+            return NULL;
+        }
         char *o = PyBytes_AS_STRING(joined);
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(parts); i++) {
             PyObject *part = PyList_GET_ITEM(parts, i);
             memcpy(o, PyBytes_AS_STRING(part), (size_t)PyBytes_GET_SIZE(part));
             o += PyBytes_GET_SIZE(part);
         }
+        Py_DECREF(parts);
     }
-    Py_DECREF(parts);
     return result(R_DOWNCONVERT_RUN, Py_BuildValue(
         "(LNLLLLLLLLLLL(dddd)i)", (long long)p, joined, (long long)batches, (long long)records, (long long)filtered,
         (long long)with_headers, (long long)producer, (long long)tmem, (long long)log_end, (long long)last_out,
@@ -3090,6 +3110,8 @@ static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ss
 fatal:
     Py_XDECREF(parts);
     PyBuffer_Release(&view);
+    if (outp != NULL)
+        PyBuffer_Release(&outv);
     return NULL;
 }
 
@@ -3395,7 +3417,7 @@ static PyMethodDef methods[] = {
      "dump_walk(buf, p, stop, end, last, flags, crc32c, crc32, decompress): dump's plain batches."},
     {"downconvert_run", (PyCFunction)(void (*)(void))sp_downconvert_run, METH_FASTCALL,
      "downconvert_run(buf, p, stop, end, checked, to_magic, first_offset, max_bytes, wsize, wbase, segment_bytes, "
-     "wrapper_header, limit, codecs, estimates[, max_records[, floor]]): convert.DownConverter's common batches."},
+     "wrapper_header, limit, codecs, estimates[, max_records[, floor[, out]]]): convert.DownConverter's common batches."},
     {"crc32", sp_crc32, METH_VARARGS, "crc32(data, value=0): zlib's CRC-32."},
     {"consumer_walk", (PyCFunction)(void (*)(void))sp_consumer_walk, METH_FASTCALL,
      "consumer_walk(buf, limit, max_seen, next_fetch_offset, codecs, decompress_limit[, known, base]): "

@@ -290,12 +290,19 @@ class DownConverter:
             self._run_codecs = (_crc32c.crc32c, dec, comp, snappy_block, lz4_fast_block, snappy_block_len,
                                 snappy_unblock, lz4_unblock)
         estimates = tuple(est.estimation(topic, cid) for cid in range(4)) + ESTIMATION_STEPS
-        r = _C.downconvert_run(buf, p, p + opts.chunk_size, end, 0, to_magic, 0, opts.max_message_bytes,
+        # The run puts its bytes in the write buffer itself, and takes batches until it is full (at least a chunk
+        # of source: a run of dropped batches writes nothing); a dry run has none, the run returns the bytes.
+        room = writer.run_room()
+        stop = p + (opts.chunk_size if room is None else max(opts.chunk_size, len(room)))
+        r = _C.downconvert_run(buf, p, stop, end, 0, to_magic, 0, opts.max_message_bytes,
                                writer.size, writer.base, writer.segment_bytes, WRAPPER_HEADER[to_magic], limit,
-                               self._run_codecs, estimates, _budget.record_chunk(), floor)
+                               self._run_codecs, estimates, _budget.record_chunk(), floor, room)
         if r is None or r.position == p:
             return None
-        writer.append_run(r.data, r.last_offset)
+        if room is not None:
+            writer.append_ran(room, r.segment_size - writer.size, r.last_offset)
+        else:
+            writer.append_run(r.data, r.last_offset)
         batches, records = r.batches, r.records
         stats.batches_in += batches
         dc.batches_in += batches

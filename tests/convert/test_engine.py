@@ -592,3 +592,33 @@ def test_grouped_legacy_messages_never_span_more_than_an_int32_of_offsets(tmp_pa
         [far, far + 5]]
     for base in (0, far):
         assert recover_segment(out / f"{base:020d}.log", base).error is None
+
+
+@pytest.mark.parametrize("to_magic", [0, 1])
+def test_output_is_the_same_whatever_the_write_block(tmp_path, to_magic, monkeypatch):
+    # The compiled run converts straight into the write buffer (the budget's output share) and stops before a
+    # batch that does not fit; the next run starts with it. Blocks of 128 KiB (through the page cache), ~500 KiB
+    # and 4 MiB (O_DIRECT), and the pure-Python path, write the same files.
+    from kafkatool.util import budget
+    from kafkatool.util.direct_io import MIN_DIRECT
+
+    data = (v2_log(0, batches=500, per_batch=16, value_bytes=600)
+            + v2_log(8000, batches=60, per_batch=16, value_bytes=600, codec=Codec.LZ4))
+    src = make_partition(tmp_path / "src", "t-0", {0: data})
+    outputs = {}
+    for name, total in (("128KiB", budget.minimum_total()), ("500KiB", 72 << 20), ("4MiB", None)):
+        plan = budget.plan(total)
+        previous = budget.activate(plan)
+        try:
+            (st,) = convert(src, tmp_path / name, to_magic=to_magic)
+        finally:
+            budget.activate(previous)
+        outputs[name] = tree_digest(tmp_path / name)
+        assert st.bytes_out > plan.worker.output_bytes  # the run filled the buffer at least once
+    small, middle = budget.plan(budget.minimum_total()).worker, budget.plan(72 << 20).worker
+    assert small.output_bytes < MIN_DIRECT < middle.output_bytes < (4 << 20)
+    monkeypatch.setattr("kafkatool.convert.engine._C", None)
+    convert(src, tmp_path / "pure", to_magic=to_magic)
+    assert outputs["128KiB"] == outputs["500KiB"] == outputs["4MiB"] == tree_digest(tmp_path / "pure")
+    got = records_of(read_segments(tmp_path / "4MiB" / "t-0"))
+    assert [(o, k, v) for o, _, k, v in got] == [(o, k, v) for o, _, k, v in records_of(data)]
