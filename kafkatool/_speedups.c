@@ -1577,35 +1577,37 @@ typedef struct {
     int64_t written, filtered, with_headers, first, last, max_ts;
 } Reframe;
 
-/* The legacy messages of ``count`` v2 records in d[0:end] (``down_convert.reframe_v2_records``): a new
- * bytes object, or NULL with no exception set wherever the Python function must run instead. */
-static PyObject *reframe_core(const uint8_t *d, Py_ssize_t end, int64_t count, int64_t base_offset, int64_t base_ts,
-                              int has_lat, int64_t lat, int64_t to_magic, int64_t attributes, int has_first,
-                              int64_t first_offset, int relative, int ordered, int64_t lo, int64_t hi, Reframe *r)
+/* The most bytes reframe_into may write for ``count`` records in ``end`` bytes: each entry is at most 27 bytes
+ * longer than its v2 record (34 + key + value vs 7 + key + value); -1 for arguments it refuses anyway. */
+static Py_ssize_t reframe_cap(Py_ssize_t end, int64_t count)
+{
+    if (count < 0 || count > end / MIN_RECORD_SIZE || end > INT32_MAX)
+        return -1;
+    return end + (Py_ssize_t)count * (LOG_OVERHEAD + RECORD_OVERHEAD_V1 - MIN_RECORD_SIZE);
+}
+
+/* The legacy messages of ``count`` v2 records in d[0:end] (``down_convert.reframe_v2_records``) written at
+ * ``dst``, which holds reframe_cap(end, count) bytes: their length, or -1 wherever the Python function must run
+ * instead (nothing else to undo: what was written is garbage past the caller's end). */
+static Py_ssize_t reframe_into(const uint8_t *d, Py_ssize_t end, int64_t count, int64_t base_offset,
+                               int64_t base_ts, int has_lat, int64_t lat, int64_t to_magic, int64_t attributes,
+                               int has_first, int64_t first_offset, int relative, int ordered, int64_t lo, int64_t hi,
+                               uint8_t *dst, Reframe *r)
 {
     int v1, per_record_ts;
     int64_t fixed_ts, written = 0, filtered = 0, with_headers = 0, first = -1, last = -1, max_ts = -1, rel_base = 0;
     int64_t prev = 0;
-    Py_ssize_t p = 0, cap;
-    PyObject *outb = NULL;
-    uint8_t *o;
+    Py_ssize_t p = 0, cap = reframe_cap(end, count);
+    uint8_t *o = dst;
     if (attributes < -128 || attributes > 127) /* struct's "b" */
-        return NULL;
-    if (count < 0 || count > end / MIN_RECORD_SIZE || end > INT32_MAX)
-        return NULL;
+        return -1;
+    if (cap < 0)
+        return -1;
     v1 = to_magic == 1;
     if (v1 && has_lat && lat < -1)
-        return NULL;
+        return -1;
     per_record_ts = v1 && !has_lat;
     fixed_ts = has_lat ? lat : -1;
-    /* Each entry is at most 27 bytes longer than its v2 record (34 + key + value vs 7 + key + value). */
-    cap = end + (Py_ssize_t)count * (LOG_OVERHEAD + RECORD_OVERHEAD_V1 - MIN_RECORD_SIZE);
-    outb = PyBytes_FromStringAndSize(NULL, cap);
-    if (outb == NULL) {
-        PyErr_Clear();
-        return NULL;
-    }
-    o = (uint8_t *)PyBytes_AS_STRING(outb);
     for (int64_t i = 0; i < count; i++) {
         Py_ssize_t rec_end, kp = 0, vp = 0, body;
         int64_t length, ts_delta, od, kn, vn, offset, ts, klen;
@@ -1685,8 +1687,8 @@ static PyObject *reframe_core(const uint8_t *d, Py_ssize_t end, int64_t count, i
         /* log header, message header (the CRC covers it from the magic on), key, valueLength, value */
         msg = o + LOG_OVERHEAD;
         body = (v1 ? HEAD_V1 : HEAD_V0) + (Py_ssize_t)kn + VALUE_SIZE_LENGTH + (vn >= 0 ? (Py_ssize_t)vn : 0);
-        if ((o - (uint8_t *)PyBytes_AS_STRING(outb)) + LOG_OVERHEAD + CRC_LENGTH + body > cap)
-            goto defer; /* cannot happen (see cap); never write past the buffer */
+        if ((o - dst) + LOG_OVERHEAD + CRC_LENGTH + body > cap)
+            goto defer; /* cannot happen (see reframe_cap); never write past the buffer */
         {
             int64_t rel;
             if (__builtin_sub_overflow(offset, rel_base, &rel))
@@ -1724,20 +1726,42 @@ static PyObject *reframe_core(const uint8_t *d, Py_ssize_t end, int64_t count, i
     }
     if (p != end)
         goto defer;
-    if (_PyBytes_Resize(&outb, o - (uint8_t *)PyBytes_AS_STRING(outb)) < 0) {
-        PyErr_Clear();
-        return NULL;
-    }
     r->written = written;
     r->filtered = filtered;
     r->with_headers = with_headers;
     r->first = first;
     r->last = last;
     r->max_ts = max_ts;
-    return outb;
+    return o - dst;
 defer:
-    Py_DECREF(outb);
-    return NULL;
+    return -1;
+}
+
+/* reframe_into as a new bytes object, or NULL with no exception set wherever the Python function must run. */
+static PyObject *reframe_core(const uint8_t *d, Py_ssize_t end, int64_t count, int64_t base_offset, int64_t base_ts,
+                              int has_lat, int64_t lat, int64_t to_magic, int64_t attributes, int has_first,
+                              int64_t first_offset, int relative, int ordered, int64_t lo, int64_t hi, Reframe *r)
+{
+    Py_ssize_t cap = reframe_cap(end, count), n;
+    PyObject *outb;
+    if (cap < 0)
+        return NULL;
+    outb = PyBytes_FromStringAndSize(NULL, cap);
+    if (outb == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    n = reframe_into(d, end, count, base_offset, base_ts, has_lat, lat, to_magic, attributes, has_first, first_offset,
+                     relative, ordered, lo, hi, (uint8_t *)PyBytes_AS_STRING(outb), r);
+    if (n < 0) {
+        Py_DECREF(outb);
+        return NULL;
+    }
+    if (_PyBytes_Resize(&outb, n) < 0) {
+        PyErr_Clear();
+        return NULL;
+    }
+    return outb;
 }
 
 /* reframe_v2_records(d, count, base_offset, base_timestamp, log_append_time, to_magic, attributes,
@@ -3073,6 +3097,21 @@ static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ss
             inner = (const uint8_t *)dv.buf;
             inner_len = dv.len;
         }
+        if (codec == 0 && outp != NULL) {
+            /* Uncompressed: the messages are written straight into ``out`` (the caller's write buffer). */
+            Py_ssize_t cap = reframe_cap((Py_ssize_t)inner_len, count), got;
+            if (cap < 0 || cap > outv.len - total)
+                break; /* the caller makes room and the next run starts with this batch */
+            got = reframe_into(inner, (Py_ssize_t)inner_len, count, base, base_ts, has_lat, lat, to_magic, ts_bit, 1,
+                               first_offset, 0, 1, base, batch_last, outp + total, &r);
+            if (got < 0 || r.written == 0)
+                break;
+            n = inner_len = got;
+            if (n > max_bytes || (wsize > 0 && wsize + n > seg_bytes) || r.last - wbase > INT32_MAX)
+                break;
+            none_records += r.written;
+            goto accepted;
+        }
         out = reframe_core(inner, (Py_ssize_t)inner_len, count, base, base_ts, has_lat, lat, to_magic, ts_bit,
                            codec == 0, first_offset, codec != 0, 1, base, batch_last, &r);
         if (dec != NULL) {
@@ -3132,6 +3171,7 @@ static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ss
         } else {
             none_records += r.written;
         }
+    accepted:
         batches++;
         records += r.written;
         filtered += r.filtered;

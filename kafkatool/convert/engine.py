@@ -294,9 +294,13 @@ class DownConverter:
         # of source: a run of dropped batches writes nothing); a dry run has none, the run returns the bytes.
         room = writer.run_room()
         stop = p + (opts.chunk_size if room is None else max(opts.chunk_size, len(room)))
-        r = _C.downconvert_run(buf, p, stop, end, 0, to_magic, 0, opts.max_message_bytes,
-                               writer.size, writer.base, writer.segment_bytes, WRAPPER_HEADER[to_magic], limit,
-                               self._run_codecs, estimates, _budget.record_chunk(), floor, room)
+        args = (buf, p, stop, end, 0, to_magic, 0, opts.max_message_bytes, writer.size, writer.base,
+                writer.segment_bytes, WRAPPER_HEADER[to_magic], limit, self._run_codecs, estimates,
+                _budget.record_chunk(), floor)
+        r = _C.downconvert_run(*args, room)
+        if room is not None and (r is None or r.position == p):
+            room = None  # a first batch larger than the room (or one for the Python path): its bytes returned
+            r = _C.downconvert_run(*args)
         if r is None or r.position == p:
             return None
         if room is not None:

@@ -597,13 +597,15 @@ def test_grouped_legacy_messages_never_span_more_than_an_int32_of_offsets(tmp_pa
 @pytest.mark.parametrize("to_magic", [0, 1])
 def test_output_is_the_same_whatever_the_write_block(tmp_path, to_magic, monkeypatch):
     # The compiled run converts straight into the write buffer (the budget's output share) and stops before a
-    # batch that does not fit; the next run starts with it. Blocks of 128 KiB (through the page cache), ~500 KiB
-    # and 4 MiB (O_DIRECT), and the pure-Python path, write the same files.
+    # batch that does not fit; the next run starts with it (a first batch larger than the room is returned as
+    # bytes). Blocks of 128 KiB (through the page cache), ~500 KiB and 4 MiB (O_DIRECT), and the pure-Python
+    # path, write the same files.
     from kafkatool.util import budget
     from kafkatool.util.direct_io import MIN_DIRECT
 
     data = (v2_log(0, batches=500, per_batch=16, value_bytes=600)
-            + v2_log(8000, batches=60, per_batch=16, value_bytes=600, codec=Codec.LZ4))
+            + v2_log(8000, batches=60, per_batch=16, value_bytes=600, codec=Codec.LZ4)
+            + v2_log(8960, batches=4, per_batch=400, value_bytes=600))  # 250 KB a batch: above the smaller rooms
     src = make_partition(tmp_path / "src", "t-0", {0: data})
     outputs = {}
     for name, total in (("128KiB", budget.minimum_total()), ("500KiB", 72 << 20), ("4MiB", None)):
