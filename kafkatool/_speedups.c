@@ -558,6 +558,8 @@ static PyStructSequence_Field downconvert_run_fields[] = {
     {"segment_size", "bytes in the output segment after the run"},
     {"estimates", "the compression-ratio estimates of codec ids 0..3 after the run"},
     {"estimates_updated", "bit c set: the estimate of codec c changed"},
+    {"wanted", "with ``out``: the bytes the batch it stopped at needed beyond the room left (0: it stopped for "
+               "another reason)"},
     {NULL, NULL},
 };
 
@@ -2987,14 +2989,14 @@ decline:
  * ``compress(codec, data)`` of codecs.py, and the block functions they call for one snappy or lz4 block,
  * which the run frames and unframes itself. With ``out`` (a writable buffer), the converted bytes are put
  * there from its start instead (``data`` is None; ``segment_size - wsize`` is how many), and the run stops
- * before a batch whose bytes do not fit. */
+ * before a batch whose bytes do not fit (``wanted``: how many it needed). */
 static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     Py_buffer view;
     int64_t p, stop, end, checked, to_magic, first_offset, max_bytes, wsize, wbase, seg_bytes, wrap_head;
     int64_t max_count = INT32_MAX;
     int64_t batches = 0, records = 0, filtered = 0, with_headers = 0, producer = 0, tmem = 0, log_end = -1;
-    int64_t last_out = -1, none_records = 0, comp_batches = 0, total = 0, floor = INT64_MIN;
+    int64_t last_out = -1, none_records = 0, comp_batches = 0, total = 0, floor = INT64_MIN, wanted = 0;
     float est[4], step_up = 0.0f, step_down = 0.0f;
     int updated = 0;
     PyObject *crc_fn, *parts = NULL, *joined, *ests, *const *fns;
@@ -3100,8 +3102,12 @@ static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ss
         if (codec == 0 && outp != NULL) {
             /* Uncompressed: the messages are written straight into ``out`` (the caller's write buffer). */
             Py_ssize_t cap = reframe_cap((Py_ssize_t)inner_len, count), got;
-            if (cap < 0 || cap > outv.len - total)
+            if (cap > outv.len - total) {
+                wanted = cap;
                 break; /* the caller makes room and the next run starts with this batch */
+            }
+            if (cap < 0)
+                break;
             got = reframe_into(inner, (Py_ssize_t)inner_len, count, base, base_ts, has_lat, lat, to_magic, ts_bit, 1,
                                first_offset, 0, 1, base, batch_last, outp + total, &r);
             if (got < 0 || r.written == 0)
@@ -3146,6 +3152,7 @@ static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ss
         if (outp != NULL) {
             if (n > outv.len - total) {
                 Py_DECREF(data);
+                wanted = n;
                 break; /* the caller makes room and the next run starts with this batch */
             }
             memcpy(outp + total, PyBytes_AS_STRING(data), (size_t)n);
@@ -3206,10 +3213,10 @@ static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ss
         Py_DECREF(parts);
     }
     return result(R_DOWNCONVERT_RUN, Py_BuildValue(
-        "(LNLLLLLLLLLLL(dddd)i)", (long long)p, joined, (long long)batches, (long long)records, (long long)filtered,
+        "(LNLLLLLLLLLLL(dddd)iL)", (long long)p, joined, (long long)batches, (long long)records, (long long)filtered,
         (long long)with_headers, (long long)producer, (long long)tmem, (long long)log_end, (long long)last_out,
         (long long)none_records, (long long)comp_batches, (long long)wsize, (double)est[0], (double)est[1],
-        (double)est[2], (double)est[3], updated));
+        (double)est[2], (double)est[3], updated, (long long)wanted));
 fatal:
     Py_XDECREF(parts);
     PyBuffer_Release(&view);

@@ -135,7 +135,7 @@ def test_results_have_named_fields(sp: ModuleType) -> None:
     assert set(REFRAMED) <= {f.name for f in fields(dc.Reframed)}
     assert sp.VerifyWalk.__match_args__ == ("position", "batches", "records", "unknown_counts", "failed_at")
     assert sp.HeadersWalk.__match_args__ == ("position", "headers", "size")
-    assert sp.DumpWalk.n_fields == 11 and sp.DownconvertRun.n_fields == 15
+    assert sp.DumpWalk.n_fields == 11 and sp.DownconvertRun.n_fields == 16
     data = v2.build_batch([(5, TS, b"k", b"v", ())])
     r = sp.verify_walk(data, 0, len(data), len(data), v2.crc32c, zlib.crc32)
     assert type(r) is sp.VerifyWalk and (r.position, r.batches, r.records, r.failed_at) == (len(data), 1, 1, -1)

@@ -294,13 +294,12 @@ class DownConverter:
         # of source: a run of dropped batches writes nothing); a dry run has none, the run returns the bytes.
         room = writer.run_room()
         stop = p + (opts.chunk_size if room is None else max(opts.chunk_size, len(room)))
-        args = (buf, p, stop, end, 0, to_magic, 0, opts.max_message_bytes, writer.size, writer.base,
-                writer.segment_bytes, WRAPPER_HEADER[to_magic], limit, self._run_codecs, estimates,
-                _budget.record_chunk(), floor)
-        r = _C.downconvert_run(*args, room)
-        if room is not None and (r is None or r.position == p):
-            room = None  # a first batch larger than the room (or one for the Python path): its bytes returned
-            r = _C.downconvert_run(*args)
+        rest = (end, 0, to_magic, 0, opts.max_message_bytes, writer.size, writer.base, writer.segment_bytes,
+                WRAPPER_HEADER[to_magic], limit, self._run_codecs, estimates, _budget.record_chunk(), floor)
+        r = _C.downconvert_run(buf, p, stop, *rest, room)
+        if room is not None and r is not None and r.position == p and r.wanted:
+            room = None  # a first batch larger than the whole room: run again for a chunk, its bytes returned
+            r = _C.downconvert_run(buf, p, p + opts.chunk_size, *rest)
         if r is None or r.position == p:
             return None
         if room is not None:
@@ -695,54 +694,58 @@ def _convert_into(source: PartitionSource, tmp: Path | None, opts: ConvertOption
         conv = DownConverter(opts, estimator, source.topic, c)
     writer = SegmentWriter(tmp, opts.segment_bytes, opts.index_interval_bytes)
     checker = SourceChecker(skip_corrupt=opts.skip_corrupt, limit=opts.decompress_limit, skipped=stats.corrupt)
-    log_end = -1
-    for i, seg in enumerate(source.segments):
-        stats.segments_in += 1
-        writer.begin_source_segment(seg.base_offset)
-        log_end = max(log_end, seg.base_offset)
-        with FileRecords(seg.log) as fr:
-            stats.bytes_in += fr.size
-            checker.begin_segment(fr.path, seg.base_offset)
-            stream = fr.batches()
-            # The compiled run checks, converts and writes the common batches (v2 keeping its codec) many at a
-            # time; the loop below checks and converts every other one, and each batch where a run stops.
-            run = conv.run if isinstance(conv, DownConverter) and conv.can_run else None
-            done = 0  # bytes converted since the last progress report (one per chunk_size of source)
-            try:
-                for batch in source_batches(fr, stats.skipped, last=i == len(source.segments) - 1, stream=stream):
-                    pos = batch.position
-                    r = run(fr.buf, pos, stream.end, writer, stats, checker.floor) if run is not None else None
-                    if r is not None:
-                        q, end_offset = r
-                        log_end = max(log_end, end_offset)
-                        checker.ran_to(end_offset - 1)
-                        stream.jump(q)
-                        done += q - pos
-                    else:
-                        stats.batches_in += 1
-                        done += batch.size
-                        verified = checker.check(batch)
-                        if verified is None:
-                            continue  # left out (skip_corrupt), counted
-                        log_end = max(log_end, batch.last_offset + 1)
-                        for unit in conv.add(batch, verified.records, verified.dropped, verified.source):
-                            writer.append(unit)
-                    if done >= opts.chunk_size:
+    try:
+        log_end = -1
+        for i, seg in enumerate(source.segments):
+            stats.segments_in += 1
+            writer.begin_source_segment(seg.base_offset)
+            log_end = max(log_end, seg.base_offset)
+            with FileRecords(seg.log) as fr:
+                stats.bytes_in += fr.size
+                checker.begin_segment(fr.path, seg.base_offset)
+                stream = fr.batches()
+                # The compiled run checks, converts and writes the common batches (v2 keeping its codec) many at a
+                # time; the loop below checks and converts every other one, and each batch where a run stops.
+                run = conv.run if isinstance(conv, DownConverter) and conv.can_run else None
+                done = 0  # bytes converted since the last progress report (one per chunk_size of source)
+                try:
+                    for batch in source_batches(fr, stats.skipped, last=i == len(source.segments) - 1, stream=stream):
+                        pos = batch.position
+                        r = run(fr.buf, pos, stream.end, writer, stats, checker.floor) if run is not None else None
+                        if r is not None:
+                            q, end_offset = r
+                            log_end = max(log_end, end_offset)
+                            checker.ran_to(end_offset - 1)
+                            stream.jump(q)
+                            done += q - pos
+                        else:
+                            stats.batches_in += 1
+                            done += batch.size
+                            verified = checker.check(batch)
+                            if verified is None:
+                                continue  # left out (skip_corrupt), counted
+                            log_end = max(log_end, batch.last_offset + 1)
+                            for unit in conv.add(batch, verified.records, verified.dropped, verified.source):
+                                writer.append(unit)
+                        if done >= opts.chunk_size:
+                            obs.advance(done, source.name)
+                            done = 0
+                    if done:
                         obs.advance(done, source.name)
-                        done = 0
-                if done:
-                    obs.advance(done, source.name)
-                for unit in conv.flush():
-                    writer.append(unit)
-            except KafkaToolError as e:
-                raise e.at(fr.path) from None  # errors of records and batches name the segment they are in
-        txn = []
-        if opts.up and seg.has(TXN_INDEX_SUFFIX):
-            txn = read_txn_index(seg.txn_index)
-        elif seg.has(TXN_INDEX_SUFFIX):
-            stats.files_dropped.append(seg.txn_index.name)
-        writer.end_source_segment(txn)
-    writer.finish(log_end)
+                    for unit in conv.flush():
+                        writer.append(unit)
+                except KafkaToolError as e:
+                    raise e.at(fr.path) from None  # errors of records and batches name the segment they are in
+            txn = []
+            if opts.up and seg.has(TXN_INDEX_SUFFIX):
+                txn = read_txn_index(seg.txn_index)
+            elif seg.has(TXN_INDEX_SUFFIX):
+                stats.files_dropped.append(seg.txn_index.name)
+            writer.end_source_segment(txn)
+        writer.finish(log_end)
+    except BaseException:
+        writer.abort()  # its file closed now, not when collected (the caller removes the staging dir)
+        raise
     stats.log_end_offset_in = log_end
     stats.log_end_offset_out = writer.log_end_offset
     if writer.tail_segment is not None:

@@ -301,6 +301,13 @@ class SegmentWriter:
         self.bytes_written += n
         self.next_offset = last + 1
 
+    def abort(self) -> None:
+        """A failed run: close the segment being written without writing or fsyncing the rest."""
+        if self.file is not None:
+            self.file.abandon()
+            self.file = None
+        self._indexer = None
+
     def end_source_segment(self, aborted: list[AbortedTxn]) -> None:
         """Close the current segment and give each aborted transaction to the output segment that holds
         its end marker (as the broker appends it to the active segment's ``.txnindex``)."""

@@ -34,19 +34,19 @@ class DirectWriter:
 
     def __init__(self, path: str | os.PathLike[str], buffer_bytes: int, *, direct: bool = True) -> None:
         size = max(ALIGN, buffer_bytes // ALIGN * ALIGN)
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
-        self.direct = bool(direct and O_DIRECT and size >= MIN_DIRECT)
-        fd = -1
-        if self.direct:
-            try:
-                fd = os.open(path, flags | O_DIRECT, 0o644)
-            except OSError as e:
-                if e.errno != errno.EINVAL:  # the filesystem refuses O_DIRECT: the page cache it is
-                    raise
-                self.direct = False
-        if fd < 0:
-            fd = os.open(path, flags, 0o644)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o644)
         self._file = io.FileIO(fd, "wb", closefd=True)  # closes the descriptor even if close() is never reached
+        # O_DIRECT is set once the file exists: a filesystem that refuses it at open has already created the file
+        # (a second O_EXCL open would then fail); F_SETFL refuses it with the same EINVAL.
+        self.direct = False
+        if direct and O_DIRECT and size >= MIN_DIRECT:
+            try:
+                fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | O_DIRECT)
+                self.direct = True
+            except OSError as e:
+                if e.errno != errno.EINVAL:  # EINVAL: the filesystem refuses O_DIRECT, the page cache it is
+                    self._file.close()
+                    raise
         self._buf = mmap.mmap(-1, size)  # anonymous: page-aligned, as O_DIRECT needs
         self._view = memoryview(self._buf)
         self._size = size
@@ -126,8 +126,11 @@ class DirectWriter:
     def abandon(self) -> None:
         """Close without writing what is staged (a failed run, which removes the file)."""
         self._file.close()
-        self._view.release()
-        self._buf.close()
+        try:
+            self._view.release()
+            self._buf.close()
+        except BufferError:
+            pass  # a view of room() still held (a traceback's frame): the buffer goes with it, never this error
 
 
 __all__ = ["ALIGN", "MIN_DIRECT", "DirectWriter"]

@@ -624,3 +624,49 @@ def test_output_is_the_same_whatever_the_write_block(tmp_path, to_magic, monkeyp
     assert outputs["128KiB"] == outputs["500KiB"] == outputs["4MiB"] == tree_digest(tmp_path / "pure")
     got = records_of(read_segments(tmp_path / "4MiB" / "t-0"))
     assert [(o, k, v) for o, _, k, v in got] == [(o, k, v) for o, _, k, v in records_of(data)]
+
+
+def test_a_batch_the_run_refuses_is_not_converted_twice(tmp_path, monkeypatch):
+    # Batches refused for another reason than the room (here: each would roll the output segment, which the Python
+    # path does) are not run again without the room: one compiled attempt each, then the Python path.
+    from kafkatool.convert import engine
+
+    real = engine._C
+    calls: list[int] = []
+
+    class Counting:
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def downconvert_run(self, *a):
+            calls.append(len(a))
+            return real.downconvert_run(*a)
+
+    monkeypatch.setattr(engine, "_C", Counting())
+    src = make_partition(tmp_path / "src", "t-0", {0: v2_log(0, batches=20, per_batch=4, value_bytes=300,
+                                                             codec=Codec.LZ4)})
+    (st,) = convert(src, tmp_path / "out", to_magic=1, segment_bytes=300)
+    assert st.segments_out >= 10 and calls and set(calls) == {18}  # every run had the room; none was run again
+
+
+def test_a_failed_run_closes_the_segment_it_was_writing(tmp_path):
+    data = v2_log(0, batches=30, per_batch=16, value_bytes=600)
+    # a torn batch ending a segment that is not the last: the run stops there, the first segment's output written
+    src = make_partition(tmp_path / "src", "t-0", {0: data, 480: v2_log(480, batches=2)[:-7], 490: v2_log(490)})
+    open_before = _fds_under(tmp_path)
+    with pytest.raises(CorruptRecordError) as e:  # its traceback keeps the run's frames (and writer) alive
+        convert(src, tmp_path / "out", to_magic=1)
+    assert e.value.position is not None
+    assert _fds_under(tmp_path) == open_before and not (tmp_path / "out").exists()
+
+
+def _fds_under(root) -> list[str]:
+    out = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith(str(root)):
+            out.append(target)
+    return sorted(out)
