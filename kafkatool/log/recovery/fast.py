@@ -383,10 +383,12 @@ class _Builder:
         k = np.zeros(0, np.int64)
         i = int(np.searchsorted(q, self.last_index_entry + self.interval, side="right"))
         if i < n:
-            nxt = np.searchsorted(q, q + self.interval, side="right")
-            if bool((nxt[i:] == np.arange(i + 1, n + 1)).all()):
-                k = np.arange(i, n, dtype=np.int64)  # batches larger than the interval: each one is a point
+            # Each batch from i on is a point when each next one starts more than the interval after it (the common
+            # case: batches larger than the interval): one pass, not a binary search per batch.
+            if bool((np.diff(q[i:]) > self.interval).all()):
+                k = np.arange(i, n, dtype=np.int64)
             else:
+                nxt = np.searchsorted(q, q + self.interval, side="right")
                 points: list[int] = []
                 following = nxt.tolist()
                 while i < n:
