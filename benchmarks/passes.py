@@ -11,7 +11,8 @@ Each pass mirrors one ``kafka-ref`` bench pass:
   headers and timestamp.
 * ``recover``: the header-only index rebuild (``recover_segment``, no CRC), for ``reindex-time``.
 * ``hop-floor``: the floor under ``reindex-time``'s check: the bare header walk, one ``pread`` of the header per
-  batch (the compiled ``hop_walk`` alone: no index, no comparison, no process).
+  batch (the compiled ``hop_walk`` alone: no index, no comparison, no process), the file opened and advised as
+  the check's walk does it (``O_NOATIME``, ``POSIX_FADV_RANDOM``).
 * ``downconvert``: ``LazyDownConversionRecords.iterator(128 KiB)``: batches grouped up to 128 KiB
   and each group converted with ``down_convert`` (``--to-magic 1`` or ``0``).
 * ``kp-deep`` / ``kp-verify``: kafka-python 3.0's ``MemoryRecords`` reader over the same file.
@@ -21,8 +22,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
+
+# As the CLI does (kafkatool/commands/__init__.py): numpy's OpenBLAS would start a thread per core that spins for
+# ~0.1 s of CPU after the import, inside the timed passes of this process (time.process_time counts every thread).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 from collections.abc import Callable
 from typing import Any
 
@@ -92,15 +98,20 @@ def deep(path: str, args: argparse.Namespace) -> dict[str, Any]:
 
 @register("hop-floor")
 def hop_floor(path: str, args: argparse.Namespace) -> dict[str, Any]:
-    import os
-
     from kafkatool._accel import speedups
     from kafkatool.log.recovery.fast import HOPS_C
 
     if speedups is None:
         raise SystemExit("hop-floor walks with the compiled hop_walk: build the extension (pip install -e .)")
-    fd = os.open(path, os.O_RDONLY)
+    # As the check's own walk opens and advises its file (recovery/fast.py): without access-time updates, and no
+    # readahead around each header read (on cached pages readahead is kernel work per read, not I/O saved).
     try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOATIME", 0))
+    except PermissionError:
+        fd = os.open(path, os.O_RDONLY)
+    try:
+        if hasattr(os, "POSIX_FADV_RANDOM"):
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
         size = os.fstat(fd).st_size
         p = batches = 0
         headers = bytearray()
