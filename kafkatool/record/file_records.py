@@ -177,6 +177,7 @@ class FileRecords:
         except OSError as e:
             raise InputError(f"cannot open: {e.strerror}", path=self.path) from None
         with f:
+            self._ahead = 0  # drop_before has mapped the pages up to here in advance
             self.file_size = f.size
             self.size = self.file_size if max_bytes is None else min(self.file_size, max_bytes)
             self._mm: mmap.mmap | None = None
@@ -213,9 +214,11 @@ class FileRecords:
                     self._mm.madvise(mmap.MADV_DONTNEED, 0, upto)
                 except (OSError, ValueError):
                     pass
-            if _POPULATE_READ and upto < self.size:
+            if _POPULATE_READ and self._ahead <= upto < self.size:  # once per window: callers drop every chunk
+                n = min(self.window, self.size - upto)
+                self._ahead = upto + n
                 try:
-                    self._mm.madvise(_POPULATE_READ, upto, min(self.window, self.size - upto))
+                    self._mm.madvise(_POPULATE_READ, upto, n)
                 except (OSError, ValueError):
                     pass  # a kernel before 5.14: the walk faults the pages in
 
