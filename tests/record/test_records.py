@@ -219,3 +219,37 @@ def test_empty_batch_is_legal():
     b = only_batch(data)
     assert b.size == 61 and b.count == 0 and b.last_offset == 49 and b.base_timestamp == -1
     assert b.is_valid() and b.records() == []
+
+
+def test_pages_are_mapped_ahead_once_per_window_however_often_a_walk_hands_them_back(tmp_path):
+    # fetch-sim's lazy conversion hands pages back after every 128 KiB chunk: the next window is mapped in
+    # advance (MADV_POPULATE_READ) once per window, not at each of those calls (20 MiB of page tables each).
+    from kafkatool.record import file_records as frmod
+
+    seg = tmp_path / "00000000000000000000.log"
+    seg.write_bytes(b"\0" * (8 << 20))
+    calls: list[tuple[int, int, int]] = []
+
+    class Recording:
+        def __init__(self, mm):
+            self.mm = mm
+
+        def madvise(self, option, start=0, length=0):
+            calls.append((option, start, length))
+            return self.mm.madvise(option, start, length)
+
+        def __getattr__(self, name):
+            return getattr(self.mm, name)
+
+    with frmod.FileRecords(seg, window=1 << 20) as fr:
+        real = fr._mm
+        fr._mm = Recording(real)
+        for pos in range(128 << 10, 8 << 20, 128 << 10):
+            fr.drop_before(pos)
+        fr._mm = real
+    populated = [(s, n) for opt, s, n in calls if opt == frmod._POPULATE_READ]
+    if frmod._POPULATE_READ:
+        assert len(populated) <= 8 and populated[0] == (128 << 10, 1 << 20)
+        assert all(s2 >= s1 + n1 for (s1, n1), (s2, _) in zip(populated, populated[1:], strict=False))  # not twice
+    dropped = [s + n for opt, s, n in calls if opt == frmod.mmap.MADV_DONTNEED]
+    assert dropped and dropped[-1] == (8 << 20) - (128 << 10)  # the pages behind the walk are still handed back
