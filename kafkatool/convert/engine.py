@@ -700,7 +700,7 @@ def _convert_into(source: PartitionSource, tmp: Path | None, opts: ConvertOption
             stats.segments_in += 1
             writer.begin_source_segment(seg.base_offset)
             log_end = max(log_end, seg.base_offset)
-            with FileRecords(seg.log) as fr:
+            with FileRecords(seg.log, reads_all=True) as fr:  # every byte is converted
                 stats.bytes_in += fr.size
                 checker.begin_segment(fr.path, seg.base_offset)
                 stream = fr.batches()

@@ -222,8 +222,8 @@ def test_empty_batch_is_legal():
 
 
 def test_pages_are_mapped_ahead_once_per_window_however_often_a_walk_hands_them_back(tmp_path):
-    # fetch-sim's lazy conversion hands pages back after every 128 KiB chunk: the next window is mapped in
-    # advance (MADV_POPULATE_READ) once per window, not at each of those calls (20 MiB of page tables each).
+    # A reader of every byte (a converter) has the next window mapped in advance (MADV_POPULATE_READ), once per
+    # window, however often it hands pages back (fetch-sim's lazy conversion: every 128 KiB chunk).
     from kafkatool.record import file_records as frmod
 
     seg = tmp_path / "00000000000000000000.log"
@@ -241,7 +241,7 @@ def test_pages_are_mapped_ahead_once_per_window_however_often_a_walk_hands_them_
         def __getattr__(self, name):
             return getattr(self.mm, name)
 
-    with frmod.FileRecords(seg, window=1 << 20) as fr:
+    with frmod.FileRecords(seg, window=1 << 20, reads_all=True) as fr:
         real = fr._mm
         fr._mm = Recording(real)
         for pos in range(128 << 10, 8 << 20, 128 << 10):
@@ -253,3 +253,30 @@ def test_pages_are_mapped_ahead_once_per_window_however_often_a_walk_hands_them_
         assert all(s2 >= s1 + n1 for (s1, n1), (s2, _) in zip(populated, populated[1:], strict=False))  # not twice
     dropped = [s + n for opt, s, n in calls if opt == frmod.mmap.MADV_DONTNEED]
     assert dropped and dropped[-1] == (8 << 20) - (128 << 10)  # the pages behind the walk are still handed back
+
+
+def test_a_header_walk_maps_nothing_in_advance(tmp_path):
+    from kafkatool.record import file_records as frmod
+
+    seg = tmp_path / "00000000000000000000.log"
+    seg.write_bytes(b"\0" * (4 << 20))
+    calls: list[int] = []
+
+    class Recording:
+        def __init__(self, mm):
+            self.mm = mm
+
+        def madvise(self, option, start=0, length=0):
+            calls.append(option)
+            return self.mm.madvise(option, start, length)
+
+        def __getattr__(self, name):
+            return getattr(self.mm, name)
+
+    with frmod.FileRecords(seg, window=1 << 20) as fr:
+        real = fr._mm
+        fr._mm = Recording(real)
+        for pos in range(1 << 20, 4 << 20, 1 << 20):
+            fr.drop_before(pos)
+        fr._mm = real
+    assert calls and frmod._POPULATE_READ not in calls
