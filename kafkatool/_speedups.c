@@ -2965,6 +2965,15 @@ decline:
     Py_RETURN_NONE;
 }
 
+/* Whether a converted batch of ``n`` bytes whose last offset is ``last`` stays in the run: not above
+ * DownConverter.add's --max-message-bytes (a KIP-126 split) and not rolling the segment (SegmentWriter.append's
+ * size and relative-offset rules); either is the Python path's. */
+static inline int run_keeps(int64_t n, int64_t last, int64_t max_bytes, int64_t wsize, int64_t wbase,
+                            int64_t seg_bytes)
+{
+    return !(n > max_bytes || (wsize > 0 && wsize + n > seg_bytes) || last - wbase > INT32_MAX);
+}
+
 /* downconvert_run(buf, p, stop, end, checked, to_magic, first_offset, max_bytes, wsize, wbase, segment_bytes,
  *                 wrapper_header, limit, codecs, estimates[, max_records[, floor[, out]]])
  * -> DownconvertRun(position, data, batches, records, records_filtered, headers_dropped, producer_fields_dropped,
@@ -3113,7 +3122,7 @@ static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ss
             if (got < 0 || r.written == 0)
                 break;
             n = inner_len = got;
-            if (n > max_bytes || (wsize > 0 && wsize + n > seg_bytes) || r.last - wbase > INT32_MAX)
+            if (!run_keeps(n, r.last, max_bytes, wsize, wbase, seg_bytes))
                 break;
             none_records += r.written;
             goto accepted;
@@ -3144,8 +3153,7 @@ static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ss
             data = out;
         }
         n = PyBytes_GET_SIZE(data);
-        /* DownConverter.add's --max-message-bytes check and SegmentWriter.append's roll: the Python path. */
-        if (n > max_bytes || (wsize > 0 && wsize + n > seg_bytes) || r.last - wbase > INT32_MAX) {
+        if (!run_keeps(n, r.last, max_bytes, wsize, wbase, seg_bytes)) {
             Py_DECREF(data);
             break;
         }
