@@ -274,15 +274,9 @@ class SegmentWriter:
         (``DownConverter.run``), which has checked that none of them rolls the segment; ``last`` is the last
         offset they hold."""
         if self.file is not None:
-            assert self._indexer is not None
-            try:
-                self._indexer.feed(data)
-            except KafkaToolError as e:
-                raise self._not_recoverable(e) from None
+            self._index(data)
             self.file.write(data)
-        self.size += len(data)
-        self.bytes_written += len(data)
-        self.next_offset = last + 1
+        self._advance(len(data), last)
 
     def run_room(self) -> memoryview | None:
         """Where a compiled run may put its converted bytes itself (the free part of the write buffer, valid until
@@ -291,12 +285,20 @@ class SegmentWriter:
 
     def append_ran(self, room: memoryview, n: int, last: int) -> None:
         """:meth:`append_run` for the ``n`` bytes a compiled run put at the start of :meth:`run_room`."""
-        assert self.file is not None and self._indexer is not None
+        assert self.file is not None
+        self._index(room[:n])
+        self.file.commit(n)
+        self._advance(n, last)
+
+    def _index(self, data: bytes | memoryview) -> None:
+        """The indexes built from the next bytes written (whole batches), or the error naming the segment."""
+        assert self._indexer is not None
         try:
-            self._indexer.feed(room[:n])
+            self._indexer.feed(data)
         except KafkaToolError as e:
             raise self._not_recoverable(e) from None
-        self.file.commit(n)
+
+    def _advance(self, n: int, last: int) -> None:
         self.size += n
         self.bytes_written += n
         self.next_offset = last + 1
