@@ -577,6 +577,23 @@ static PyStructSequence_Field consumer_walk_fields[] = {
     {NULL, NULL},
 };
 
+static PyStructSequence_Field recover_rules_fields[] = {
+    {"batches", "batches taken (every header given)"},
+    {"end", "the position after the last of them"},
+    {"last_offset", "the last batch's last offset"},
+    {"magics", "bit m set for each magic m seen"},
+    {"last_index_entry", "LogSegment.recover's lastIndexEntry after them"},
+    {"max_ts", "maxTimestampSoFar"},
+    {"max_ts_offset", "offsetOfMaxTimestampSoFar"},
+    {"time_last_ts", "the last time index entry's timestamp"},
+    {"time_last_offset", "the last time index entry's offset"},
+    {"index_last", "the last offset index entry's offset (None: no entry yet)"},
+    {"index_count", "offset index entries"},
+    {"time_count", "time index entries"},
+    {"latest_epoch", "the leader-epoch cache's latest epoch"},
+    {NULL, NULL},
+};
+
 #define DESC(name, doc, fields) {"kafkatool._speedups." name, doc, fields, \
                                  (int)(sizeof(fields) / sizeof(fields[0]) - 1)}
 static PyStructSequence_Desc result_descs[] = {
@@ -588,9 +605,10 @@ static PyStructSequence_Desc result_descs[] = {
     DESC("ScanFigures", "dump_walk with a scan: what scan.stats.BatchStats adds up for the batches walked",
          scan_figures_fields),
     DESC("ConsumerWalk", "consumer_walk: what fetch.consumer_view.ConsumerView adds up", consumer_walk_fields),
+    DESC("RecoverRules", "recover_rules: recovery.fast._Builder's state after the headers given", recover_rules_fields),
 };
 enum { R_REFRAMED, R_VERIFY_WALK, R_HEADERS_WALK, R_DUMP_WALK, R_DOWNCONVERT_RUN, R_SCAN_FIGURES, R_CONSUMER_WALK,
-       N_RESULTS };
+       R_RECOVER_RULES, N_RESULTS };
 static PyTypeObject *result_types[N_RESULTS];
 
 /* The items of the tuple ``t`` (a new reference, consumed) as a result of type ``which``: NULL with the error set
@@ -2275,6 +2293,394 @@ unusual:
     Py_RETURN_NONE;
 }
 
+/* A growing array of int64 pairs (the entries one call appends), freed by the caller. */
+typedef struct {
+    int64_t *v;
+    Py_ssize_t n, cap;  /* pairs */
+} Pairs;
+
+static int pairs_put(Pairs *a, int64_t x, int64_t y)
+{
+    if (a->n == a->cap) {
+        Py_ssize_t cap = a->cap ? a->cap * 2 : 256;
+        int64_t *grown = PyMem_Realloc(a->v, (size_t)cap * 2 * sizeof(int64_t));
+        if (grown == NULL)
+            return -1;
+        a->v = grown;
+        a->cap = cap;
+    }
+    a->v[2 * a->n] = x;
+    a->v[2 * a->n + 1] = y;
+    a->n++;
+    return 0;
+}
+
+/* Appends the pairs to the bytearray ``out``: 0, or -1 (no exception left). */
+static int pairs_flush(const Pairs *a, PyObject *out)
+{
+    Py_ssize_t old = PyByteArray_GET_SIZE(out), more = a->n * 2 * (Py_ssize_t)sizeof(int64_t);
+    if (!more)
+        return 0;
+    if (PyByteArray_Resize(out, old + more) < 0) {
+        PyErr_Clear();
+        return -1;
+    }
+    memcpy(PyByteArray_AS_STRING(out) + old, a->v, (size_t)more);
+    return 0;
+}
+
+/* recover_rules(headers, pos0, base, interval, verify, last_index_entry, max_ts, max_ts_offset, time_last_ts,
+ *               time_last_offset, index_last, index_count, time_count, latest_epoch, index_out, time_out,
+ *               epochs_out, arrays) -> RecoverRules | None
+ * ``recovery.fast._Builder.feed`` and ``feed_epochs`` with recover_fast's per-batch checks, for the batches whose
+ * first RECOVERY_HEADER bytes ``headers`` holds (a whole number of them, the first at segment position ``pos0``,
+ * each next one where the size field of the one before says): LogSegment.recover's rules batch by batch. The
+ * running max timestamp and its offset; an index point wherever ``position - last_index_entry > interval``,
+ * with OffsetIndex.append's entry (last offset, position) appended to the bytearray ``index_out`` and, where
+ * TimeIndex.maybeAppend appends, its entry (timestamp, offset) to ``time_out`` (native int64 pairs); the
+ * leader-epoch cache's new (epoch, base offset) pairs to ``epochs_out``. ``index_last`` is None before the first
+ * offset index entry. ``arrays``: None, or the five contiguous arrays of a BatchChunk (positions, sizes, last
+ * offsets and max timestamps int64, magic int8), each of at least as many items as there are headers, to fill.
+ *
+ * None, with nothing appended and the state unchanged, for any batch where the numpy rules must run because
+ * recover() does something else than append: a magic other than 0, 1, 2, a v2 batch below its overhead, a last
+ * offset outside [base, base + INT32_MAX], an InvalidOffsetException of either index, and with ``verify`` a
+ * v2 control batch (its marker is read and checked). */
+static PyObject *sp_recover_rules(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer view, bufs[5];
+    int nbufs = 0;
+    int64_t pos0, base, interval, verify, lie, max_ts, max_off, t_ts, t_off, i_last = 0, i_count, t_count, epoch;
+    int64_t pos, last = -1, *aq = NULL, *asz = NULL, *alast = NULL, *amts = NULL;
+    int8_t *amagic = NULL;
+    int has_last;
+    unsigned magics = 0;
+    Py_ssize_t n, i;
+    const uint8_t *h;
+    Pairs idx = {0}, tim = {0}, eps = {0};
+    PyObject *res = NULL, *arrays;
+    (void)self;
+    if (nargs != 18) {
+        PyErr_SetString(PyExc_TypeError, "recover_rules takes 18 arguments");
+        return NULL;
+    }
+    has_last = args[10] != Py_None;
+    if (arg_i64(args[1], &pos0) || arg_i64(args[2], &base) || arg_i64(args[3], &interval)
+        || arg_i64(args[4], &verify) || arg_i64(args[5], &lie) || arg_i64(args[6], &max_ts)
+        || arg_i64(args[7], &max_off) || arg_i64(args[8], &t_ts) || arg_i64(args[9], &t_off)
+        || (has_last && arg_i64(args[10], &i_last)) || arg_i64(args[11], &i_count) || arg_i64(args[12], &t_count)
+        || arg_i64(args[13], &epoch) || !PyByteArray_CheckExact(args[14]) || !PyByteArray_CheckExact(args[15])
+        || !PyByteArray_CheckExact(args[16]))
+        Py_RETURN_NONE;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    h = (const uint8_t *)view.buf;
+    n = view.len / RECOVERY_HEADER;
+    if (view.len % RECOVERY_HEADER)
+        goto unusual;
+    arrays = args[17];
+    if (arrays != Py_None) {
+        static const Py_ssize_t item[5] = {8, 8, 1, 8, 8};
+        if (!PyTuple_Check(arrays) || PyTuple_GET_SIZE(arrays) != 5)
+            goto unusual;
+        for (; nbufs < 5; nbufs++) {
+            if (PyObject_GetBuffer(PyTuple_GET_ITEM(arrays, nbufs), &bufs[nbufs],
+                                   PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+                PyErr_Clear();
+                goto unusual;
+            }
+            if (bufs[nbufs].len < n * item[nbufs]) {
+                nbufs++;
+                goto unusual;
+            }
+        }
+        aq = bufs[0].buf;
+        asz = bufs[1].buf;
+        amagic = bufs[2].buf;
+        alast = bufs[3].buf;
+        amts = bufs[4].buf;
+    }
+    pos = pos0;
+    for (i = 0; i < n; i++, h += RECOVERY_HEADER) {
+        int64_t size = (int64_t)be_i32(h + SIZE_OFFSET) + LOG_OVERHEAD, batch_last, ts, rel;
+        int8_t magic = (int8_t)h[MAGIC_OFFSET];
+        if (size < RECORD_OVERHEAD_V0 + LOG_OVERHEAD)
+            goto unusual;
+        if (magic == 2) {
+            int32_t e;
+            if (size < RECORD_BATCH_OVERHEAD || (verify && (be_i16(h + V2_ATTRIBUTES_OFFSET) & 0x20)))
+                goto unusual;
+            batch_last = be_i64(h) + be_i32(h + V2_LAST_OFFSET_DELTA_OFFSET);
+            ts = be_i64(h + V2_MAX_TIMESTAMP_OFFSET);
+            e = be_i32(h + V2_PARTITION_LEADER_EPOCH_OFFSET);
+            if (e >= 0 && e > epoch) {
+                if (pairs_put(&eps, e, be_i64(h)) < 0)
+                    goto unusual;
+                epoch = e;
+            }
+        } else if (magic == 1) {
+            batch_last = be_i64(h);
+            ts = be_i64(h + ENTRY_TIMESTAMP_OFFSET);
+        } else if (magic == 0) {
+            batch_last = be_i64(h);
+            ts = -1; /* NO_TIMESTAMP */
+        } else {
+            goto unusual;
+        }
+        rel = batch_last - base;
+        if (rel < 0 || rel > INT32_MAX)
+            goto unusual;
+        if (ts > max_ts) {
+            max_ts = ts;
+            max_off = batch_last;
+        }
+        if (pos - lie > interval) {
+            /* OffsetIndex.append: strictly increasing offsets; TimeIndex.maybeAppend: an offset below the last
+             * entry's throws even where nothing is appended. */
+            if ((has_last && batch_last <= i_last) || (t_count > 0 && max_off < t_off))
+                goto unusual;
+            if (pairs_put(&idx, batch_last, pos) < 0)
+                goto unusual;
+            has_last = 1;
+            i_last = batch_last;
+            i_count++;
+            lie = pos;
+            if (max_ts > t_ts) {
+                if (pairs_put(&tim, max_ts, max_off) < 0)
+                    goto unusual;
+                t_ts = max_ts;
+                t_off = max_off;
+                t_count++;
+            }
+        }
+        if (aq != NULL) {
+            aq[i] = pos;
+            asz[i] = size;
+            amagic[i] = magic;
+            alast[i] = batch_last;
+            amts[i] = ts;
+        }
+        magics |= 1u << magic;
+        last = batch_last;
+        pos += size;
+    }
+    if (pairs_flush(&idx, args[14]) < 0 || pairs_flush(&tim, args[15]) < 0 || pairs_flush(&eps, args[16]) < 0)
+        goto unusual;
+    res = result(R_RECOVER_RULES, Py_BuildValue(
+        "(nLLILLLLLNLLL)", n, (long long)pos, (long long)last, magics, (long long)lie, (long long)max_ts,
+        (long long)max_off, (long long)t_ts, (long long)t_off,
+        has_last ? PyLong_FromLongLong(i_last) : Py_NewRef(Py_None), (long long)i_count, (long long)t_count,
+        (long long)epoch));
+    goto done;
+unusual:
+    res = Py_NewRef(Py_None);
+done:
+    while (nbufs > 0)
+        PyBuffer_Release(&bufs[--nbufs]);
+    PyBuffer_Release(&view);
+    PyMem_Free(idx.v);
+    PyMem_Free(tim.v);
+    PyMem_Free(eps.v);
+    return res;
+}
+
+/* answer_positions(positions, sizes, last_offsets, sorted, order, is_start, batch_last, prior_max, carry) -> carry
+ * ``reindex.verify.OffsetEntriesCheck.feed`` for one chunk: for each query position of ``sorted`` (ascending)
+ * that falls inside the chunk's batches, at index ``order[k]`` (``order`` None: k) of the answer arrays: whether
+ * it is the start of the batch holding it, that batch's last offset, and the largest last offset of the batches
+ * before it (``carry``: of the chunks before). Returns the new carry, or None (nothing written) where the
+ * arguments are not what it takes; ValueError for an ``order`` index out of range. */
+static PyObject *sp_answer_positions(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer b[8];
+    int nb = 0, has_order;
+    int64_t carry, pm, chunk_max;
+    Py_ssize_t n, m, k, j;
+    const int64_t *q, *sz, *last, *sorted, *order;
+    uint8_t *is_start;
+    int64_t *blast, *prior;
+    PyObject *res = NULL;
+    (void)self;
+    if (nargs != 9) {
+        PyErr_SetString(PyExc_TypeError, "answer_positions takes 9 arguments");
+        return NULL;
+    }
+    if (arg_i64(args[8], &carry))
+        Py_RETURN_NONE;
+    has_order = args[4] != Py_None;
+    for (int s = 0; s < 8; s++) {
+        int writable = s >= 5;
+        if (s == 4 && !has_order) {
+            b[nb].buf = NULL;
+            b[nb].len = 0;
+            b[nb].obj = NULL;
+            nb++;
+            continue;
+        }
+        if (PyObject_GetBuffer(args[s], &b[nb], (writable ? PyBUF_WRITABLE : 0) | PyBUF_C_CONTIGUOUS) < 0) {
+            PyErr_Clear();
+            goto fail;
+        }
+        nb++;
+    }
+    n = b[0].len / 8;
+    m = b[3].len / 8;
+    if (n == 0 || b[1].len != n * 8 || b[2].len != n * 8 || b[0].len != n * 8 || (has_order && b[4].len != m * 8)
+        || b[5].len != m || b[6].len != m * 8 || b[7].len != m * 8)
+        goto fail;
+    q = b[0].buf;
+    sz = b[1].buf;
+    last = b[2].buf;
+    sorted = b[3].buf;
+    order = b[4].buf;
+    is_start = b[5].buf;
+    blast = b[6].buf;
+    prior = b[7].buf;
+    chunk_max = last[0];
+    for (j = 1; j < n; j++)
+        if (last[j] > chunk_max)
+            chunk_max = last[j];
+    /* the first query at or after the chunk's start */
+    {
+        Py_ssize_t lo = 0, hi = m;
+        while (lo < hi) {
+            Py_ssize_t mid = lo + (hi - lo) / 2;
+            if (sorted[mid] < q[0])
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        k = lo;
+    }
+    j = 0;
+    pm = carry;
+    for (; k < m && sorted[k] < q[n - 1] + sz[n - 1]; k++) {
+        int64_t x = sorted[k], at;
+        while (j + 1 < n && q[j + 1] <= x) {
+            if (last[j] > pm)
+                pm = last[j];
+            j++;
+        }
+        at = has_order ? order[k] : k;
+        if (at < 0 || at >= m) {
+            PyErr_SetString(PyExc_ValueError, "answer_positions: order is not a permutation of the queries");
+            goto done;
+        }
+        is_start[at] = q[j] == x;
+        blast[at] = last[j];
+        prior[at] = pm;
+    }
+    res = PyLong_FromLongLong(chunk_max > carry ? chunk_max : carry);
+    goto done;
+fail:
+    res = Py_NewRef(Py_None);
+done:
+    while (nb > 0) {
+        nb--;
+        if (b[nb].obj != NULL)
+            PyBuffer_Release(&b[nb]);
+    }
+    return res;
+}
+
+/* answer_times(last_offsets, max_timestamps, sorted, order, found, batch_last, prior_max_ts, carry_last, carry_ts,
+ *              done) -> (carry_last, carry_ts, done) | None
+ * ``reindex.verify.TimeEntriesCheck.feed`` for one chunk: for each query offset of ``sorted`` (ascending) from
+ * index ``done`` on that the chunk's batches reach (the running max of their last offsets, ``carry_last`` that of
+ * the chunks before), at index ``order[k]`` (``order`` None: k) of the answer arrays: found, the last offset of the
+ * first batch reaching it, and the largest max timestamp of the batches before that one (``carry_ts``: of the
+ * chunks before). None (nothing written) where the arguments are not what it takes; ValueError for an ``order``
+ * index out of range. */
+static PyObject *sp_answer_times(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer b[7];
+    int nb = 0, has_order;
+    int64_t carry_last, carry_ts, done, reach, tm, max_last, max_ts;
+    Py_ssize_t n, m, k, j;
+    const int64_t *last, *mts, *sorted, *order;
+    uint8_t *found;
+    int64_t *blast, *prior;
+    PyObject *res = NULL;
+    (void)self;
+    if (nargs != 10) {
+        PyErr_SetString(PyExc_TypeError, "answer_times takes 10 arguments");
+        return NULL;
+    }
+    if (arg_i64(args[7], &carry_last) || arg_i64(args[8], &carry_ts) || arg_i64(args[9], &done))
+        Py_RETURN_NONE;
+    has_order = args[3] != Py_None;
+    for (int s = 0; s < 7; s++) {
+        if (s == 3 && !has_order) {
+            b[nb].buf = NULL;
+            b[nb].len = 0;
+            b[nb].obj = NULL;
+            nb++;
+            continue;
+        }
+        if (PyObject_GetBuffer(args[s], &b[nb], (s >= 4 ? PyBUF_WRITABLE : 0) | PyBUF_C_CONTIGUOUS) < 0) {
+            PyErr_Clear();
+            goto fail;
+        }
+        nb++;
+    }
+    n = b[0].len / 8;
+    m = b[2].len / 8;
+    if (n == 0 || b[0].len != n * 8 || b[1].len != n * 8 || b[2].len != m * 8 || (has_order && b[3].len != m * 8)
+        || b[4].len != m || b[5].len != m * 8 || b[6].len != m * 8 || done < 0 || done > m)
+        goto fail;
+    last = b[0].buf;
+    mts = b[1].buf;
+    sorted = b[2].buf;
+    order = b[3].buf;
+    found = b[4].buf;
+    blast = b[5].buf;
+    prior = b[6].buf;
+    max_last = carry_last;
+    max_ts = carry_ts;
+    for (j = 0; j < n; j++) {
+        if (last[j] > max_last)
+            max_last = last[j];
+        if (mts[j] > max_ts)
+            max_ts = mts[j];
+    }
+    j = 0;
+    reach = last[0] > carry_last ? last[0] : carry_last;
+    tm = carry_ts;
+    for (k = (Py_ssize_t)done; k < m; k++) {
+        int64_t o = sorted[k], at;
+        while (reach < o) {
+            if (++j == n)
+                goto out;
+            if (mts[j - 1] > tm)
+                tm = mts[j - 1];
+            if (last[j] > reach)
+                reach = last[j];
+        }
+        at = has_order ? order[k] : k;
+        if (at < 0 || at >= m) {
+            PyErr_SetString(PyExc_ValueError, "answer_times: order is not a permutation of the queries");
+            goto done;
+        }
+        found[at] = 1;
+        blast[at] = last[j];
+        prior[at] = tm;
+    }
+out:
+    res = Py_BuildValue("(LLn)", (long long)max_last, (long long)max_ts, k);
+    goto done;
+fail:
+    res = Py_NewRef(Py_None);
+done:
+    while (nb > 0) {
+        nb--;
+        if (b[nb].obj != NULL)
+            PyBuffer_Release(&b[nb]);
+    }
+    return res;
+}
+
 /* hop_walk(fd, p, limit, max_n, headers) -> HeadersWalk(position, headers, size) | None
  * The hopping loop of ``recovery.fast._Walk._hops``: one RECOVERY_HEADER-byte pread per batch (headers read
  * short at the end of the file are padded with zeros) while ``p < limit`` and fewer than ``max_n`` batches were
@@ -3529,6 +3935,16 @@ static PyMethodDef methods[] = {
      "headers_walk(win, lp, wl, headers): recover_fast's window loop."},
     {"index_walk", (PyCFunction)(void (*)(void))sp_index_walk, METH_FASTCALL,
      "index_walk(data, pos0, base, interval, last_index_entry, max_ts, max_ts_offset, points): SegmentIndexer's walk."},
+    {"recover_rules", (PyCFunction)(void (*)(void))sp_recover_rules, METH_FASTCALL,
+     "recover_rules(headers, pos0, base, interval, verify, last_index_entry, max_ts, max_ts_offset, time_last_ts, "
+     "time_last_offset, index_last, index_count, time_count, latest_epoch, index_out, time_out, epochs_out, "
+     "arrays): recover_fast's rules for a chunk of headers, or None."},
+    {"answer_positions", (PyCFunction)(void (*)(void))sp_answer_positions, METH_FASTCALL,
+     "answer_positions(positions, sizes, last_offsets, sorted, order, is_start, batch_last, prior_max, carry): "
+     "OffsetEntriesCheck.feed's answers, or None."},
+    {"answer_times", (PyCFunction)(void (*)(void))sp_answer_times, METH_FASTCALL,
+     "answer_times(last_offsets, max_timestamps, sorted, order, found, batch_last, prior_max_ts, carry_last, "
+     "carry_ts, done): TimeEntriesCheck.feed's answers, or None."},
     {"hop_walk", (PyCFunction)(void (*)(void))sp_hop_walk, METH_FASTCALL,
      "hop_walk(fd, p, limit, max_n, headers): recover_fast's hopping loop."},
     {"dump_walk", (PyCFunction)(void (*)(void))sp_dump_walk, METH_FASTCALL,

@@ -1,4 +1,4 @@
-"""The fast rebuild (windowed size walk + numpy) equals the reference per-batch loop, field for field.
+"""The fast rebuild (windowed size walk + compiled or numpy rules) equals the reference per-batch loop, field for field.
 
 Random segments mix every magic and codec, LogAppendTime, empty batches, non-monotonic offsets, leader
 epochs and damage (torn tails, zero padding, flipped bytes), at random intervals, with and without
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from kafkatool.log.recovery import fast as recover_fast
 from kafkatool.log.recovery import recover_segment
 from kafkatool.record.codecs import Codec
-from kafkatool.record.default_records import build_empty_batch
+from kafkatool.record.default_records import build_empty_batch, build_end_txn_marker
 from tests.support.segments import T0, legacy, v2, write_segment
 
 
@@ -46,6 +46,11 @@ def random_segment(rng: random.Random) -> tuple[int, bytes]:
             lat = T0 + rng.randint(0, 300) if rng.random() < 0.3 else None
             parts.append(legacy(1, offset, count if rng.random() < 0.5 else 1, ts=ts, value=value,
                                 codec=rng.choice([Codec.NONE, Codec.GZIP, Codec.LZ4]), log_append_time=lat))
+        elif kind < 0.33:  # a transaction marker: with verify, its producer-state check reads the whole batch
+            parts.append(build_end_txn_marker(offset=offset, timestamp=ts, producer_id=7, producer_epoch=0,
+                                              commit=rng.random() < 0.5, coordinator_epoch=rng.choice([0, 3]),
+                                              partition_leader_epoch=rng.choice([-1, 0, 4])))
+            count = 1
         elif kind < 0.35:
             parts.append(build_empty_batch(base_offset=offset, last_offset_delta=count, max_timestamp=ts,
                                            producer_id=7, producer_epoch=0, base_sequence=0, is_transactional=False))
@@ -69,8 +74,8 @@ def random_segment(rng: random.Random) -> tuple[int, bytes]:
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32), interval=st.sampled_from([0, 1, 60, 500, 4096, 20000]),
        verify=st.booleans(), window=st.sampled_from([4096, 6000, 1 << 20]), chunk=st.sampled_from([1, 7, 32768]),
-       hop=st.sampled_from([300, 16 << 10]))
-def test_fast_equals_reference(tmp_path_factory, monkeypatch, seed, interval, verify, window, chunk, hop):
+       hop=st.sampled_from([300, 16 << 10]), rules=st.sampled_from(["compiled", "numpy"]))
+def test_fast_equals_reference(tmp_path_factory, monkeypatch, seed, interval, verify, window, chunk, hop, rules):
     rng = random.Random(seed)
     base, data = random_segment(rng)
     path = write_segment(tmp_path_factory.mktemp("seg"), base, data)
@@ -82,6 +87,8 @@ def test_fast_equals_reference(tmp_path_factory, monkeypatch, seed, interval, ve
     monkeypatch.setattr(recover_fast, "WINDOW_BELOW_C", hop // 2)
     monkeypatch.setattr(recover_fast, "HOPS_C", 3)  # several compiled hopping steps per segment
     monkeypatch.setattr(recover_fast, "PROBE_HOPS_C", 2)  # the first hop, then the window or more hops
+    if rules == "numpy":  # the rules the compiled ones fall back to, on every batch
+        monkeypatch.setattr(recover_fast._Builder, "feed_compiled", lambda *args: None)
     a = recover_segment(path, base, index_interval_bytes=interval, verify=verify, method="reference")
     b = recover_segment(path, base, index_interval_bytes=interval, verify=verify, method="fast")
     assert summary(b) == summary(a)

@@ -453,6 +453,33 @@ class _Builder:
         self.time_count += int(appended.sum())
         return failure
 
+    def feed_compiled(self, hdr: bytearray, pos0: int, verify: bool, arrays: tuple[I64, I64, npt.NDArray[np.int8],
+                      I64, I64] | None) -> tuple[int, int, int, int] | None:
+        """:meth:`feed` and :meth:`feed_epochs` of the batches whose headers ``hdr`` holds, the first at ``pos0``,
+        with recover_fast's per-batch checks, by ``_speedups.recover_rules``: (batches, end position, last offset,
+        magics bit set), ``arrays`` filled with the chunk's fields; None (nothing changed) where recover() does
+        something else than append for one of them: the numpy rules must run."""
+        assert _C is not None
+        idx, tim, eps = bytearray(), bytearray(), bytearray()
+        r = _C.recover_rules(hdr, pos0, self.base, self.interval, int(verify), self.last_index_entry, self.max_ts,
+                             self.max_ts_offset, self.time_last_ts, self.time_last_offset, self.index_last,
+                             self.index_count, self.time_count, self.latest_epoch, idx, tim, eps, arrays)
+        if r is None:
+            return None
+        (self.last_index_entry, self.max_ts, self.max_ts_offset, self.time_last_ts, self.time_last_offset,
+         self.index_last, self.index_count, self.time_count, self.latest_epoch) = r[4:]
+        if idx:
+            pairs = np.frombuffer(idx, np.int64).reshape(-1, 2)
+            self.index_offsets.append(pairs[:, 0].copy())
+            self.index_positions.append(pairs[:, 1].copy())
+        if tim:
+            pairs = np.frombuffer(tim, np.int64).reshape(-1, 2)
+            self.time_ts.append(pairs[:, 0].copy())
+            self.time_offsets.append(pairs[:, 1].copy())
+        if eps:
+            self.epochs.extend(zip(*[iter(np.frombuffer(eps, np.int64).tolist())] * 2, strict=True))
+        return r.batches, r.end, r.last_offset, r.magics
+
     def feed_epochs(self, epochs: I64, base_offsets: I64, magic: npt.NDArray[np.int8]) -> None:
         """Leader-epoch cache: assign (epoch, baseOffset) for v2 batches with epoch >= 0 above the latest."""
         ep = np.where(magic >= MAGIC_V2, epochs, -1)
@@ -505,9 +532,28 @@ def recover_fast(path: str, size: int | None, base_offset: int, *, index_interva
     batches = 0
     last_offset: int | None = None
     magics: set[int] = set()
+    compiled = _C is not None  # the rules of each step's headers by recover_rules, until a batch needs numpy's
     try:
         while True:
             walk.step()
+            if compiled and walk.pending and walk.crc_failure is None:
+                hdr = walk.headers
+                n = len(hdr) // HDR
+                arrays = (np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int8), np.empty(n, np.int64),
+                          np.empty(n, np.int64)) if observers else None
+                r = b.feed_compiled(hdr, walk.taken, verify, arrays)
+                if r is None:
+                    compiled = False  # this step's headers stay for the numpy rules below, and so do the rest
+                else:
+                    walk.headers = bytearray()
+                    walk.taken = r[1]
+                    last_offset = r[2]
+                    magics.update(m for m in (0, 1, 2) if r[3] >> m & 1)
+                    if arrays is not None:
+                        chunk = BatchChunk(batches, *arrays)
+                        for o in observers:
+                            o.feed(chunk)
+                    batches += n
             if walk.stop is None and walk.pending < step:
                 continue
             q, hdr = walk.take()
