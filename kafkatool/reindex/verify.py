@@ -30,6 +30,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from kafkatool._accel import speedups as _C
 from kafkatool.errors import InputError
 from kafkatool.log.index import MAX_INDEX_READ, OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE
 from kafkatool.log.recovery.fast import BatchChunk
@@ -117,13 +118,24 @@ def load_index(path: Path, index_type: IndexType, base_offset: int) -> OnDiskInd
     return OnDiskIndex(path, len(data), slots, len(data) % size, slots - n, first, second, raw)
 
 
+def _order(keys: I64) -> I64 | None:
+    """The stable sort order of ``keys``; None when they are already sorted (the order of any index Kafka wrote)."""
+    if len(keys) < 2 or bool((keys[1:] >= keys[:-1]).all()):
+        return None
+    return np.argsort(keys, kind="stable")
+
+
+def _contiguous(*arrays: npt.NDArray[np.generic]) -> bool:
+    return all(a.flags.c_contiguous for a in arrays)
+
+
 class OffsetEntriesCheck:
     """Answers, for each on-disk offset entry, the batch at its position and the largest last offset
     of the batches before it (queries sorted by position, answered chunk by chunk)."""
 
     def __init__(self, positions: I64) -> None:
-        self.order = np.argsort(positions, kind="stable")
-        self.sorted = positions[self.order]
+        self.order = _order(positions)
+        self.sorted = positions if self.order is None else positions[self.order]
         n = len(positions)
         self.is_start = np.zeros(n, bool)
         self.batch_last = np.full(n, -1, np.int64)
@@ -132,13 +144,19 @@ class OffsetEntriesCheck:
 
     def feed(self, chunk: BatchChunk) -> None:
         q, last = chunk.positions, chunk.last_offsets
+        if _C is not None and _contiguous(q, chunk.sizes, last, self.sorted):
+            carry = _C.answer_positions(q, chunk.sizes, last, self.sorted, self.order, self.is_start,
+                                        self.batch_last, self.prior_max, self._carry)
+            if carry is not None:
+                self._carry = carry
+                return
         lo = int(np.searchsorted(self.sorted, q[0], side="left"))
         hi = int(np.searchsorted(self.sorted, q[-1] + chunk.sizes[-1], side="left"))
         if hi > lo:
             x = self.sorted[lo:hi]
             j = np.searchsorted(q, x, side="right") - 1
             pm = np.maximum.accumulate(np.concatenate(([self._carry], last)))  # pm[j] = max before batch j
-            idx = self.order[lo:hi]
+            idx = np.arange(lo, hi) if self.order is None else self.order[lo:hi]
             self.is_start[idx] = q[j] == x
             self.batch_last[idx] = last[j]
             self.prior_max[idx] = pm[j]
@@ -150,8 +168,8 @@ class TimeEntriesCheck:
     reaches it) and the largest maxTimestamp of the batches before that one."""
 
     def __init__(self, offsets: I64) -> None:
-        self.order = np.argsort(offsets, kind="stable")
-        self.sorted = offsets[self.order]
+        self.order = _order(offsets)
+        self.sorted = offsets if self.order is None else offsets[self.order]
         n = len(offsets)
         self.found = np.zeros(n, bool)
         self.batch_last = np.full(n, -1, np.int64)
@@ -162,13 +180,19 @@ class TimeEntriesCheck:
 
     def feed(self, chunk: BatchChunk) -> None:
         last, mts = chunk.last_offsets, chunk.max_timestamps
+        if _C is not None and _contiguous(last, mts, self.sorted):
+            r = _C.answer_times(last, mts, self.sorted, self.order, self.found, self.batch_last, self.prior_max_ts,
+                                self._carry_last, self._carry_ts, self._done)
+            if r is not None:
+                self._carry_last, self._carry_ts, self._done = r
+                return
         reach = np.maximum.accumulate(np.concatenate(([self._carry_last], last)))[1:]
         hi = int(np.searchsorted(self.sorted, reach[-1], side="right"))
         if hi > self._done:
             o = self.sorted[self._done:hi]
             j = np.searchsorted(reach, o, side="left")
             tm = np.maximum.accumulate(np.concatenate(([self._carry_ts], mts)))  # tm[j] = max ts before batch j
-            idx = self.order[self._done:hi]
+            idx = np.arange(self._done, hi) if self.order is None else self.order[self._done:hi]
             self.found[idx] = True
             self.batch_last[idx] = last[j]
             self.prior_max_ts[idx] = tm[j]

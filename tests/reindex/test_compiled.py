@@ -1,0 +1,155 @@
+"""``reindex-time``'s check gives the same verdicts with the compiled rules and answers as with numpy's.
+
+The check's per-batch work runs in ``_speedups``: ``recover_rules`` (the index rules of each walked step of
+headers) and ``answer_positions``/``answer_times`` (what each on-disk entry's lookup would meet). Each falls
+back to numpy where it cannot be exact, and numpy is what it must equal: on random segments (every magic, damage,
+offsets that go backwards, transaction markers) with on-disk indexes that are rebuilt, rebuilt at another interval,
+or damaged (shuffled, shifted, duplicated, cut, zero-padded), walked in many small steps.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kafkatool.log.recovery import fast as recover_fast
+from kafkatool.log.recovery import recover_segment
+from kafkatool.reindex.engine import ReindexOptions, SegmentTask, check_segment, result_records
+from kafkatool.reindex.verify import OffsetEntriesCheck, TimeEntriesCheck
+from tests.log.test_recovery_fast import random_segment
+from tests.support.segments import T0, v2_sized, write_segment
+from tests.support.speedups import dispatching_to
+
+SP = recover_fast._C  # None under KAFKATOOL_PURE=1: the test then compares numpy with itself (and says so below)
+ANSWERS = ("kafkatool.reindex.verify",)
+
+
+def damaged(raw: bytes, entry: int, rng: random.Random) -> bytes:
+    """An index file's bytes, damaged the ways the check classifies (or left alone)."""
+    entries = [raw[i:i + entry] for i in range(0, len(raw) - len(raw) % entry, entry)]
+    how = rng.random()
+    if entries and how < 0.15:
+        rng.shuffle(entries)
+    elif entries and how < 0.3:
+        i = rng.randrange(len(entries))
+        e = bytearray(entries[i])
+        e[rng.randrange(entry)] ^= 1 << rng.randrange(8)  # a flipped bit: offset, position or timestamp
+        entries[i] = bytes(e)
+    elif entries and how < 0.4:
+        i = rng.randrange(len(entries))
+        entries.insert(i, entries[i])
+    elif entries and how < 0.5:
+        del entries[rng.randrange(len(entries)):]
+    out = b"".join(entries)
+    if rng.random() < 0.1:
+        out += bytes(entry * rng.randint(1, 3))  # preallocated, never trimmed
+    if rng.random() < 0.05:
+        out += b"\x01\x02"  # a torn entry
+    return out
+
+
+def verdicts(log: Path, base: int, size: int, interval: int, verify_crc: bool) -> list[dict[str, object]]:
+    task = SegmentTask(log, base, size, False, "p-0")
+    recs = result_records(check_segment(task, ReindexOptions(index_interval_bytes=interval, verify=verify_crc)))
+    for r in recs:
+        r.pop("seconds", None)
+    return recs
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32), interval=st.sampled_from([0, 60, 500, 4096]),
+       disk_interval=st.sampled_from([0, 100, 4096]), verify_crc=st.booleans(), hops=st.sampled_from([2, 3, 1024]))
+def test_check_same_with_and_without(tmp_path_factory, monkeypatch, seed, interval, disk_interval, verify_crc, hops):
+    if SP is None:
+        pytest.fail("kafkatool._speedups is not built: run `pip install -e .`")
+    rng = random.Random(seed)
+    base, data = random_segment(rng)
+    log = write_segment(tmp_path_factory.mktemp("p"), base, data)
+    r = recover_segment(log, base, index_interval_bytes=disk_interval)
+    log.with_suffix(".index").write_bytes(damaged(r.encode_offset_index(), 8, rng))
+    log.with_suffix(".timeindex").write_bytes(damaged(r.encode_time_index(), 12, rng))
+    monkeypatch.setattr(recover_fast, "WINDOW", 4096)  # many steps, each its own compiled chunk
+    monkeypatch.setattr(recover_fast, "HOPS_C", hops)
+    monkeypatch.setattr(recover_fast, "PROBE_HOPS_C", min(hops, 2))
+    monkeypatch.setattr(recover_fast, "HOP_ABOVE_C", 300)
+    monkeypatch.setattr(recover_fast, "WINDOW_BELOW_C", 150)
+    got = {}
+    for mode in ("numpy", "compiled"):
+        with monkeypatch.context() as m, dispatching_to(SP if mode == "compiled" else None, ANSWERS):
+            if mode == "numpy":
+                m.setattr(recover_fast._Builder, "feed_compiled", lambda *args: None)
+            got[mode] = verdicts(log, base, len(data), interval, verify_crc)
+    assert got["compiled"] == got["numpy"]
+
+
+def answers(check: OffsetEntriesCheck | TimeEntriesCheck) -> list[list[int]]:
+    if isinstance(check, OffsetEntriesCheck):
+        return [check.is_start.tolist(), check.batch_last.tolist(), check.prior_max.tolist()]
+    return [check.found.tolist(), check.batch_last.tolist(), check.prior_max_ts.tolist()]
+
+
+@settings(max_examples=300, deadline=None)
+@given(sizes=st.lists(st.integers(1, 40), min_size=1, max_size=60),
+       lasts=st.lists(st.integers(-5, 300), min_size=60, max_size=60),
+       mts=st.lists(st.integers(-3, 50), min_size=60, max_size=60),
+       queries=st.lists(st.integers(-10, 2500), max_size=30), cuts=st.lists(st.integers(1, 59), max_size=4),
+       sort=st.booleans())
+def test_answers_same_with_and_without(sizes, lasts, mts, queries, cuts, sort):
+    """The answers to any queries (unsorted, negative, past the end, repeated) over any chunking of any batches
+    (offsets and timestamps in any order): the compiled merge equals numpy's searches."""
+    if SP is None:
+        pytest.fail("kafkatool._speedups is not built: run `pip install -e .`")
+    n = len(sizes)
+    q = np.concatenate(([0], np.cumsum(sizes[:-1]))).astype(np.int64)
+    sz = np.array(sizes, np.int64)
+    last = np.array(lasts[:n], np.int64)
+    ts = np.array(mts[:n], np.int64)
+    keys = np.array(sorted(queries) if sort else queries, np.int64)
+    bounds = [0, *sorted({c for c in cuts if c < n}), n]
+    results = []
+    for ext in (None, SP):
+        with dispatching_to(ext, ANSWERS):
+            oc, tc = OffsetEntriesCheck(keys.copy()), TimeEntriesCheck(keys.copy())
+            for a, b in zip(bounds, bounds[1:], strict=False):
+                chunk = recover_fast.BatchChunk(a, q[a:b], sz[a:b], np.full(b - a, 2, np.int8), last[a:b], ts[a:b])
+                oc.feed(chunk)
+                tc.feed(chunk)
+            results.append((answers(oc), answers(tc), oc._carry, tc._carry_last, tc._carry_ts, tc._done))
+    assert results[1] == results[0]
+
+
+def test_the_check_runs_the_compiled_paths(tmp_path, monkeypatch):
+    """Not a timing: on a clean segment the check's rules and answers all come from the extension, never numpy."""
+    if SP is None:
+        pytest.fail("kafkatool._speedups is not built: run `pip install -e .`")
+    log = write_segment(tmp_path / "p-0", 0, [v2_sized(i, 1000, ts=T0 + i) for i in range(50)])
+    r = recover_segment(log, 0)
+    log.with_suffix(".index").write_bytes(r.encode_offset_index())
+    log.with_suffix(".timeindex").write_bytes(r.encode_time_index())
+    calls: list[tuple[str, bool]] = []
+
+    class Spy:
+        def __getattr__(self, name: str) -> object:
+            fn = getattr(SP, name)
+
+            def call(*args: object) -> object:
+                out = fn(*args)
+                calls.append((name, out is not None))
+                return out
+            return call
+
+    def numpy_rules(*args: object) -> None:
+        raise AssertionError("the numpy rules ran")
+
+    monkeypatch.setattr(recover_fast._Builder, "feed", numpy_rules)
+    with dispatching_to(Spy(), ("kafkatool.log.recovery.fast", *ANSWERS)):
+        recs = verdicts(log, 0, log.stat().st_size, 4096, False)
+    assert [r["status"] for r in recs if r["type"] == "index"] == ["ok", "ok"]
+    ran = {name for name, _ in calls}
+    assert {"recover_rules", "answer_positions", "answer_times"} <= ran
+    assert all(ok for name, ok in calls if name in ("recover_rules", "answer_positions", "answer_times"))
