@@ -73,6 +73,9 @@ def root(
 ) -> None:
     """Offline operator toolkit for Apache Kafka log directories."""
     set_root_memory(memory)
+    from kafkatool.util.heap import keep_freed_heap  # not at start-up: ctypes (test_startup)
+
+    keep_freed_heap()  # this process runs a command: per-segment arrays reuse their pages (util/heap)
 
 
 _registered: dict[str, typer.Typer] = {}  # command module -> the Typer app its commands were registered on
