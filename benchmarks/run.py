@@ -261,6 +261,8 @@ def measure_pass(key: str, name: str, extra: list[str], layout: Layout, a: argpa
     argv = [sys.executable, "-m", "benchmarks.passes", name, str(layout.log), "--iterations", str(a.iterations),
             "--warmup", str(a.warmup), *extra]
     m = Measurement(key, "pass", argv)
+    if "--repeat" in extra:  # the bytes it reads per timed iteration, for the legend (its timings are per pass)
+        m.copies = int(extra[extra.index("--repeat") + 1])
     p = procs.run(argv, env=py_env(), cwd=py_cwd())
     m.peak_rss_mb = p.peak_rss_mb
     m.detail["process"] = {"wall_s": p.wall_s, "cpu_s": p.cpu_s}

@@ -5,7 +5,8 @@ freed at the top of its heap back to the kernel once more than 128 KiB is free t
 with what the program frees, up to 32 MiB). A command's per-segment arrays (the index entries read from disk,
 their answers, the rebuilt entries: a few hundred KiB each for a 1 GiB segment) are allocated and freed once per
 segment, so segment after segment touches fresh pages: ``reindex-time``'s check of a 200 MB segment of 1 KiB
-batches took ~400 page faults, about a fifth of its CPU (``perf stat``, benchmarks/results/history.md).
+batches took ~400 page faults, about a fifth of its CPU (``perf stat``,
+benchmarks/results/2026-11-27-reindex-compiled-1.md).
 
 Here allocations below ``MMAP_BELOW`` come from the heap, and up to ``TOP_PAD`` of freed memory stays in it for
 the next allocation (~8 faults a segment). Setting either turns off glibc's moving thresholds, which is why both
