@@ -273,7 +273,7 @@ def measure_pass(key: str, name: str, extra: list[str], layout: Layout, a: argpa
     m.runs = [{"cpu_ms": c, "wall_ms": w} for c, w in zip(d["cpu_ms"], d["wall_ms"], strict=True)]
     m.cpu_ms = m.net_cpu_ms = m.one_cpu_ms = _median(d["cpu_ms"])
     m.wall_ms = m.net_wall_ms = m.one_wall_ms = _median(d["wall_ms"])
-    m.counts = {k: v for k, v in d["result"].items() if isinstance(v, int)}
+    m.counts = {k: v * m.copies for k, v in d["result"].items() if isinstance(v, int)}  # one pass's, each repeat
     return m
 
 
