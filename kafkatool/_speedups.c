@@ -2486,6 +2486,36 @@ done:
     return res;
 }
 
+/* Releases the first ``n`` views of ``b`` (an empty view, for an optional array given as None, holds nothing). */
+static void release_arrays(Py_buffer *b, int n)
+{
+    while (n > 0) {
+        n--;
+        if (b[n].obj != NULL)
+            PyBuffer_Release(&b[n]);
+    }
+}
+
+/* The views of the arrays ``args[0:n]``, C-contiguous, writable from ``writable_from`` on; ``args[optional]`` may be
+ * None (its view left empty). 0, or -1 with none held and no exception left. */
+static int get_arrays(PyObject *const *args, int n, int writable_from, int optional, Py_buffer *b)
+{
+    for (int s = 0; s < n; s++) {
+        if (s == optional && args[s] == Py_None) {
+            b[s].buf = NULL;
+            b[s].len = 0;
+            b[s].obj = NULL;
+            continue;
+        }
+        if (PyObject_GetBuffer(args[s], &b[s], (s >= writable_from ? PyBUF_WRITABLE : 0) | PyBUF_C_CONTIGUOUS) < 0) {
+            PyErr_Clear();
+            release_arrays(b, s);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* answer_positions(positions, sizes, last_offsets, sorted, order, is_start, batch_last, prior_max, carry) -> carry
  * ``reindex.verify.OffsetEntriesCheck.feed`` for one chunk: for each query position of ``sorted`` (ascending)
  * that falls inside the chunk's batches, at index ``order[k]`` (``order`` None: k) of the answer arrays: whether
@@ -2495,7 +2525,7 @@ done:
 static PyObject *sp_answer_positions(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     Py_buffer b[8];
-    int nb = 0, has_order;
+    int has_order;
     int64_t carry, pm, chunk_max;
     Py_ssize_t n, m, k, j;
     const int64_t *q, *sz, *last, *sorted, *order;
@@ -2510,21 +2540,8 @@ static PyObject *sp_answer_positions(PyObject *self, PyObject *const *args, Py_s
     if (arg_i64(args[8], &carry))
         Py_RETURN_NONE;
     has_order = args[4] != Py_None;
-    for (int s = 0; s < 8; s++) {
-        int writable = s >= 5;
-        if (s == 4 && !has_order) {
-            b[nb].buf = NULL;
-            b[nb].len = 0;
-            b[nb].obj = NULL;
-            nb++;
-            continue;
-        }
-        if (PyObject_GetBuffer(args[s], &b[nb], (writable ? PyBUF_WRITABLE : 0) | PyBUF_C_CONTIGUOUS) < 0) {
-            PyErr_Clear();
-            goto fail;
-        }
-        nb++;
-    }
+    if (get_arrays(args, 8, 5, 4, b) < 0)
+        Py_RETURN_NONE;
     n = b[0].len / 8;
     m = b[3].len / 8;
     if (n == 0 || b[1].len != n * 8 || b[2].len != n * 8 || b[0].len != n * 8 || (has_order && b[4].len != m * 8)
@@ -2577,11 +2594,7 @@ static PyObject *sp_answer_positions(PyObject *self, PyObject *const *args, Py_s
 fail:
     res = Py_NewRef(Py_None);
 done:
-    while (nb > 0) {
-        nb--;
-        if (b[nb].obj != NULL)
-            PyBuffer_Release(&b[nb]);
-    }
+    release_arrays(b, 8);
     return res;
 }
 
@@ -2596,7 +2609,7 @@ done:
 static PyObject *sp_answer_times(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     Py_buffer b[7];
-    int nb = 0, has_order;
+    int has_order;
     int64_t carry_last, carry_ts, done, reach, tm, max_last, max_ts;
     Py_ssize_t n, m, k, j;
     const int64_t *last, *mts, *sorted, *order;
@@ -2611,20 +2624,8 @@ static PyObject *sp_answer_times(PyObject *self, PyObject *const *args, Py_ssize
     if (arg_i64(args[7], &carry_last) || arg_i64(args[8], &carry_ts) || arg_i64(args[9], &done))
         Py_RETURN_NONE;
     has_order = args[3] != Py_None;
-    for (int s = 0; s < 7; s++) {
-        if (s == 3 && !has_order) {
-            b[nb].buf = NULL;
-            b[nb].len = 0;
-            b[nb].obj = NULL;
-            nb++;
-            continue;
-        }
-        if (PyObject_GetBuffer(args[s], &b[nb], (s >= 4 ? PyBUF_WRITABLE : 0) | PyBUF_C_CONTIGUOUS) < 0) {
-            PyErr_Clear();
-            goto fail;
-        }
-        nb++;
-    }
+    if (get_arrays(args, 7, 4, 3, b) < 0)
+        Py_RETURN_NONE;
     n = b[0].len / 8;
     m = b[2].len / 8;
     if (n == 0 || b[0].len != n * 8 || b[1].len != n * 8 || b[2].len != m * 8 || (has_order && b[3].len != m * 8)
@@ -2673,11 +2674,7 @@ out:
 fail:
     res = Py_NewRef(Py_None);
 done:
-    while (nb > 0) {
-        nb--;
-        if (b[nb].obj != NULL)
-            PyBuffer_Release(&b[nb]);
-    }
+    release_arrays(b, 7);
     return res;
 }
 
