@@ -2226,7 +2226,7 @@ static PyObject *sp_index_walk(PyObject *self, PyObject *const *args, Py_ssize_t
     while (p < n) {
         int32_t s;
         int8_t magic;
-        int64_t batch_last, ts, rel;
+        int64_t batch_last, ts, rel, at, gap;
         if (n - p < HEADER_SIZE_UP_TO_MAGIC)
             goto unusual;
         s = be_i32(d + p + SIZE_OFFSET);
@@ -2236,7 +2236,9 @@ static PyObject *sp_index_walk(PyObject *self, PyObject *const *args, Py_ssize_t
         if (magic == 2) {
             if ((int64_t)s + LOG_OVERHEAD < RECORD_BATCH_OVERHEAD)
                 goto unusual;
-            batch_last = be_i64(d + p) + be_i32(d + p + V2_LAST_OFFSET_DELTA_OFFSET);
+            if (__builtin_add_overflow(be_i64(d + p), (int64_t)be_i32(d + p + V2_LAST_OFFSET_DELTA_OFFSET),
+                                       &batch_last))
+                goto unusual;
             ts = be_i64(d + p + V2_MAX_TIMESTAMP_OFFSET);
         } else if (magic == 1) {
             batch_last = be_i64(d + p);
@@ -2247,15 +2249,16 @@ static PyObject *sp_index_walk(PyObject *self, PyObject *const *args, Py_ssize_t
         } else {
             goto unusual;
         }
-        rel = batch_last - base;
-        if (rel < 0 || rel > INT32_MAX)
+        if (__builtin_sub_overflow(batch_last, base, &rel) || rel < 0 || rel > INT32_MAX)
             goto unusual;
         magics |= 1u << magic;
         if (ts > max_ts) {
             max_ts = ts;
             max_off = batch_last;
         }
-        if (pos0 + p - lie > interval) {
+        if (__builtin_add_overflow(pos0, (int64_t)p, &at) || __builtin_sub_overflow(at, lie, &gap))
+            goto unusual;
+        if (gap > interval) {
             if (n_pts == cap) {
                 cap = cap ? cap * 2 : 64;
                 grown = PyMem_Realloc(pts, (size_t)cap * 4 * sizeof(int64_t));
@@ -2264,11 +2267,11 @@ static PyObject *sp_index_walk(PyObject *self, PyObject *const *args, Py_ssize_t
                 pts = grown;
             }
             pts[4 * n_pts] = batch_last;
-            pts[4 * n_pts + 1] = pos0 + p;
+            pts[4 * n_pts + 1] = at;
             pts[4 * n_pts + 2] = max_ts;
             pts[4 * n_pts + 3] = max_off;
             n_pts++;
-            lie = pos0 + p;
+            lie = at;
         }
         last = batch_last;
         batches++;
@@ -2315,17 +2318,28 @@ static int pairs_put(Pairs *a, int64_t x, int64_t y)
     return 0;
 }
 
-/* Appends the pairs to the bytearray ``out``: 0, or -1 (no exception left). */
-static int pairs_flush(const Pairs *a, PyObject *out)
+/* Appends each of three pair arrays to its bytearray, all or none: every bytearray is resized first (one that
+ * cannot grow, say while exported, leaves the others as they were). 0, or -1 (no exception left). */
+static int pairs_flush(const Pairs *a, PyObject *out_a, const Pairs *b, PyObject *out_b, const Pairs *c,
+                       PyObject *out_c)
 {
-    Py_ssize_t old = PyByteArray_GET_SIZE(out), more = a->n * 2 * (Py_ssize_t)sizeof(int64_t);
-    if (!more)
-        return 0;
-    if (PyByteArray_Resize(out, old + more) < 0) {
-        PyErr_Clear();
-        return -1;
+    const Pairs *src[3] = {a, b, c};
+    PyObject *dst[3] = {out_a, out_b, out_c};
+    Py_ssize_t old[3];
+    int i;
+    for (i = 0; i < 3; i++) {
+        old[i] = PyByteArray_GET_SIZE(dst[i]);
+        if (src[i]->n && PyByteArray_Resize(dst[i], old[i] + src[i]->n * 2 * (Py_ssize_t)sizeof(int64_t)) < 0) {
+            PyErr_Clear();
+            while (i-- > 0)
+                if (src[i]->n)
+                    PyByteArray_Resize(dst[i], old[i]); /* shrinking back cannot fail */
+            return -1;
+        }
     }
-    memcpy(PyByteArray_AS_STRING(out) + old, a->v, (size_t)more);
+    for (i = 0; i < 3; i++)
+        if (src[i]->n)
+            memcpy(PyByteArray_AS_STRING(dst[i]) + old[i], src[i]->v, (size_t)src[i]->n * 2 * sizeof(int64_t));
     return 0;
 }
 
@@ -2342,7 +2356,8 @@ static int pairs_flush(const Pairs *a, PyObject *out)
  * offset index entry. ``arrays``: None, or the five contiguous arrays of a BatchChunk (positions, sizes, last
  * offsets and max timestamps int64, magic int8), each of at least as many items as there are headers, to fill.
  *
- * None, with nothing appended and the state unchanged, for any batch where the numpy rules must run because
+ * None, with nothing appended and the state unchanged (``arrays`` may be partly filled: the caller drops them), for
+ * any batch where the numpy rules must run because
  * recover() does something else than append: a magic other than 0, 1, 2, a v2 batch below its overhead, a last
  * offset outside [base, base + INT32_MAX], an InvalidOffsetException of either index, and with ``verify`` a
  * v2 control batch (its marker is read and checked). */
@@ -2351,7 +2366,7 @@ static PyObject *sp_recover_rules(PyObject *self, PyObject *const *args, Py_ssiz
     Py_buffer view, bufs[5];
     int nbufs = 0;
     int64_t pos0, base, interval, verify, lie, max_ts, max_off, t_ts, t_off, i_last = 0, i_count, t_count, epoch;
-    int64_t pos, last = -1, *aq = NULL, *asz = NULL, *alast = NULL, *amts = NULL;
+    int64_t pos, gap, last = -1, *aq = NULL, *asz = NULL, *alast = NULL, *amts = NULL;
     int8_t *amagic = NULL;
     int has_last;
     unsigned magics = 0;
@@ -2412,7 +2427,8 @@ static PyObject *sp_recover_rules(PyObject *self, PyObject *const *args, Py_ssiz
             int32_t e;
             if (size < RECORD_BATCH_OVERHEAD || (verify && (be_i16(h + V2_ATTRIBUTES_OFFSET) & 0x20)))
                 goto unusual;
-            batch_last = be_i64(h) + be_i32(h + V2_LAST_OFFSET_DELTA_OFFSET);
+            if (__builtin_add_overflow(be_i64(h), (int64_t)be_i32(h + V2_LAST_OFFSET_DELTA_OFFSET), &batch_last))
+                goto unusual; /* numpy wraps it, then rejects it as out of range */
             ts = be_i64(h + V2_MAX_TIMESTAMP_OFFSET);
             e = be_i32(h + V2_PARTITION_LEADER_EPOCH_OFFSET);
             if (e >= 0 && e > epoch) {
@@ -2429,14 +2445,15 @@ static PyObject *sp_recover_rules(PyObject *self, PyObject *const *args, Py_ssiz
         } else {
             goto unusual;
         }
-        rel = batch_last - base;
-        if (rel < 0 || rel > INT32_MAX)
+        if (__builtin_sub_overflow(batch_last, base, &rel) || rel < 0 || rel > INT32_MAX)
             goto unusual;
         if (ts > max_ts) {
             max_ts = ts;
             max_off = batch_last;
         }
-        if (pos - lie > interval) {
+        if (__builtin_sub_overflow(pos, lie, &gap))
+            goto unusual;
+        if (gap > interval) {
             /* OffsetIndex.append: strictly increasing offsets; TimeIndex.maybeAppend: an offset below the last
              * entry's throws even where nothing is appended. */
             if ((has_last && batch_last <= i_last) || (t_count > 0 && max_off < t_off))
@@ -2464,9 +2481,10 @@ static PyObject *sp_recover_rules(PyObject *self, PyObject *const *args, Py_ssiz
         }
         magics |= 1u << magic;
         last = batch_last;
-        pos += size;
+        if (__builtin_add_overflow(pos, size, &pos))
+            goto unusual;
     }
-    if (pairs_flush(&idx, args[14]) < 0 || pairs_flush(&tim, args[15]) < 0 || pairs_flush(&eps, args[16]) < 0)
+    if (pairs_flush(&idx, args[14], &tim, args[15], &eps, args[16]) < 0)
         goto unusual;
     res = result(R_RECOVER_RULES, Py_BuildValue(
         "(nLLILLLLLNLLL)", n, (long long)pos, (long long)last, magics, (long long)lie, (long long)max_ts,
@@ -2526,7 +2544,7 @@ static PyObject *sp_answer_positions(PyObject *self, PyObject *const *args, Py_s
 {
     Py_buffer b[8];
     int has_order;
-    int64_t carry, pm, chunk_max;
+    int64_t carry, pm, chunk_max, end;
     Py_ssize_t n, m, k, j;
     const int64_t *q, *sz, *last, *sorted, *order;
     uint8_t *is_start;
@@ -2573,7 +2591,9 @@ static PyObject *sp_answer_positions(PyObject *self, PyObject *const *args, Py_s
     }
     j = 0;
     pm = carry;
-    for (; k < m && sorted[k] < q[n - 1] + sz[n - 1]; k++) {
+    if (__builtin_add_overflow(q[n - 1], sz[n - 1], &end))
+        goto fail;
+    for (; k < m && sorted[k] < end; k++) {
         int64_t x = sorted[k], at;
         while (j + 1 < n && q[j + 1] <= x) {
             if (last[j] > pm)

@@ -10,6 +10,7 @@ or damaged (shuffled, shifted, duplicated, cut, zero-padded), walked in many sma
 from __future__ import annotations
 
 import random
+import struct
 from pathlib import Path
 
 import numpy as np
@@ -153,3 +154,60 @@ def test_the_check_runs_the_compiled_paths(tmp_path, monkeypatch):
     ran = {name for name, _ in calls}
     assert {"recover_rules", "answer_positions", "answer_times"} <= ran
     assert all(ok for name, ok in calls if name in ("recover_rules", "answer_positions", "answer_times"))
+
+
+def v2_header(base: int, delta: int = 0, length: int = 100, epoch: int = -1, attributes: int = 0,
+              max_ts: int = 5) -> bytes:
+    """The first 43 bytes of a v2 batch, as the walk hands them to recover_rules."""
+    return struct.pack(">qiibIhiqq", base, length, epoch, 2, 0, attributes, delta, max_ts, max_ts)
+
+
+def rules(headers: bytes, *, pos0: int = 0, base: int = 0, last_index_entry: int = 0,
+          outputs: tuple[bytearray, bytearray, bytearray] | None = None) -> object:
+    assert SP is not None
+    idx, tim, eps = outputs or (bytearray(), bytearray(), bytearray())
+    return SP.recover_rules(headers, pos0, base, 0, 0, last_index_entry, -1, base, -1, base, None, 0, 0, -1,
+                            idx, tim, eps, None)
+
+
+def test_rules_refuse_what_numpy_must_judge():
+    """Offsets that overflow int64 on the way (a crafted header), and positions or a last index entry out of any
+    file's range: None, never C's undefined signed overflow. numpy then wraps and reports the batch."""
+    if SP is None:
+        pytest.fail("kafkatool._speedups is not built: run `pip install -e .`")
+    assert rules(v2_header(0, 3)) is not None
+    assert rules(v2_header(2**63 - 3, 3)) is None  # base + lastOffsetDelta past INT64_MAX
+    assert rules(v2_header(-(2**63)), base=100) is None  # lastOffset - segment base below INT64_MIN
+    assert rules(v2_header(0), last_index_entry=-(2**63)) is None  # position - lastIndexEntry
+    assert rules(v2_header(0) * 2, pos0=2**63 - 100) is None  # the next batch's position
+
+
+def test_rules_append_all_of_their_output_or_none():
+    """An output that cannot grow (here: exported) leaves the other outputs as they were, not half written."""
+    if SP is None:
+        pytest.fail("kafkatool._speedups is not built: run `pip install -e .`")
+    idx, tim, eps = bytearray(), bytearray(), bytearray()
+    pinned = memoryview(tim)
+    headers = v2_header(0, 0, epoch=3) + v2_header(1, 0, epoch=3)  # the second is an index point with a time entry
+    assert rules(headers, outputs=(idx, tim, eps)) is None
+    assert (idx, tim, eps) == (bytearray(), bytearray(), bytearray())
+    pinned.release()
+    r = rules(headers, outputs=(idx, tim, eps))
+    assert r is not None and len(idx) == 16 and len(tim) == 16 and len(eps) == 16
+
+
+def test_answers_take_only_native_int64():
+    """Arrays of another dtype (big-endian fields straight from a header view, floats) go through numpy: the
+    compiled merge would read their bytes as native int64."""
+    keys = np.array([0, 30, 45], np.int64)
+    chunk = recover_fast.BatchChunk(0, np.array([0, 30], ">i8"), np.array([30, 20], ">i8"), np.full(2, 2, np.int8),
+                                    np.array([4, 9], ">i8"), np.array([7, 8], ">i8"))
+    results = []
+    for ext in (None, SP):
+        with dispatching_to(ext, ANSWERS):
+            oc, tc = OffsetEntriesCheck(keys.copy()), TimeEntriesCheck(np.array([3, 9], np.int64))
+            oc.feed(chunk)
+            tc.feed(chunk)
+            results.append((answers(oc), answers(tc)))
+    want = ([[True, True, False], [4, 9, 9], [-(2**63), 4, 4]], [[True, True], [4, 9], [-(2**63), 7]])
+    assert results[0] == results[1] == want
