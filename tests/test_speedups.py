@@ -1180,3 +1180,15 @@ def test_compiled_records_are_untracked_by_the_cyclic_gc(sp: ModuleType) -> None
     assert len(legacy) == len(recs) == 5
     assert not any(gc.is_tracked(r) for r in legacy + recs)
     assert recs[1].headers == (Header("h", b"x"),) and legacy[0].key == b"k"
+
+
+def test_every_compiled_name_the_library_uses_is_required() -> None:
+    """A stale build (the source updated, the extension not rebuilt) lacks the newest functions: _accel.load then
+    refuses it as a whole, but only for the names REQUIRED lists. Every ``_C.<name>`` / ``speedups.<name>`` the
+    library reads must be there, or a stale build fails mid-command with an AttributeError."""
+    import re
+
+    used: set[str] = set()
+    for path in (Path(__file__).resolve().parent.parent / "kafkatool").rglob("*.py"):
+        used |= set(re.findall(r"\b(?:_C|speedups)\.([A-Za-z_]\w*)", path.read_text()))
+    assert used - set(_accel.REQUIRED) == set()
