@@ -126,7 +126,8 @@ def _order(keys: I64) -> I64 | None:
 
 
 def _contiguous(*arrays: npt.NDArray[np.generic]) -> bool:
-    return all(a.flags.c_contiguous for a in arrays)
+    """What the compiled answers read: native int64, C-contiguous (anything else goes through numpy)."""
+    return all(a.dtype == np.int64 and a.flags.c_contiguous for a in arrays)
 
 
 class OffsetEntriesCheck:
