@@ -73,9 +73,15 @@ def root(
 ) -> None:
     """Offline operator toolkit for Apache Kafka log directories."""
     set_root_memory(memory)
-    from kafkatool.util.heap import keep_freed_heap  # not at start-up: ctypes (test_startup)
+    if _own_process:  # the console script's process runs a command: per-segment arrays reuse their pages
+        from kafkatool.util.heap import keep_freed_heap  # not at start-up: ctypes (test_startup)
 
-    keep_freed_heap()  # this process runs a command: per-segment arrays reuse their pages (util/heap)
+        keep_freed_heap()
+
+
+# True when ``main`` runs as the console script (its own process, argv from sys.argv): only then may the CLI change
+# the process's allocator (util/heap). ``main(argv)`` in another program's process (tests, a notebook) leaves it.
+_own_process = False
 
 
 _registered: dict[str, typer.Typer] = {}  # command module -> the Typer app its commands were registered on
@@ -160,6 +166,8 @@ def prog(args: list[str]) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: run the app, map every failure to one line and an exit code."""
+    global _own_process
+    _own_process = argv is None
     args = list(sys.argv[1:] if argv is None else argv)
     show_traceback = "--traceback" in args or bool(os.environ.get("KAFKATOOL_TRACEBACK"))
     who = prog(args)
