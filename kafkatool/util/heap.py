@@ -12,7 +12,10 @@ Here allocations below ``MMAP_BELOW`` come from the heap, and up to ``TOP_PAD`` 
 the next allocation (~8 faults a segment). Setting either turns off glibc's moving thresholds, which is why both
 are set. Peak RSS grows by at most the pad (measured +0.7 MB).
 
-A library must not change its host's allocator (a notebook, a Spark worker): only the CLI calls this.
+A library must not change its host's allocator (a notebook, a Spark worker): only the CLI calls this, and only in
+the process the ``kafkatool`` command runs in (``main()`` on ``sys.argv``; not ``main([...])`` called by another
+program). Pool workers forked from it inherit the settings; workers started afresh (a ``forkserver`` or ``spawn``
+pool) do not.
 """
 
 from __future__ import annotations
