@@ -2187,6 +2187,34 @@ static PyObject *sp_headers_walk(PyObject *self, PyObject *const *args, Py_ssize
     return result(R_HEADERS_WALK, Py_BuildValue("(LnL)", (long long)lp, n, (long long)s));
 }
 
+/* The last offset and maximum timestamp LogSegment.recover reads from the header ``h`` of a batch of ``size`` bytes
+ * (log overhead included) in a segment based at ``base``: 0, or -1 where recovery does something else with the
+ * batch than index it (the Python rules then judge it): a magic other than 0, 1, 2, a v2 batch below its overhead,
+ * a last offset that overflows int64 or falls outside [base, base + INT32_MAX]. */
+static inline int recovery_fields(const uint8_t *h, int64_t size, int64_t base, int64_t *last, int64_t *ts)
+{
+    int64_t rel;
+    switch ((int8_t)h[MAGIC_OFFSET]) {
+    case 2:
+        if (size < RECORD_BATCH_OVERHEAD
+            || __builtin_add_overflow(be_i64(h), (int64_t)be_i32(h + V2_LAST_OFFSET_DELTA_OFFSET), last))
+            return -1; /* numpy wraps the sum, then rejects it as out of range */
+        *ts = be_i64(h + V2_MAX_TIMESTAMP_OFFSET);
+        break;
+    case 1:
+        *last = be_i64(h);
+        *ts = be_i64(h + ENTRY_TIMESTAMP_OFFSET);
+        break;
+    case 0:
+        *last = be_i64(h);
+        *ts = -1; /* NO_TIMESTAMP */
+        break;
+    default:
+        return -1;
+    }
+    return __builtin_sub_overflow(*last, base, &rel) || rel < 0 || rel > INT32_MAX ? -1 : 0;
+}
+
 /* index_walk(data, pos0, base, interval, last_index_entry, max_ts, max_ts_offset, points)
  *     -> (batches, last_offset, max_ts, max_ts_offset, magics, last_index_entry) | None
  * ``recovery.fast.SegmentIndexer.feed``'s walk: the batches of ``data`` (whole ones, the segment's bytes from
@@ -2225,33 +2253,15 @@ static PyObject *sp_index_walk(PyObject *self, PyObject *const *args, Py_ssize_t
     n = view.len;
     while (p < n) {
         int32_t s;
-        int8_t magic;
-        int64_t batch_last, ts, rel, at, gap;
+        int64_t batch_last, ts, at, gap;
         if (n - p < HEADER_SIZE_UP_TO_MAGIC)
             goto unusual;
         s = be_i32(d + p + SIZE_OFFSET);
         if (s < RECORD_OVERHEAD_V0 || (int64_t)s + LOG_OVERHEAD > n - p)
             goto unusual;
-        magic = (int8_t)d[p + MAGIC_OFFSET];
-        if (magic == 2) {
-            if ((int64_t)s + LOG_OVERHEAD < RECORD_BATCH_OVERHEAD)
-                goto unusual;
-            if (__builtin_add_overflow(be_i64(d + p), (int64_t)be_i32(d + p + V2_LAST_OFFSET_DELTA_OFFSET),
-                                       &batch_last))
-                goto unusual;
-            ts = be_i64(d + p + V2_MAX_TIMESTAMP_OFFSET);
-        } else if (magic == 1) {
-            batch_last = be_i64(d + p);
-            ts = be_i64(d + p + ENTRY_TIMESTAMP_OFFSET);
-        } else if (magic == 0) {
-            batch_last = be_i64(d + p);
-            ts = -1; /* NO_TIMESTAMP */
-        } else {
+        if (recovery_fields(d + p, (int64_t)s + LOG_OVERHEAD, base, &batch_last, &ts) < 0)
             goto unusual;
-        }
-        if (__builtin_sub_overflow(batch_last, base, &rel) || rel < 0 || rel > INT32_MAX)
-            goto unusual;
-        magics |= 1u << magic;
+        magics |= 1u << d[p + MAGIC_OFFSET];
         if (ts > max_ts) {
             max_ts = ts;
             max_off = batch_last;
@@ -2419,34 +2429,20 @@ static PyObject *sp_recover_rules(PyObject *self, PyObject *const *args, Py_ssiz
     }
     pos = pos0;
     for (i = 0; i < n; i++, h += RECOVERY_HEADER) {
-        int64_t size = (int64_t)be_i32(h + SIZE_OFFSET) + LOG_OVERHEAD, batch_last, ts, rel;
+        int64_t size = (int64_t)be_i32(h + SIZE_OFFSET) + LOG_OVERHEAD, batch_last, ts;
         int8_t magic = (int8_t)h[MAGIC_OFFSET];
-        if (size < RECORD_OVERHEAD_V0 + LOG_OVERHEAD)
+        if (size < RECORD_OVERHEAD_V0 + LOG_OVERHEAD || recovery_fields(h, size, base, &batch_last, &ts) < 0)
             goto unusual;
         if (magic == 2) {
-            int32_t e;
-            if (size < RECORD_BATCH_OVERHEAD || (verify && (be_i16(h + V2_ATTRIBUTES_OFFSET) & 0x20)))
-                goto unusual;
-            if (__builtin_add_overflow(be_i64(h), (int64_t)be_i32(h + V2_LAST_OFFSET_DELTA_OFFSET), &batch_last))
-                goto unusual; /* numpy wraps it, then rejects it as out of range */
-            ts = be_i64(h + V2_MAX_TIMESTAMP_OFFSET);
-            e = be_i32(h + V2_PARTITION_LEADER_EPOCH_OFFSET);
+            int32_t e = be_i32(h + V2_PARTITION_LEADER_EPOCH_OFFSET);
+            if (verify && (be_i16(h + V2_ATTRIBUTES_OFFSET) & 0x20))
+                goto unusual; /* a control batch: its marker is read and checked */
             if (e >= 0 && e > epoch) {
                 if (pairs_put(&eps, e, be_i64(h)) < 0)
                     goto unusual;
                 epoch = e;
             }
-        } else if (magic == 1) {
-            batch_last = be_i64(h);
-            ts = be_i64(h + ENTRY_TIMESTAMP_OFFSET);
-        } else if (magic == 0) {
-            batch_last = be_i64(h);
-            ts = -1; /* NO_TIMESTAMP */
-        } else {
-            goto unusual;
         }
-        if (__builtin_sub_overflow(batch_last, base, &rel) || rel < 0 || rel > INT32_MAX)
-            goto unusual;
         if (ts > max_ts) {
             max_ts = ts;
             max_off = batch_last;

@@ -469,15 +469,16 @@ class _Builder:
         (self.last_index_entry, self.max_ts, self.max_ts_offset, self.time_last_ts, self.time_last_offset,
          self.index_last, self.index_count, self.time_count, self.latest_epoch) = r[4:]
         if idx:
-            pairs = np.frombuffer(idx, np.int64).reshape(-1, 2)
-            self.index_offsets.append(pairs[:, 0].copy())
-            self.index_positions.append(pairs[:, 1].copy())
+            offsets, positions = _columns(idx)
+            self.index_offsets.append(offsets)
+            self.index_positions.append(positions)
         if tim:
-            pairs = np.frombuffer(tim, np.int64).reshape(-1, 2)
-            self.time_ts.append(pairs[:, 0].copy())
-            self.time_offsets.append(pairs[:, 1].copy())
+            timestamps, offsets = _columns(tim)
+            self.time_ts.append(timestamps)
+            self.time_offsets.append(offsets)
         if eps:
-            self.epochs.extend(zip(*[iter(np.frombuffer(eps, np.int64).tolist())] * 2, strict=True))
+            epochs, bases = _columns(eps)
+            self.epochs.extend(zip(epochs.tolist(), bases.tolist(), strict=True))
         return r.batches, r.end, r.last_offset, r.magics
 
     def feed_epochs(self, epochs: I64, base_offsets: I64, magic: npt.NDArray[np.int8]) -> None:
@@ -488,6 +489,17 @@ class _Builder:
         for i in np.flatnonzero(new).tolist():
             self.epochs.append((int(ep[i]), int(base_offsets[i])))
         self.latest_epoch = int(prev[-1])
+
+
+def _columns(pairs: bytearray) -> tuple[I64, I64]:
+    """The two columns of the native int64 pairs a compiled walk appended."""
+    p = np.frombuffer(pairs, np.int64).reshape(-1, 2)
+    return p[:, 0].copy(), p[:, 1].copy()
+
+
+def _magics(bits: int) -> list[int]:
+    """The magics of a compiled walk's bit set (bit m: magic m seen)."""
+    return [m for m in (0, 1, 2) if bits >> m & 1]
 
 
 def _first_control_failure(fd: int, path: str, q: I64, sizes: I64, h: npt.NDArray[np.void]) -> ControlFailure | None:
@@ -548,7 +560,7 @@ def recover_fast(path: str, size: int | None, base_offset: int, *, index_interva
                     walk.headers = bytearray()
                     walk.taken = r[1]
                     last_offset = r[2]
-                    magics.update(m for m in (0, 1, 2) if r[3] >> m & 1)
+                    magics.update(_magics(r[3]))
                     if arrays is not None:
                         chunk = BatchChunk(batches, *arrays)
                         for o in observers:
@@ -726,7 +738,7 @@ class SegmentIndexer:
             b.max_ts, b.max_ts_offset = max_ts, max_ts_offset
             self._batches += batches
             self._last_offset = last_offset
-            self._magics.update(m for m in (0, 1, 2) if magics >> m & 1)
+            self._magics.update(_magics(magics))
         if len(self._points) >= self._step * _POINT:
             self._flush_points()
         return True
