@@ -20,6 +20,12 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+# numpy loads numpy.random on first use of ``np.random`` (its module ``__getattr__``). A Ctrl-C landing inside that
+# import, in the init of its Cython modules, can be swallowed there (the command then runs on) or come out as an
+# ImportError: a SIGPROF handler raising KeyboardInterrupt at 0.5-20 ms into it lost it 2 times in 36. Loaded with
+# this module, the import is over before a sample's work starts.
+import numpy.random
+
 POOL_BYTES = 4 * 1024 * 1024
 RUN_BYTES = 32
 DICTIONARY_BYTES = 4096
