@@ -125,7 +125,7 @@ def _order(keys: I64) -> I64 | None:
     return np.argsort(keys, kind="stable")
 
 
-def _contiguous(*arrays: npt.NDArray[np.generic]) -> bool:
+def _native_int64(*arrays: npt.NDArray[np.generic]) -> bool:
     """What the compiled answers read: native int64, C-contiguous (anything else goes through numpy)."""
     return all(a.dtype == np.int64 and a.flags.c_contiguous for a in arrays)
 
@@ -145,7 +145,7 @@ class OffsetEntriesCheck:
 
     def feed(self, chunk: BatchChunk) -> None:
         q, last = chunk.positions, chunk.last_offsets
-        if _C is not None and _contiguous(q, chunk.sizes, last, self.sorted):
+        if _C is not None and _native_int64(q, chunk.sizes, last, self.sorted):
             carry = _C.answer_positions(q, chunk.sizes, last, self.sorted, self.order, self.is_start,
                                         self.batch_last, self.prior_max, self._carry)
             if carry is not None:
@@ -181,7 +181,7 @@ class TimeEntriesCheck:
 
     def feed(self, chunk: BatchChunk) -> None:
         last, mts = chunk.last_offsets, chunk.max_timestamps
-        if _C is not None and _contiguous(last, mts, self.sorted):
+        if _C is not None and _native_int64(last, mts, self.sorted):
             r = _C.answer_times(last, mts, self.sorted, self.order, self.found, self.batch_last, self.prior_max_ts,
                                 self._carry_last, self._carry_ts, self._done)
             if r is not None:
