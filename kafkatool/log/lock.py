@@ -45,21 +45,44 @@ LOCK_MARK = b"kafkatool\n"  # the content of a .lock kafkatool created (a broker
 _HELD: dict[tuple[int, int], int] = {}  # (st_dev, st_ino) of each .lock this process holds -> nesting depth
 
 
-def _dirs_up(path: str | os.PathLike[str]) -> Iterator[Path]:
+def _dirs_up(path: str | os.PathLike[str], real: dict[str, str] | None = None) -> Iterator[str]:
     """``path`` (a directory) or its directory, then every ancestor: along the path as given and along its
-    resolved form (a partition dir may be a symlink into another disk's log dir)."""
-    seen: set[Path] = set()
-    given = Path(os.path.abspath(path))
-    for start in (given, Path(os.path.realpath(given))):  # realpath: a symlink loop resolves as far as it goes
-        d = start if start.is_dir() else start.parent
-        for p in (d, *d.parents):
-            if p not in seen:
-                seen.add(p)
-                yield p
+    resolved form (a partition dir may be a symlink into another disk's log dir). ``real``: resolved forms of
+    directories already resolved by a probe of other paths, reused and added to."""
+    seen: set[str] = set()
+    given = os.path.abspath(path)
+    for start in (given, _realpath(given, real)):
+        d = start if os.path.isdir(start) else os.path.dirname(start)
+        while d not in seen:
+            seen.add(d)
+            yield d
+            d = os.path.dirname(d)  # "/" is its own parent: seen, the loop ends
 
 
-# What a probe of many paths has seen (check_read): each directory's ``.lock`` (or None), each lock's verdict.
-_Seen = tuple[dict[Path, "tuple[Path, os.stat_result] | None"], dict[tuple[int, int], bool]]
+def _realpath(path: str, real: dict[str, str] | None) -> str:
+    """``os.path.realpath`` of an absolute, normalized path; with ``real``, by its directory's resolved form plus
+    its name when the name is no symlink (one ``lstat``, not one per component: a command given the partitions
+    of a log dir one by one resolves the log dir once)."""
+    if real is None:
+        return os.path.realpath(path)
+    parent, name = os.path.split(path)
+    if not name:
+        return path  # "/"
+    rp = real.get(parent)
+    if rp is None:
+        rp = real[parent] = os.path.realpath(parent)
+    candidate = os.path.join(rp, name)
+    try:
+        if not stat.S_ISLNK(os.lstat(candidate).st_mode):
+            return candidate
+    except OSError:
+        pass  # missing (a destination not made yet), or unreadable: as realpath resolves it
+    return os.path.realpath(path)
+
+
+# What a probe of many paths has seen (check_read): each directory's ``.lock`` (or None), each lock's verdict, and
+# each directory's resolved form.
+_Seen = tuple[dict[str, "tuple[Path, os.stat_result] | None"], dict[tuple[int, int], bool], dict[str, str]]
 
 
 def _lock_files(path: str | os.PathLike[str], seen: _Seen) -> Iterator[tuple[Path, os.stat_result]]:
@@ -67,15 +90,15 @@ def _lock_files(path: str | os.PathLike[str], seen: _Seen) -> Iterator[tuple[Pat
     next path (a dump of a log dir checks thousands of files under the same few directories)."""
     locks = seen[0]
     inodes: set[tuple[int, int]] = set()
-    for d in _dirs_up(path):
+    for d in _dirs_up(path, seen[2]):
         if d not in locks:
-            f = d / LOCK_FILE
+            f = os.path.join(d, LOCK_FILE)
             try:
-                st = f.stat()
+                st = os.stat(f)
             except OSError:
                 locks[d] = None
                 continue
-            locks[d] = (f, st) if stat.S_ISREG(st.st_mode) else None
+            locks[d] = (Path(f), st) if stat.S_ISREG(st.st_mode) else None
         found = locks[d]
         if found is None:
             continue
@@ -121,7 +144,7 @@ def live_lock(path: str | os.PathLike[str], seen: _Seen | None = None) -> Path |
     """The ``.lock`` at or above ``path`` that another process (a live broker) holds, or None. Creates nothing;
     ``path`` need not exist (a destination is checked before it is made). ``seen``: what a probe of other paths
     just now found, reused (each directory stat'ed and each lock probed once)."""
-    seen = seen if seen is not None else ({}, {})
+    seen = seen if seen is not None else ({}, {}, {})
     verdicts = seen[1]
     for f, st in _lock_files(path, seen):
         key = (st.st_dev, st.st_ino)
@@ -149,7 +172,7 @@ def check_read(paths: Iterable[str | os.PathLike[str]], *, live: bool) -> list[P
     """Reading ``paths``: refused (exit 3) while a live broker holds a ``.lock`` at or above one of them, unless
     ``live``; returns the held ``.lock`` files (for the caller's notice that active segments may be mid-write)."""
     held: list[Path] = []
-    seen: _Seen = ({}, {})
+    seen: _Seen = ({}, {}, {})
     for p in paths:
         lock = live_lock(p, seen)
         if lock is not None and lock not in held:
@@ -168,7 +191,7 @@ def live_notice(lock: Path) -> str:
 def log_dir_above(path: str | os.PathLike[str]) -> Path | None:
     """The broker log dir a write at ``path`` lands in: the nearest dir at or above it with a ``.lock``, a
     ``meta.properties`` or a log-dir checkpoint file (what a log dir a broker has used always holds)."""
-    for d in _dirs_up(path):
+    for d in map(Path, _dirs_up(path)):
         if (d / LOCK_FILE).is_file() or (d / META_PROPERTIES).is_file() or any(
                 (d / c).is_file() for c in LOG_DIR_CHECKPOINTS):
             return d

@@ -56,6 +56,11 @@ def live(tmp_path_factory: pytest.TempPathFactory, java_lock: JavaLockHolder):
     logs = small_dir(base / "logs")
     shutil.copytree(logs, base / "src")
     w = base / "w"
+    # Symlinks from outside into the live log dir: a probe must follow each path's resolved form.
+    (base / "links" / "seg").mkdir(parents=True)
+    (base / "links" / "old-0").symlink_to(logs / "old-0")
+    seg = _seg(logs / "v0-0")
+    (base / "links" / "seg" / seg.name).symlink_to(seg)
     assert run_cli("canary", "run", logs, "-p", "v0-0", "-w", w, "-q").returncode == 0
     assert run_cli("canary", "verify", w, "-q").returncode == 0
     with java_lock.holding(logs):
@@ -103,6 +108,9 @@ READS: dict[str, Callable[[Live], list[object]]] = {
     "dump-log-dir": lambda v: ["dump", "--deep", v.logs],
     "dump-segment": lambda v: ["dump", _seg(v.logs / "v0-0")],
     "reindex-check": lambda v: ["reindex-time", v.logs / "old-0"],
+    # after a path in an unlocked log dir (its probe resolved that dir's ancestors), a link into the live one
+    "reindex-check-linked-partition": lambda v: ["reindex-time", v.src / "old-0", v.base / "links" / "old-0"],
+    "dump-linked-segment": lambda v: ["dump", v.src / "old-0", _seg(v.base / "links" / "seg")],
     "reindex-recovery-report": lambda v: ["reindex-time", "--recovery-report", v.logs],
     "fetch-sim": lambda v: ["fetch-sim", v.logs / "old-0"],
     "canary-plan": lambda v: ["canary", "plan", v.logs],
