@@ -22,7 +22,7 @@ def _tree(root: Path, rng: random.Random) -> list[str]:
         f = rng.choice(dirs) / f"{i:020d}.log"
         f.write_bytes(b"")
         files.append(f)
-    links = []
+    links: list[Path] = []
     for i in range(14):
         at = rng.choice(dirs) / f"l{i}"
         kind = rng.randrange(5)
