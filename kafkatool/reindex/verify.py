@@ -297,8 +297,9 @@ def check_offset_index(disk: OnDiskIndex | None, answers: OffsetEntriesCheck | N
     _common(check, disk, facts, OFFSET_ENTRY_SIZE)
     off, pos = disk.first, disk.second
     n = disk.entries
-    if n and answers is not None:
-        last = facts.last_offset if facts.last_offset is not None else facts.base_offset - 1
+    last = facts.last_offset if facts.last_offset is not None else facts.base_offset - 1
+    if n and answers is not None and not _offset_entries_clean(off, pos, answers, facts.base_offset, last,
+                                                               facts.valid_bytes):
         before_base = off < facts.base_offset
         past = (pos >= facts.valid_bytes) | (off > last)
         # Past an invalid batch the log still holds bytes the walk did not check: not stale, unverifiable.
@@ -338,6 +339,26 @@ def check_offset_index(disk: OnDiskIndex | None, answers: OffsetEntriesCheck | N
     if disk.raw[:OFFSET_ENTRY_SIZE * k] != rebuilt:
         check.findings.append(_offset_difference(disk, answers, rebuilt, k))
     return check
+
+
+def _offset_entries_clean(off: I64, pos: I64, answers: OffsetEntriesCheck, base: int, last: int,
+                          valid_bytes: int) -> bool:
+    """True when none of check_offset_index's entry masks can hold: offsets and positions strictly increase from
+    the base offset and position 0 to the last offset and the valid bytes, every position starts a batch, and no
+    earlier batch reaches an entry's offset. Seven array operations instead of some thirty: the verdict of an
+    index Kafka wrote (a clean entry is exactly one no mask flags; the masks run when this is False)."""
+    return (int(off[0]) >= base and int(pos[0]) >= 0 and int(off[-1]) <= last and int(pos[-1]) < valid_bytes
+            and bool(answers.is_start.all()) and bool((off[1:] > off[:-1]).all())
+            and bool((pos[1:] > pos[:-1]).all()) and not bool((answers.prior_max >= off).any()))
+
+
+def _time_entries_clean(ts: I64, off: I64, answers: TimeEntriesCheck, base: int, last: int) -> bool:
+    """check_time_index's counterpart of :func:`_offset_entries_clean`: timestamps strictly increase from 0,
+    offsets do not fall, from the base offset to the last offset, each entry's batch was found, and no earlier
+    batch holds a timestamp at or above the entry's."""
+    return (int(ts[0]) >= 0 and int(off[0]) >= base and int(off[-1]) <= last and bool(answers.found.all())
+            and bool((ts[1:] > ts[:-1]).all()) and bool((off[1:] >= off[:-1]).all())
+            and not bool((answers.prior_max_ts >= ts).any()))
 
 
 def _unchecked_entries(check: IndexCheck) -> int:
@@ -396,7 +417,7 @@ def check_time_index(disk: OnDiskIndex | None, answers: TimeEntriesCheck | None,
     ts, off = disk.first, disk.second
     n = disk.entries
     last = facts.last_offset if facts.last_offset is not None else facts.base_offset - 1
-    if n and answers is not None:
+    if n and answers is not None and not _time_entries_clean(ts, off, answers, facts.base_offset, last):
         before_base = off < facts.base_offset
         past = (off > last) | ~answers.found
         unchecked = past if facts.invalid_batch else np.zeros(n, bool)

@@ -2,15 +2,18 @@
 
 The check's per-batch work runs in ``_speedups``: ``recover_rules`` (the index rules of each walked step of
 headers) and ``answer_positions``/``answer_times`` (what each on-disk entry's lookup would meet). Each falls
-back to numpy where it cannot be exact, and numpy is what it must equal: on random segments (every magic, damage,
-offsets that go backwards, transaction markers) with on-disk indexes that are rebuilt, rebuilt at another interval,
-or damaged (shuffled, shifted, duplicated, cut, zero-padded), walked in many small steps.
+back to numpy where it cannot be exact, and numpy is what it must equal, with every entry mask of the verdicts
+computed (the side under test takes the shortcut for clean entries, ``_offset_entries_clean`` and
+``_time_entries_clean``): on random segments (every magic, damage, offsets that go backwards, transaction markers)
+with on-disk indexes that are rebuilt, rebuilt at another interval, or damaged (shuffled, shifted, duplicated, cut,
+zero-padded), walked in many small steps.
 """
 
 from __future__ import annotations
 
 import random
 import struct
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +23,7 @@ from hypothesis import strategies as st
 
 from kafkatool.log.recovery import fast as recover_fast
 from kafkatool.log.recovery import recover_segment
+from kafkatool.reindex import verify
 from kafkatool.reindex.engine import ReindexOptions, SegmentTask, check_segment, result_records
 from kafkatool.reindex.verify import OffsetEntriesCheck, TimeEntriesCheck
 from tests.log.test_recovery_fast import random_segment
@@ -54,6 +58,13 @@ def damaged(raw: bytes, entry: int, rng: random.Random) -> bytes:
     return out
 
 
+def numpy_all_the_way(m: pytest.MonkeyPatch) -> None:
+    """No compiled rules, and every entry mask of the verdicts computed (not the clean-entries shortcut)."""
+    m.setattr(recover_fast._Builder, "feed_compiled", lambda *args: None)
+    m.setattr(verify, "_offset_entries_clean", lambda *args: False)
+    m.setattr(verify, "_time_entries_clean", lambda *args: False)
+
+
 def verdicts(log: Path, base: int, size: int, interval: int, verify_crc: bool) -> list[dict[str, object]]:
     task = SegmentTask(log, base, size, False, "p-0")
     recs = result_records(check_segment(task, ReindexOptions(index_interval_bytes=interval, verify=verify_crc)))
@@ -83,7 +94,7 @@ def test_check_same_with_and_without(tmp_path_factory, monkeypatch, seed, interv
     for mode in ("numpy", "compiled"):
         with monkeypatch.context() as m, dispatching_to(SP if mode == "compiled" else None, ANSWERS):
             if mode == "numpy":
-                m.setattr(recover_fast._Builder, "feed_compiled", lambda *args: None)
+                numpy_all_the_way(m)
             got[mode] = verdicts(log, base, len(data), interval, verify_crc)
     assert got["compiled"] == got["numpy"]
 
@@ -147,6 +158,16 @@ def test_the_check_runs_the_compiled_paths(tmp_path, monkeypatch):
     def numpy_rules(*args: object) -> None:
         raise AssertionError("the numpy rules ran")
 
+    clean: list[bool] = []
+
+    def spying(fn: Callable[..., bool]) -> Callable[..., bool]:
+        def spy(*args: object) -> bool:
+            clean.append(fn(*args))
+            return clean[-1]
+        return spy
+
+    for name in ("_offset_entries_clean", "_time_entries_clean"):
+        monkeypatch.setattr(verify, name, spying(getattr(verify, name)))
     monkeypatch.setattr(recover_fast._Builder, "feed", numpy_rules)
     with dispatching_to(Spy(), ("kafkatool.log.recovery.fast", *ANSWERS)):
         recs = verdicts(log, 0, log.stat().st_size, 4096, False)
@@ -154,6 +175,7 @@ def test_the_check_runs_the_compiled_paths(tmp_path, monkeypatch):
     ran = {name for name, _ in calls}
     assert {"recover_rules", "answer_positions", "answer_times"} <= ran
     assert all(ok for name, ok in calls if name in ("recover_rules", "answer_positions", "answer_times"))
+    assert clean == [True, True]  # both verdicts by the shortcut, not the thirty masks
 
 
 def v2_header(base: int, delta: int = 0, length: int = 100, epoch: int = -1, attributes: int = 0,
@@ -237,6 +259,6 @@ def test_hostile_corpus_checks_the_same_with_and_without(log, verify_crc, tmp_pa
     for mode in ("numpy", "compiled"):
         with monkeypatch.context() as m, dispatching_to(SP if mode == "compiled" else None, ANSWERS):
             if mode == "numpy":
-                m.setattr(recover_fast._Builder, "feed_compiled", lambda *args: None)
+                numpy_all_the_way(m)
             got[mode] = verdicts(copy, 0, copy.stat().st_size, 4096, verify_crc)
     assert got["compiled"] == got["numpy"]
