@@ -2700,12 +2700,30 @@ done:
  * read, appending each header to the bytearray ``headers``. Stops at a size below RECORD_OVERHEAD_V0 (returned as
  * ``size``, ``position`` at that batch) and wherever a pread fails or is interrupted (``position`` at the batch:
  * the Python loop reads it again and raises what os.pread raises). The bytes between headers are never read. */
+/* Append the n headers of buf to the bytearray hdr; -1 (error cleared) when it cannot grow. */
+static int hop_flush(PyObject *hdr, const uint8_t *buf, Py_ssize_t n)
+{
+    Py_ssize_t old = PyByteArray_GET_SIZE(hdr);
+    if (n == 0)
+        return 0;
+    if (PyByteArray_Resize(hdr, old + n * RECOVERY_HEADER) < 0) {
+        PyErr_Clear();
+        return -1;
+    }
+    memcpy(PyByteArray_AS_STRING(hdr) + old, buf, (size_t)n * RECOVERY_HEADER);
+    return 0;
+}
+
+#define HOP_BLOCK 256 /* headers read into the stack buffer between appends (11 KB) */
+
 static PyObject *sp_hop_walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     int64_t fd, p, limit, max_n, s = RECORD_OVERHEAD_V0;
-    Py_ssize_t n = 0, old;
+    Py_ssize_t n = 0, k = 0, old;
     PyObject *hdr;
-    uint8_t *tmp;
+    /* Headers go through a small buffer on the stack, appended block by block: no allocation of max_n headers
+       per call (above glibc's mmap threshold, a fresh mapping and its page faults at every step). */
+    uint8_t buf[HOP_BLOCK * RECOVERY_HEADER];
     (void)self;
     if (nargs != 5) {
         PyErr_SetString(PyExc_TypeError, "hop_walk takes 5 arguments");
@@ -2715,13 +2733,9 @@ static PyObject *sp_hop_walk(PyObject *self, PyObject *const *args, Py_ssize_t n
     if (!PyByteArray_CheckExact(hdr) || arg_i64(args[0], &fd) || arg_i64(args[1], &p) || arg_i64(args[2], &limit)
         || arg_i64(args[3], &max_n) || fd < 0 || fd > INT32_MAX || max_n <= 0 || max_n > (1 << 20) || p < 0)
         Py_RETURN_NONE;
-    tmp = PyMem_Malloc((size_t)max_n * RECOVERY_HEADER);
-    if (tmp == NULL) {
-        PyErr_Clear();
-        Py_RETURN_NONE;
-    }
+    old = PyByteArray_GET_SIZE(hdr);
     while (p < limit && n < max_n) {
-        uint8_t *h = tmp + n * RECOVERY_HEADER;
+        uint8_t *h = buf + k * RECOVERY_HEADER;
         ssize_t got = pread((int)fd, h, RECOVERY_HEADER, (off_t)p);
         if (got < 0)
             break;
@@ -2732,16 +2746,20 @@ static PyObject *sp_hop_walk(PyObject *self, PyObject *const *args, Py_ssize_t n
             break;
         n++;
         p += s + LOG_OVERHEAD;
+        if (++k == HOP_BLOCK) {
+            if (hop_flush(hdr, buf, k) < 0)
+                goto fail;
+            k = 0;
+        }
     }
-    old = PyByteArray_GET_SIZE(hdr);
-    if (PyByteArray_Resize(hdr, old + n * RECOVERY_HEADER) < 0) {
-        PyErr_Clear();
-        PyMem_Free(tmp);
-        Py_RETURN_NONE;
-    }
-    memcpy(PyByteArray_AS_STRING(hdr) + old, tmp, (size_t)n * RECOVERY_HEADER);
-    PyMem_Free(tmp);
+    if (hop_flush(hdr, buf, k) < 0)
+        goto fail;
     return result(R_HEADERS_WALK, Py_BuildValue("(LnL)", (long long)p, n, (long long)s));
+fail:
+    /* all or nothing, as before: the caller walks these headers again in Python */
+    if (PyByteArray_GET_SIZE(hdr) != old && PyByteArray_Resize(hdr, old) < 0)
+        PyErr_Clear();
+    Py_RETURN_NONE;
 }
 
 /* ------------------------------------------------------------------------------------------ scan figures */

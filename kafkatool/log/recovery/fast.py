@@ -83,7 +83,10 @@ WINDOW_BELOW = 8 << 10  # ... and below which the window wins again
 # wins from ~4 KiB batches (measured on 2, 4, 8 and 16 KiB batches; benchmarks/results/history.md).
 HOP_ABOVE_C = 6 << 10
 WINDOW_BELOW_C = 3 << 10
-HOPS_C = 1024  # headers per compiled hopping step
+# Headers per compiled hopping step, at most (and no more than a numpy step's worth, which the memory budget
+# bounds): each step goes back to Python for its rules and observers (~12 us a step), so a step is large, but its
+# 43-byte headers stay below 1 MiB (util/heap's mmap threshold: a larger buffer would be mapped afresh each step).
+HOPS_C = 16384
 # The compiled walk starts by hopping over this many headers: with large batches (the common case) it never copies
 # a window at all; with small ones it falls back to the window after them.
 PROBE_HOPS_C = 64
@@ -144,6 +147,7 @@ class _Walk:
         self.crc_failure: tuple[int, int, int] | None = None  # (batch index, stored, computed)
         self.hop = _C is not None and not verify
         self.probe = self.hop
+        self.hops = HOPS_C  # headers per hopping step after the probe
         if self.hop:
             _advise(fd, "POSIX_FADV_RANDOM")  # no readahead of the bytes we hop over
         # Page aligned: preadv copies at full speed. Reused from walk to walk: the first touch of a fresh
@@ -280,7 +284,7 @@ class _Walk:
         p, limit = self.p, self.limit
         hdr = self.headers
         start, n = p, 0
-        hops = PROBE_HOPS_C if self.probe else HOPS_C
+        hops = PROBE_HOPS_C if self.probe else self.hops
         self.probe = False
         r = _C.hop_walk(fd, p, limit, hops, hdr) if _C is not None else None
         if r is not None and (r.headers or r.size < RECORD_OVERHEAD_V0):
@@ -541,6 +545,7 @@ def recover_fast(path: str, size: int | None, base_offset: int, *, index_interva
         raise
     b = _Builder(base_offset, index_interval_bytes, latest_epoch)
     step = max(1024, min(CHUNK_BATCHES, _budget.cache_bytes() // BYTES_PER_BATCH))
+    walk.hops = min(HOPS_C, step)
     batches = 0
     last_offset: int | None = None
     magics: set[int] = set()
