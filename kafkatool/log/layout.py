@@ -8,16 +8,18 @@ and ``.lock``.
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import glob
 import os
 import re
+import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafkatool.errors import InputError, NotRegularFileError, UsageError
-from kafkatool.util.regular import irregular
+from kafkatool.util.regular import irregular, kind_of, link_trouble
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -218,16 +220,17 @@ class PartitionDir:
         return [s.file(x) for s in self.segments for x in SEGMENT_SUFFIXES if s.has(x)]
 
     @classmethod
-    def scan(cls, path: str | os.PathLike[str]) -> PartitionDir:
+    def scan(cls, path: str | os.PathLike[str], entries: list[os.DirEntry[str]] | None = None) -> PartitionDir:
+        """The dir's files; ``entries``: its ``os.scandir`` entries, already read by the caller (a directory)."""
         p = Path(path)
-        if not p.is_dir():
+        if entries is None and not p.is_dir():
             raise InputError("not a directory", path=p)
         parsed = parse_partition_dir_name(p.name)
         tp, kind = parsed if parsed else (None, "")
         part = cls(p, tp, kind)
         bases: set[int] = set()
         irregular_suffixes: dict[int, set[str]] = {}
-        for name, what in _listing(p):
+        for name, what in _listing(p, entries):
             f = p / name
             m = _SEGMENT_RE.match(name)
             pending = name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX))
@@ -256,19 +259,24 @@ class PartitionDir:
         return part
 
 
-def _listing(path: Path) -> list[tuple[str, str | None]]:
-    """The names in dir ``path``, sorted, each with what it is when not a regular file (``util.regular``)."""
-    out = []
+def _entries(path: Path) -> list[os.DirEntry[str]]:
     try:
         with os.scandir(path) as it:
-            for e in it:
-                try:
-                    plain = e.is_file(follow_symlinks=False)
-                except OSError:
-                    plain = False
-                out.append((e.name, None if plain else irregular(e.path)))
+            return list(it)
     except OSError as e:
         raise InputError(f"cannot list: {e.strerror}", path=path) from None
+
+
+def _listing(path: Path, entries: list[os.DirEntry[str]] | None = None) -> list[tuple[str, str | None]]:
+    """The names in dir ``path`` (of ``entries`` when given), sorted, each with what it is when not a regular file
+    (``util.regular``)."""
+    out = []
+    for e in _entries(path) if entries is None else entries:
+        try:
+            plain = e.is_file(follow_symlinks=False)
+        except OSError:
+            plain = False
+        out.append((e.name, None if plain else irregular(e.path)))
     out.sort()
     return out
 
@@ -325,9 +333,13 @@ def is_partition_dir(path: Path) -> bool:
     if not path.is_dir():
         return False
     try:
-        return any(n.endswith(LOG_SUFFIX) and _SEGMENT_RE.match(n) for n in os.listdir(path))
+        return _names_a_segment(os.listdir(path))
     except OSError:
         return False
+
+
+def _names_a_segment(names: Iterable[str]) -> bool:
+    return any(n.endswith(LOG_SUFFIX) and _SEGMENT_RE.match(n) for n in names)
 
 
 def is_log_dir(path: Path) -> bool:
@@ -359,14 +371,23 @@ class Inputs:
                                                                        for f in p.not_regular)]
 
 
-def check_input(path: Path) -> None:
+def check_input(path: Path) -> int:
     """A PATH argument must be there, and be a regular file or a directory (symlinks followed): else
-    ``NotRegularFileError`` (a FIFO, a device, a dangling symlink, a loop) or ``InputError``, exit 2."""
-    kind = irregular(path)
+    ``NotRegularFileError`` (a FIFO, a device, a dangling symlink, a loop) or ``InputError``, exit 2. Returns its
+    ``st_mode``."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as e:
+        kind = link_trouble(path, e)
+        if kind is not None:
+            raise NotRegularFileError(kind, path=path) from None
+        if e.errno in (errno.ENOENT, errno.ENOTDIR):
+            raise InputError("no such file or directory", path=path) from None
+        raise InputError(f"cannot examine it: {e.strerror}", path=path) from None
+    kind = kind_of(mode)
     if kind is not None and kind != "a directory":
         raise NotRegularFileError(kind, path=path)
-    if not path.exists():
-        raise InputError("no such file or directory", path=path)
+    return mode
 
 
 def resolve_inputs(paths: Iterable[str | os.PathLike[str]]) -> Inputs:
@@ -374,11 +395,16 @@ def resolve_inputs(paths: Iterable[str | os.PathLike[str]]) -> Inputs:
     out = Inputs()
     for raw in paths:
         p = Path(raw)
-        check_input(p)
-        if p.is_file():
+        if stat.S_ISREG(check_input(p)):
             out.files.append(p)
-        elif is_partition_dir(p) or (parse_partition_dir_name(p.name) and not is_log_dir(p)):
-            out.partitions.append(PartitionDir.scan(p))
+            continue
+        try:
+            entries: list[os.DirEntry[str]] | None = _entries(p)  # read once: to classify, then to scan
+        except InputError:
+            entries = None  # as is_partition_dir: not one; scanned below, it says why
+        if (entries is not None and _names_a_segment(e.name for e in entries)) or (
+                parse_partition_dir_name(p.name) and not is_log_dir(p)):
+            out.partitions.append(PartitionDir.scan(p, entries))
         elif is_log_dir(p):
             out.log_dirs.append(LogDir.scan(p))
         elif (m := _SEGMENT_RE.match(p.name)) and "." + m.group("rest") in (*SEGMENT_SUFFIXES, SNAPSHOT_SUFFIX):

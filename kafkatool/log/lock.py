@@ -36,6 +36,7 @@ from pathlib import Path
 from kafkatool.errors import BrokerLockHeldError, InputError
 from kafkatool.log.layout import LOCK_FILE, LOG_DIR_CHECKPOINTS, META_PROPERTIES
 from kafkatool.util.printable import shown
+from kafkatool.util.realpath import Resolver
 
 WRITE_REFUSAL = "a live broker holds this log dir's .lock: stop the broker first (nothing was changed)"
 READ_REFUSAL = ("a live broker holds this log dir's .lock: kafkatool reads stopped brokers' log dirs (a segment "
@@ -45,13 +46,13 @@ LOCK_MARK = b"kafkatool\n"  # the content of a .lock kafkatool created (a broker
 _HELD: dict[tuple[int, int], int] = {}  # (st_dev, st_ino) of each .lock this process holds -> nesting depth
 
 
-def _dirs_up(path: str | os.PathLike[str], real: dict[str, str] | None = None) -> Iterator[str]:
+def _dirs_up(path: str | os.PathLike[str], resolve: Resolver | None = None) -> Iterator[str]:
     """``path`` (a directory) or its directory, then every ancestor: along the path as given and along its
-    resolved form (a partition dir may be a symlink into another disk's log dir). ``real``: resolved forms of
-    directories already resolved by a probe of other paths, reused and added to."""
+    resolved form (a partition dir may be a symlink into another disk's log dir). ``resolve``: the resolver of a
+    probe of many paths (each directory resolved once)."""
     seen: set[str] = set()
     given = os.path.abspath(path)
-    for start in (given, _realpath(given, real)):
+    for start in (given, (resolve or os.path.realpath)(given)):
         d = start if os.path.isdir(start) else os.path.dirname(start)
         while d not in seen:
             seen.add(d)
@@ -59,30 +60,9 @@ def _dirs_up(path: str | os.PathLike[str], real: dict[str, str] | None = None) -
             d = os.path.dirname(d)  # "/" is its own parent: seen, the loop ends
 
 
-def _realpath(path: str, real: dict[str, str] | None) -> str:
-    """``os.path.realpath`` of an absolute, normalized path; with ``real``, by its directory's resolved form plus
-    its name when the name is no symlink (one ``lstat``, not one per component: a command given the partitions
-    of a log dir one by one resolves the log dir once)."""
-    if real is None:
-        return os.path.realpath(path)
-    parent, name = os.path.split(path)
-    if not name:
-        return path  # "/"
-    rp = real.get(parent)
-    if rp is None:
-        rp = real[parent] = os.path.realpath(parent)
-    candidate = os.path.join(rp, name)
-    try:
-        if not stat.S_ISLNK(os.lstat(candidate).st_mode):
-            return candidate
-    except OSError:
-        pass  # missing (a destination not made yet), or unreadable: as realpath resolves it
-    return os.path.realpath(path)
-
-
 # What a probe of many paths has seen (check_read): each directory's ``.lock`` (or None), each lock's verdict, and
-# each directory's resolved form.
-_Seen = tuple[dict[str, "tuple[Path, os.stat_result] | None"], dict[tuple[int, int], bool], dict[str, str]]
+# the resolver of their paths.
+_Seen = tuple[dict[str, "tuple[Path, os.stat_result] | None"], dict[tuple[int, int], bool], Resolver]
 
 
 def _lock_files(path: str | os.PathLike[str], seen: _Seen) -> Iterator[tuple[Path, os.stat_result]]:
@@ -144,7 +124,7 @@ def live_lock(path: str | os.PathLike[str], seen: _Seen | None = None) -> Path |
     """The ``.lock`` at or above ``path`` that another process (a live broker) holds, or None. Creates nothing;
     ``path`` need not exist (a destination is checked before it is made). ``seen``: what a probe of other paths
     just now found, reused (each directory stat'ed and each lock probed once)."""
-    seen = seen if seen is not None else ({}, {}, {})
+    seen = seen if seen is not None else ({}, {}, Resolver())
     verdicts = seen[1]
     for f, st in _lock_files(path, seen):
         key = (st.st_dev, st.st_ino)
@@ -172,7 +152,7 @@ def check_read(paths: Iterable[str | os.PathLike[str]], *, live: bool) -> list[P
     """Reading ``paths``: refused (exit 3) while a live broker holds a ``.lock`` at or above one of them, unless
     ``live``; returns the held ``.lock`` files (for the caller's notice that active segments may be mid-write)."""
     held: list[Path] = []
-    seen: _Seen = ({}, {}, {})
+    seen: _Seen = ({}, {}, Resolver())
     for p in paths:
         lock = live_lock(p, seen)
         if lock is not None and lock not in held:

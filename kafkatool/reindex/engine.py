@@ -59,6 +59,7 @@ from kafkatool.reindex.verify import (
 from kafkatool.util import budget as _budget
 from kafkatool.util import crash
 from kafkatool.util.atomic import atomic_write_bytes, is_temp_name, remove_temp, replace_with_backup
+from kafkatool.util.realpath import Resolver
 from kafkatool.util.regular import open_regular
 
 Mode = Literal["check", "output", "in-place"]
@@ -253,13 +254,14 @@ def _write(task: SegmentTask, check: IndexCheck, data: bytes, options: ReindexOp
 def plan(inputs: Inputs, options: ReindexOptions) -> list[SegmentTask]:
     """The segments behind the PATH arguments, in partition and offset order, each once."""
     tasks: list[SegmentTask] = []
-    seen: set[Path] = set()
+    seen: set[str] = set()
+    resolve = Resolver()
 
     def add_partition(part: PartitionDir, only: Iterable[Segment] | None = None) -> None:
         segs = part.segments
         last = segs[-1].base_offset if segs else None
         for seg in (segs if only is None else only):
-            key = seg.log.resolve()
+            key = resolve(seg.log)
             if key in seen:
                 continue
             seen.add(key)

@@ -52,10 +52,11 @@ def irregular(path: str | os.PathLike[str]) -> str | None:
     try:
         return kind_of(os.stat(path).st_mode)
     except OSError as e:
-        return _link_trouble(path, e)
+        return link_trouble(path, e)
 
 
-def _link_trouble(path: str | os.PathLike[str], e: OSError) -> str | None:
+def link_trouble(path: str | os.PathLike[str], e: OSError) -> str | None:
+    """What a path whose ``stat`` failed with ``e`` is, when a symlink is the trouble (a loop, a dangling link)."""
     if e.errno == errno.ELOOP:
         return "a symbolic link loop"
     if e.errno in (errno.ENOENT, errno.ENOTDIR):
@@ -94,7 +95,7 @@ class RegularFile:
                 raise
             fd = os.open(self.path, _OPEN_FLAGS)  # O_NOATIME needs the file's owner (EPERM otherwise)
         except OSError as e:
-            trouble = _link_trouble(self.path, e) if e.errno in (errno.ELOOP, errno.ENOENT, errno.ENOTDIR) else None
+            trouble = link_trouble(self.path, e) if e.errno in (errno.ELOOP, errno.ENOENT, errno.ENOTDIR) else None
             if e.errno == errno.ENXIO:
                 trouble = "a socket"  # opening a socket file: ENXIO
             if trouble is not None:
