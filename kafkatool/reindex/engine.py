@@ -191,7 +191,9 @@ def check_segment(task: SegmentTask, options: ReindexOptions) -> SegmentResult:
     irregular: dict[Path, NotRegularFileError] = {}
     disk_index = _load(index_path, "offset", task.base_offset, irregular) if options.offset_index else None
     disk_time = _load(time_path, "time", task.base_offset, irregular)
-    index_exists = index_path.is_file() and index_path not in irregular
+    # loaded: there and a regular file (load_index opened it)
+    index_exists = disk_index is not None if options.offset_index else \
+        index_path.is_file() and index_path not in irregular
     observers: list[ChunkObserver] = []
     offset_answers = time_answers = None
     if disk_index is not None and disk_index.entries:

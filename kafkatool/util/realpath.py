@@ -2,8 +2,8 @@
 
 Resolving a path costs an ``lstat`` per component. A command given the partitions of a log dir one by one (or
 walking thousands of segments) resolves the same ancestors again and again: :class:`Resolver` resolves a path as its
-directory's resolved form (cached) plus its name, when the name is no symlink (one ``lstat``); otherwise, or when
-the name cannot be examined, exactly as ``os.path.realpath`` does.
+directory's resolved form (cached, and resolved the same way) plus its name, when the name is no symlink (one
+``lstat``); otherwise, or when the name cannot be examined, exactly as ``os.path.realpath`` does.
 """
 
 from __future__ import annotations
@@ -21,13 +21,18 @@ class Resolver:
         self._dirs: dict[str, str] = {}
 
     def __call__(self, path: str | os.PathLike[str]) -> str:
-        full = os.path.abspath(path)
+        text = os.fspath(path)
+        if ".." in text.split(os.sep):
+            return os.path.realpath(text)  # ".." after a symlink is its target's parent: abspath would drop both
+        return self._resolve(os.path.abspath(text))
+
+    def _resolve(self, full: str) -> str:
         parent, name = os.path.split(full)
         if not name:
             return full  # "/"
         rp = self._dirs.get(parent)
         if rp is None:
-            rp = self._dirs[parent] = os.path.realpath(parent)
+            rp = self._dirs[parent] = self._resolve(parent)  # its own directory's form, cached in turn
         candidate = os.path.join(rp, name)
         try:
             if not stat.S_ISLNK(os.lstat(candidate).st_mode):

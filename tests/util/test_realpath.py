@@ -42,6 +42,7 @@ def random_tree(root: Path, rng: random.Random) -> list[str]:
     # through the links, and paths that do not exist (a destination not made yet)
     paths += [os.path.join(str(rng.choice(links)), "x") for _ in range(10)]
     paths += [os.path.join(str(rng.choice(dirs)), "new", "out") for _ in range(5)]
+    paths += [os.path.join(str(rng.choice(links)), "..", rng.choice(["", "x", ".."])) for _ in range(8)]
     return paths
 
 
