@@ -2312,7 +2312,21 @@ typedef struct {
     Py_ssize_t n, cap;  /* pairs */
 } Pairs;
 
-static int pairs_put(Pairs *a, int64_t x, int64_t y)
+/* Room for ``cap`` pairs (a step's headers give at most one index and one time entry each): no regrowth, and no
+ * copy of what was appended, in the loop. 0, or -1 (no exception left). */
+static int pairs_reserve(Pairs *a, Py_ssize_t cap)
+{
+    if (cap <= a->cap)
+        return 0;
+    int64_t *grown = PyMem_Realloc(a->v, (size_t)cap * 2 * sizeof(int64_t));
+    if (grown == NULL)
+        return -1;
+    a->v = grown;
+    a->cap = cap;
+    return 0;
+}
+
+static inline int pairs_put(Pairs *a, int64_t x, int64_t y)
 {
     if (a->n == a->cap) {
         Py_ssize_t cap = a->cap ? a->cap * 2 : 256;
@@ -2427,6 +2441,8 @@ static PyObject *sp_recover_rules(PyObject *self, PyObject *const *args, Py_ssiz
         alast = bufs[3].buf;
         amts = bufs[4].buf;
     }
+    if (pairs_reserve(&idx, n) < 0 || pairs_reserve(&tim, n) < 0)
+        goto unusual;
     pos = pos0;
     for (i = 0; i < n; i++, h += RECOVERY_HEADER) {
         int64_t size = (int64_t)be_i32(h + SIZE_OFFSET) + LOG_OVERHEAD, batch_last, ts;

@@ -91,7 +91,7 @@ class SegmentTask:
         return f"{self.partition}/{self.log.name}"
 
     def file(self, suffix: str) -> Path:
-        return self.log.with_name(self.log.name[:-len(LOG_SUFFIX)] + suffix)
+        return Path(str(self.log)[:-len(LOG_SUFFIX)] + suffix)  # the .log's name with another suffix
 
 
 @dataclass(frozen=True, slots=True)

@@ -107,15 +107,21 @@ def load_index(path: Path, index_type: IndexType, base_offset: int) -> OnDiskInd
     except OSError as e:
         raise InputError(f"cannot read: {e.strerror}", path=path) from None
     slots = len(data) // size
-    used = len(data[:slots * size].rstrip(b"\0"))
-    n = -(-used // size)
-    raw = data[:n * size]
+    end = slots * size
+    if slots and any(data[end - size:end]):
+        n = slots  # the last whole slot holds an entry: no padding (no copy of the entries to find out)
+    else:
+        n = -(-len(data[:end].rstrip(b"\0")) // size)
+    raw = data if n * size == len(data) else data[:n * size]
     arr = np.frombuffer(raw, dtype=_TIME if index_type == "time" else _OFFSET)
     if index_type == "time":
         first, second = arr["ts"].astype(np.int64), arr["rel"].astype(np.int64) + base_offset
     else:
         first, second = arr["rel"].astype(np.int64) + base_offset, arr["pos"].astype(np.int64)
     return OnDiskIndex(path, len(data), slots, len(data) % size, slots - n, first, second, raw)
+
+
+_INT64_MIN = int(np.iinfo(np.int64).min)
 
 
 def _order(keys: I64) -> I64 | None:
@@ -140,8 +146,8 @@ class OffsetEntriesCheck:
         n = len(positions)
         self.is_start = np.zeros(n, bool)
         self.batch_last = np.full(n, -1, np.int64)
-        self.prior_max = np.full(n, np.iinfo(np.int64).min, np.int64)
-        self._carry = np.iinfo(np.int64).min
+        self.prior_max = np.full(n, _INT64_MIN, np.int64)
+        self._carry = _INT64_MIN
 
     def feed(self, chunk: BatchChunk) -> None:
         q, last = chunk.positions, chunk.last_offsets
@@ -174,9 +180,9 @@ class TimeEntriesCheck:
         n = len(offsets)
         self.found = np.zeros(n, bool)
         self.batch_last = np.full(n, -1, np.int64)
-        self.prior_max_ts = np.full(n, np.iinfo(np.int64).min, np.int64)
-        self._carry_last = np.iinfo(np.int64).min
-        self._carry_ts = np.iinfo(np.int64).min
+        self.prior_max_ts = np.full(n, _INT64_MIN, np.int64)
+        self._carry_last = _INT64_MIN
+        self._carry_ts = _INT64_MIN
         self._done = 0
 
     def feed(self, chunk: BatchChunk) -> None:
@@ -304,7 +310,7 @@ def check_offset_index(disk: OnDiskIndex | None, answers: OffsetEntriesCheck | N
         past = (pos >= facts.valid_bytes) | (off > last)
         # Past an invalid batch the log still holds bytes the walk did not check: not stale, unverifiable.
         unchecked = past & (pos < facts.size) if facts.invalid_batch else np.zeros(n, bool)
-        prev_off = np.concatenate(([np.iinfo(np.int64).min], off[:-1]))
+        prev_off = np.concatenate(([_INT64_MIN], off[:-1]))
         prev_pos = np.concatenate(([-1], pos[:-1]))
         not_increasing = (off <= prev_off) | (pos <= prev_pos)
         live = ~past & ~before_base & (pos >= 0)
@@ -422,7 +428,7 @@ def check_time_index(disk: OnDiskIndex | None, answers: TimeEntriesCheck | None,
         past = (off > last) | ~answers.found
         unchecked = past if facts.invalid_batch else np.zeros(n, bool)
         prev_ts = np.concatenate(([-1], ts[:-1]))
-        prev_off = np.concatenate(([np.iinfo(np.int64).min], off[:-1]))
+        prev_off = np.concatenate(([_INT64_MIN], off[:-1]))
         not_increasing = ((ts <= prev_ts) & (np.arange(n) > 0)) | (off < prev_off)
         negative = ts < 0
         live = ~past & ~before_base

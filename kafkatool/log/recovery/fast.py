@@ -496,9 +496,10 @@ class _Builder:
 
 
 def _columns(pairs: bytearray) -> tuple[I64, I64]:
-    """The two columns of the native int64 pairs a compiled walk appended."""
+    """The two columns of the native int64 pairs a compiled walk appended (strided views of ``pairs``: the
+    caller's ``_concat`` copies them out)."""
     p = np.frombuffer(pairs, np.int64).reshape(-1, 2)
-    return p[:, 0].copy(), p[:, 1].copy()
+    return p[:, 0], p[:, 1]
 
 
 def _magics(bits: int) -> list[int]:
