@@ -2710,12 +2710,6 @@ done:
     return res;
 }
 
-/* hop_walk(fd, p, limit, max_n, headers) -> HeadersWalk(position, headers, size) | None
- * The hopping loop of ``recovery.fast._Walk._hops``: one RECOVERY_HEADER-byte pread per batch (headers read
- * short at the end of the file are padded with zeros) while ``p < limit`` and fewer than ``max_n`` batches were
- * read, appending each header to the bytearray ``headers``. Stops at a size below RECORD_OVERHEAD_V0 (returned as
- * ``size``, ``position`` at that batch) and wherever a pread fails or is interrupted (``position`` at the batch:
- * the Python loop reads it again and raises what os.pread raises). The bytes between headers are never read. */
 /* Append the n headers of buf to the bytearray hdr; -1 (error cleared) when it cannot grow. */
 static int hop_flush(PyObject *hdr, const uint8_t *buf, Py_ssize_t n)
 {
@@ -2732,25 +2726,39 @@ static int hop_flush(PyObject *hdr, const uint8_t *buf, Py_ssize_t n)
 
 #define HOP_BLOCK 256 /* headers read into the stack buffer between appends (11 KB) */
 
+/* hop_walk(fd, p, limit, max_n, headers[, probe_n, probe_below]) -> HeadersWalk(position, headers, size) | None
+ * The hopping loop of ``recovery.fast._Walk._hops``: one RECOVERY_HEADER-byte pread per batch (headers read
+ * short at the end of the file are padded with zeros) while ``p < limit`` and fewer than ``max_n`` batches were
+ * read, appending each header to the bytearray ``headers``. Stops at a size below RECORD_OVERHEAD_V0 (returned as
+ * ``size``, ``position`` at that batch) and wherever a pread fails or is interrupted (``position`` at the batch:
+ * the Python loop reads it again and raises what os.pread raises). The bytes between headers are never read.
+ * With ``probe_n`` > 0: also stops after the first ``probe_n`` headers when they average below ``probe_below``
+ * bytes a batch (the caller then reads windows: small batches are cheaper to copy than to hop). */
 static PyObject *sp_hop_walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    int64_t fd, p, limit, max_n, s = RECORD_OVERHEAD_V0;
+    int64_t fd, p, limit, max_n, s = RECORD_OVERHEAD_V0, probe_n = 0, probe_below = 0, start;
     Py_ssize_t n = 0, k = 0, old;
     PyObject *hdr;
     /* Headers go through a small buffer on the stack, appended block by block: no allocation of max_n headers
        per call (above glibc's mmap threshold, a fresh mapping and its page faults at every step). */
     uint8_t buf[HOP_BLOCK * RECOVERY_HEADER];
     (void)self;
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError, "hop_walk takes 5 arguments");
+    if (nargs != 5 && nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "hop_walk takes 5 or 7 arguments");
         return NULL;
     }
     hdr = args[4];
     if (!PyByteArray_CheckExact(hdr) || arg_i64(args[0], &fd) || arg_i64(args[1], &p) || arg_i64(args[2], &limit)
-        || arg_i64(args[3], &max_n) || fd < 0 || fd > INT32_MAX || max_n <= 0 || max_n > (1 << 20) || p < 0)
+        || arg_i64(args[3], &max_n) || fd < 0 || fd > INT32_MAX || max_n <= 0 || max_n > (1 << 20) || p < 0
+        || (nargs == 7 && (arg_i64(args[5], &probe_n) || arg_i64(args[6], &probe_below) || probe_n < 0
+                           || probe_below < 0 || probe_below > INT32_MAX)))
         Py_RETURN_NONE;
     old = PyByteArray_GET_SIZE(hdr);
+    start = p;
     while (p < limit && n < max_n) {
+        /* The probe: after probe_n headers averaging below probe_below bytes, the caller reads windows instead. */
+        if (n == probe_n && n > 0 && p - start < probe_n * probe_below)
+            break;
         uint8_t *h = buf + k * RECOVERY_HEADER;
         ssize_t got = pread((int)fd, h, RECOVERY_HEADER, (off_t)p);
         if (got < 0)
@@ -3993,7 +4001,7 @@ static PyMethodDef methods[] = {
      "answer_times(last_offsets, max_timestamps, sorted, order, found, batch_last, prior_max_ts, carry_last, "
      "carry_ts, done): TimeEntriesCheck.feed's answers, or None."},
     {"hop_walk", (PyCFunction)(void (*)(void))sp_hop_walk, METH_FASTCALL,
-     "hop_walk(fd, p, limit, max_n, headers): recover_fast's hopping loop."},
+     "hop_walk(fd, p, limit, max_n, headers[, probe_n, probe_below]): recover_fast's hopping loop."},
     {"dump_walk", (PyCFunction)(void (*)(void))sp_dump_walk, METH_FASTCALL,
      "dump_walk(buf, p, stop, end, last, flags, crc32c, crc32, decompress): dump's plain batches."},
     {"downconvert_run", (PyCFunction)(void (*)(void))sp_downconvert_run, METH_FASTCALL,

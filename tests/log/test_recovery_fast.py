@@ -170,3 +170,33 @@ def test_a_spare_window_is_not_shared_with_forked_workers(tmp_path):
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert window[:6] == b"parent"
+
+
+@pytest.mark.parametrize(("size", "hops"), [(300, False), (12000, True)])
+def test_the_first_hopping_step_probes_the_batch_size(tmp_path, size, hops):
+    """The compiled walk hops from header to header while batches are large; after PROBE_HOPS_C headers of
+    small ones it stops and reads windows instead (copying small batches is cheaper than a pread each)."""
+    from tests.support.segments import v2_sized
+
+    if recover_fast._C is None:
+        pytest.fail("kafkatool._speedups is not built: run `pip install -e .`")
+    n = recover_fast.PROBE_HOPS_C * 3
+    log = write_segment(tmp_path / "p-0", 0, [v2_sized(i, size) for i in range(n)])
+    fd = os.open(log, os.O_RDONLY)
+    try:
+        walk = recover_fast._Walk(fd, log.stat().st_size, False, str(log))
+        try:
+            walk.step()
+            assert walk.hop is hops
+            assert walk.pending == (n if hops else recover_fast.PROBE_HOPS_C)  # one step: all, or the probe
+            while walk.stop is None:
+                walk.step()
+            assert walk.pending == n
+        finally:
+            walk.close()
+        # the compiled loop alone: the probe stops it only where the batches are small
+        r = recover_fast._C.hop_walk(fd, 0, log.stat().st_size, n, bytearray(), 64, 3 << 10)
+        assert r.headers == (n if hops else 64)
+        assert recover_fast._C.hop_walk(fd, 0, log.stat().st_size, n, bytearray()).headers == n  # no probe
+    finally:
+        os.close(fd)

@@ -168,7 +168,7 @@ class _Walk:
             self._anon.close()
 
     def step(self) -> None:
-        """Advance by one window (or up to 64 hops); sets ``stop`` when the walk is over."""
+        """Advance by one window or one hopping step; sets ``stop`` when the walk is over."""
         if self.p >= self.limit:
             self._finish()
         elif self.hop:
@@ -284,9 +284,11 @@ class _Walk:
         p, limit = self.p, self.limit
         hdr = self.headers
         start, n = p, 0
-        hops = PROBE_HOPS_C if self.probe else self.hops
+        hops = self.hops
+        # The first step probes: after PROBE_HOPS_C headers of small batches it stops, for the window.
+        probe = PROBE_HOPS_C if self.probe else 0
         self.probe = False
-        r = _C.hop_walk(fd, p, limit, hops, hdr) if _C is not None else None
+        r = _C.hop_walk(fd, p, limit, hops, hdr, probe, WINDOW_BELOW_C) if _C is not None else None
         if r is not None and (r.headers or r.size < RECORD_OVERHEAD_V0):
             p, n, s = r.position, r.headers, r.size
             if s < RECORD_OVERHEAD_V0:
@@ -295,7 +297,7 @@ class _Walk:
                 self.stop = WalkEnd("corrupt", p, self.size - p, "", s)
                 return
             self.p = p
-            if n == hops and p - start < n * WINDOW_BELOW_C:
+            if (n == hops or n == probe) and p - start < n * WINDOW_BELOW_C:
                 self.hop = False
                 _advise(self.fd, "POSIX_FADV_SEQUENTIAL")
             return
