@@ -231,30 +231,29 @@ class PartitionDir:
         bases: set[int] = set()
         irregular_suffixes: dict[int, set[str]] = {}
         for name, what in _listing(p, entries):
-            f = p / name
             m = _SEGMENT_RE.match(name)
             pending = name.endswith((DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX))
             suffix = "." + m.group("rest") if m else None
             if what is not None:
                 # Kafka's loader lists regular files only (``File.isFile``) and would pass over it; we say so.
                 if pending or suffix in SEGMENT_SUFFIXES or suffix == SNAPSHOT_SUFFIX or name in PARTITION_FILES:
-                    part.not_regular.append(IrregularFile(f, what))
+                    part.not_regular.append(IrregularFile(p / name, what))
                     if m and suffix in SEGMENT_SUFFIXES:
                         irregular_suffixes.setdefault(int(m.group("offset")), set()).add(suffix or "")
                 else:
-                    part.other.append(f)
+                    part.other.append(p / name)
                 continue
             if pending:
-                part.pending.append(f)
+                part.pending.append(p / name)
                 continue
-            if m and suffix in SEGMENT_SUFFIXES:
+            if m and suffix in SEGMENT_SUFFIXES:  # a segment's file: named by the Segment, no Path of its own
                 if suffix == LOG_SUFFIX:
                     bases.add(int(m.group("offset")))
                 continue
             if m and suffix == SNAPSHOT_SUFFIX:
-                part.snapshots.append(f)
+                part.snapshots.append(p / name)
                 continue
-            part.other.append(f)
+            part.other.append(p / name)
         part.segments = [Segment(b, p, frozenset(irregular_suffixes.get(b, ()))) for b in sorted(bases)]
         return part
 

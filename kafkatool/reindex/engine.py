@@ -91,7 +91,7 @@ class SegmentTask:
         return f"{self.partition}/{self.log.name}"
 
     def file(self, suffix: str) -> Path:
-        return Path(str(self.log)[:-len(LOG_SUFFIX)] + suffix)  # the .log's name with another suffix
+        return self.log.with_suffix(suffix)  # the .log's name with another suffix
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,11 +263,12 @@ def plan(inputs: Inputs, options: ReindexOptions) -> list[SegmentTask]:
         segs = part.segments
         last = segs[-1].base_offset if segs else None
         for seg in (segs if only is None else only):
-            key = resolve(seg.log)
+            log = seg.log
+            key = resolve(log)
             if key in seen:
                 continue
             seen.add(key)
-            tasks.append(SegmentTask(seg.log, seg.base_offset, seg.log.stat().st_size, seg.base_offset == last,
+            tasks.append(SegmentTask(log, seg.base_offset, os.stat(log).st_size, seg.base_offset == last,
                                      part.path.name))
 
     for f in inputs.files:
