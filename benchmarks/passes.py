@@ -221,11 +221,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--iterations", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--to-magic", type=int, default=1)
+    ap.add_argument("--before", metavar="FILE",
+                    help="one untimed pass over FILE first, as a command's start-up run does its tiny segment (the "
+                         "imports and first calls of the process); with --warmup 0 the timed passes then run as a "
+                         "fresh command's do")
     ap.add_argument("--repeat", type=int, default=1,
                     help="passes per timed iteration, timed together and divided: a pass of a few ms then reads as "
                          "many bytes as the command it is set beside (hop-floor beside reindex-time's 40 copies)")
     args = ap.parse_args(argv)
     fn = PASSES[args.name]
+    if args.before:
+        fn(args.before, args)
     wall: list[float] = []
     cpu: list[float] = []
     result: dict[str, Any] = {}

@@ -35,6 +35,7 @@ SHORT = {
     "dump-deep-kp": "dump --deep vs kafka-python",
     "reindex": "reindex-time",
     "reindex-floor": "reindex-time's floor (header walk)",
+    "reindex-floor-fresh": "the floor, fresh process",
     "downconvert-v1": "downconvert v1",
     "downconvert-v0": "downconvert v0",
     "fetch-sim": "fetch-sim",

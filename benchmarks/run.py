@@ -257,9 +257,11 @@ def measure_command(key: str, cmd: Command, big: Layout, tiny: Layout, a: argpar
 
 # -- in-process passes (kafkatool library, kafka-python) and Kafka ---------------------------------------------
 
-def measure_pass(key: str, name: str, extra: list[str], layout: Layout, a: argparse.Namespace) -> Measurement:
-    argv = [sys.executable, "-m", "benchmarks.passes", name, str(layout.log), "--iterations", str(a.iterations),
-            "--warmup", str(a.warmup), *extra]
+def measure_pass(key: str, name: str, extra: list[str], layout: Layout, a: argparse.Namespace, *,
+                 iterations: int | None = None, warmup: int | None = None) -> Measurement:
+    argv = [sys.executable, "-m", "benchmarks.passes", name, str(layout.log),
+            "--iterations", str(a.iterations if iterations is None else iterations),
+            "--warmup", str(a.warmup if warmup is None else warmup), *extra]
     m = Measurement(key, "pass", argv)
     if "--repeat" in extra:  # the bytes it reads per timed iteration, for the legend (its timings are per pass)
         m.copies = int(extra[extra.index("--repeat") + 1])
@@ -335,6 +337,30 @@ def _pass(name: str, *extra: str, like: Command | None = None) -> Spec:
                           *(["--repeat", "COPIES"] if like is not None else []))))
 
 
+def _pass_fresh(name: str, *, like: Command) -> Spec:
+    """A library pass timed as the command ``like`` is: each timed iteration its own process, its start-up (the
+    imports and one pass over the scenario's tiny segment, as the command's fixed-cost run) untimed, no warm-up
+    passes, over as many passes as the command reads copies. A fresh process's first passes are slower than a
+    warmed one's (caches cold after the imports); the command pays that in every run."""
+    def measure(k: str, big: Layout, tiny: Layout, a: argparse.Namespace) -> Measurement:
+        repeat = like.copies(big.size, a.read_scale)
+        extra = ["--repeat", str(repeat), "--before", str(tiny.log)]
+        runs = [measure_pass(k, name, extra, big, a, iterations=1, warmup=0) for _ in range(a.iterations)]
+        failed = next((r for r in runs if r.error), None)
+        if failed is not None:
+            return failed
+        m = runs[0]
+        m.argv = [*m.argv, f"(x{len(runs)} processes)"]
+        m.runs = [r.runs[0] for r in runs]
+        m.peak_rss_mb = max(r.peak_rss_mb for r in runs)
+        m.cpu_ms = m.net_cpu_ms = m.one_cpu_ms = _median([r["cpu_ms"] for r in m.runs])
+        m.wall_ms = m.net_wall_ms = m.one_wall_ms = _median([r["wall_ms"] for r in m.runs])
+        return m
+    return Spec(" ".join(("pass-fresh", name)), measure,
+                " ".join(("python -m benchmarks.passes", name, "SEGMENT.log --repeat COPIES --before TINY.log "
+                          "--iterations 1 --warmup 0, a process per iteration")))
+
+
 Target = Callable[[Scenario], float | None]
 
 
@@ -408,6 +434,8 @@ ROWS: list[Row] = [
         lambda s: 10.0),
     Row("reindex-floor", "the floor under reindex-time's check: a bare header walk, one pread per batch",
         _pass("hop-floor", like=REINDEX), _K_SHALLOW, "kafka bench", lambda s: None),
+    Row("reindex-floor-fresh", "the same floor timed as the command is: a fresh process per iteration, start-up "
+        "untimed", _pass_fresh("hop-floor", like=REINDEX), _K_SHALLOW, "kafka bench", lambda s: None),
     Row("downconvert-v1", "downconvert --to-magic 1", _cmd("downconvert-v1", DOWN_V1), _K_DOWN1,
         "kafka bench-downconvert --to-magic 1", _down_target, _v2_convertible),
     Row("downconvert-v0", "downconvert --to-magic 0", _cmd("downconvert-v0", DOWN_V0), _K_DOWN0,

@@ -142,7 +142,8 @@ def test_a_tiny_run_end_to_end_counts_the_same_data_as_kafka(kafka_ref: KafkaRef
     p = subprocess.run([sys.executable, "-m", "benchmarks", "--scenarios", "v2-lz4-1kx16-h2", "--size-mb", "0.3",
                         "--iterations", "1", "--warmup", "0", "--java-iterations", "1", "--java-warmup", "0",
                         # not the kafka-python rows: kafka-python is the [bench] extra, not a test dependency
-                        "--rows", "dump,dump-deep,reindex,reindex-floor,downconvert,fetch-sim,lib-deep",
+                        "--rows", "dump,dump-deep,reindex,reindex-floor,reindex-floor-fresh,downconvert,fetch-sim,"
+                        "lib-deep",
                         "--sets", "ratios,rss",
                         "--rss-size", "1MiB", "--rss-codecs", "lz4",
                         "--rss-commands", "sample,dump-deep,downconvert-v0,upconvert,canary-verify",
@@ -153,12 +154,12 @@ def test_a_tiny_run_end_to_end_counts_the_same_data_as_kafka(kafka_ref: KafkaRef
     assert d["schema"] == 2 and d["command"].startswith("python -m benchmarks --scenarios v2-lz4-1kx16-h2")
     assert len(d["git"]["commit"]) == 40
     rows = {r["row"]: r for r in d["rows"]}
-    assert set(rows) == {"dump", "dump-deep", "reindex", "reindex-floor", "downconvert-v1", "downconvert-v0",
-                         "fetch-sim", "lib-deep"}
+    assert set(rows) == {"dump", "dump-deep", "reindex", "reindex-floor", "reindex-floor-fresh", "downconvert-v1",
+                         "downconvert-v0", "fetch-sim", "lib-deep"}
     for r in rows.values():
         assert r["error"] is None and r["mismatch"] is None, r
     ms = d["measurements"]
-    for name in ("dump-deep", "reindex", "reindex-floor", "downconvert-v0"):
+    for name in ("dump-deep", "reindex", "reindex-floor", "reindex-floor-fresh", "downconvert-v0"):
         ours, peer = ms[rows[name]["ours"]], ms[rows[name]["peer_key"]]
         # the command read the segment ``copies`` times (hard-linked partitions): so many times Kafka's counts
         assert ours["copies"] == rows[name]["copies"] >= 1
@@ -166,6 +167,11 @@ def test_a_tiny_run_end_to_end_counts_the_same_data_as_kafka(kafka_ref: KafkaRef
         assert shared and all(ours["counts"][k] == ours["copies"] * peer["counts"][k] > 0 for k in shared), name
     assert "records" in ms[rows["dump-deep"]["ours"]]["counts"]  # the same records, headers and all
     assert ms[rows["reindex"]["ours"]]["copies"] > 1  # a fast command reads its segment many times
+    # ... and its floors walk it as many times: in one process, and in a fresh process per iteration
+    assert ms[rows["reindex-floor"]["ours"]]["copies"] == ms[rows["reindex-floor-fresh"]["ours"]]["copies"] \
+        == ms[rows["reindex"]["ours"]]["copies"]
+    fresh = ms[rows["reindex-floor-fresh"]["ours"]]
+    assert "--before" in fresh["argv"] and "(x1 processes)" in fresh["argv"] and len(fresh["runs"]) == 1
     fetch = ms[rows["fetch-sim"]["ours"]]  # ... fetch-sim as partitions of one response, each converted whole
     assert fetch["copies"] > 1 and fetch["counts"]["fetch_bytes_written"] > 0
     down = ms[rows["downconvert-v0"]["ours"]]
