@@ -28,9 +28,10 @@ def pure_requested() -> bool:
 REQUIRED = ("configure", "parse_records", "parse_records_chunk", "validate_records", "reframe_v2_records",
             "legacy_wrapper", "legacy_deep_records", "encode_records", "encode_entries", "plan_step",
             "json_record_lines", "verify_walk", "headers_walk", "hop_walk", "index_walk", "dump_walk",
-            "downconvert_run", "consumer_walk", "crc32", "recover_rules", "answer_positions", "answer_times",
-            "record_stats", "reframe_v2_wrapped",
-            "Reframed", "VerifyWalk", "HeadersWalk", "DumpWalk", "DownconvertRun", "ConsumerWalk", "RecoverRules")
+            "downconvert_run", "consumer_walk", "crc32", "recover_rules", "hop_rules", "answer_positions",
+            "answer_times", "record_stats", "reframe_v2_wrapped",
+            "Reframed", "VerifyWalk", "HeadersWalk", "DumpWalk", "DownconvertRun", "ConsumerWalk", "RecoverRules",
+            "HopRules")
 
 
 def load() -> ModuleType | None:

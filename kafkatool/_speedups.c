@@ -594,6 +594,26 @@ static PyStructSequence_Field recover_rules_fields[] = {
     {NULL, NULL},
 };
 
+static PyStructSequence_Field hop_rules_fields[] = {
+    {"batches", "batches walked and taken under the rules"},
+    {"end", "the position after the last of them: where the walk goes on"},
+    {"why", "why it stopped: 0 max_n batches, 1 the limit, 2 the probe found small batches, 3 a batch left to "
+            "Python at ``end`` (a size below the minimum, a torn or short tail, a failed read, or rules numpy "
+            "must apply)"},
+    {"last_offset", "the last batch's last offset (-1: none taken)"},
+    {"magics", "bit m set for each magic m seen"},
+    {"last_index_entry", "LogSegment.recover's lastIndexEntry after them"},
+    {"max_ts", "maxTimestampSoFar"},
+    {"max_ts_offset", "offsetOfMaxTimestampSoFar"},
+    {"time_last_ts", "the last time index entry's timestamp"},
+    {"time_last_offset", "the last time index entry's offset"},
+    {"index_last", "the last offset index entry's offset (None: no entry yet)"},
+    {"index_count", "offset index entries"},
+    {"time_count", "time index entries"},
+    {"latest_epoch", "the leader-epoch cache's latest epoch"},
+    {NULL, NULL},
+};
+
 #define DESC(name, doc, fields) {"kafkatool._speedups." name, doc, fields, \
                                  (int)(sizeof(fields) / sizeof(fields[0]) - 1)}
 static PyStructSequence_Desc result_descs[] = {
@@ -606,9 +626,10 @@ static PyStructSequence_Desc result_descs[] = {
          scan_figures_fields),
     DESC("ConsumerWalk", "consumer_walk: what fetch.consumer_view.ConsumerView adds up", consumer_walk_fields),
     DESC("RecoverRules", "recover_rules: recovery.fast._Builder's state after the headers given", recover_rules_fields),
+    DESC("HopRules", "hop_rules: where the walk got to and recovery.fast._Builder's state after it", hop_rules_fields),
 };
 enum { R_REFRAMED, R_VERIFY_WALK, R_HEADERS_WALK, R_DUMP_WALK, R_DOWNCONVERT_RUN, R_SCAN_FIGURES, R_CONSUMER_WALK,
-       R_RECOVER_RULES, N_RESULTS };
+       R_RECOVER_RULES, R_HOP_RULES, N_RESULTS };
 static PyTypeObject *result_types[N_RESULTS];
 
 /* The items of the tuple ``t`` (a new reference, consumed) as a result of type ``which``: NULL with the error set
@@ -2367,49 +2388,158 @@ static int pairs_flush(const Pairs *a, PyObject *out_a, const Pairs *b, PyObject
     return 0;
 }
 
+/* LogSegment.recover's state carried from batch to batch (recovery.fast._Builder's fields), with the entries
+ * appended since the call began. */
+typedef struct {
+    int64_t base, interval, verify, lie, max_ts, max_off, t_ts, t_off, i_last, i_count, t_count, epoch, last;
+    int has_last;
+    unsigned magics;
+    Pairs idx, tim, eps;
+} Rules;
+
+/* Reads the state from args[k..k+9] (last_index_entry, max_ts, max_ts_offset, time_last_ts, time_last_offset,
+ * index_last or None, index_count, time_count, latest_epoch) after base, interval, verify at args[k-3..k-1]; -1
+ * (no exception left) where one is not an int64. */
+static int rules_parse(Rules *r, PyObject *const *args, int k)
+{
+    memset(r, 0, sizeof(*r));
+    r->last = -1;
+    r->has_last = args[k + 5] != Py_None;
+    return arg_i64(args[k - 3], &r->base) || arg_i64(args[k - 2], &r->interval) || arg_i64(args[k - 1], &r->verify)
+           || arg_i64(args[k], &r->lie) || arg_i64(args[k + 1], &r->max_ts) || arg_i64(args[k + 2], &r->max_off)
+           || arg_i64(args[k + 3], &r->t_ts) || arg_i64(args[k + 4], &r->t_off)
+           || (r->has_last && arg_i64(args[k + 5], &r->i_last)) || arg_i64(args[k + 6], &r->i_count)
+           || arg_i64(args[k + 7], &r->t_count) || arg_i64(args[k + 8], &r->epoch) ? -1 : 0;
+}
+
+static void rules_free(Rules *r)
+{
+    PyMem_Free(r->idx.v);
+    PyMem_Free(r->tim.v);
+    PyMem_Free(r->eps.v);
+}
+
+/* The batch at ``pos`` (``size`` bytes, log overhead included) whose header ``h`` holds, under the rules: 0 with the
+ * state advanced and *batch_last, *ts set; -1 with nothing changed where recover() does something else than
+ * append for it (the numpy rules must judge it): a magic other than 0, 1, 2, a v2 batch below its overhead, a last
+ * offset outside [base, base + INT32_MAX], an InvalidOffsetException of either index, with ``verify`` a v2 control
+ * batch (its marker is read and checked), or an int64 overflow. Every check comes before any change. */
+static inline int rules_batch(Rules *r, const uint8_t *h, int64_t pos, int64_t size, int64_t *batch_last,
+                              int64_t *ts)
+{
+    int8_t magic = (int8_t)h[MAGIC_OFFSET];
+    int64_t gap, end, max_ts = r->max_ts, max_off = r->max_off, e = -1;
+    int point;
+    if (size < RECORD_OVERHEAD_V0 + LOG_OVERHEAD || recovery_fields(h, size, r->base, batch_last, ts) < 0
+        || __builtin_add_overflow(pos, size, &end) || __builtin_sub_overflow(pos, r->lie, &gap))
+        return -1;
+    if (magic == 2) {
+        if (r->verify && (be_i16(h + V2_ATTRIBUTES_OFFSET) & 0x20))
+            return -1; /* a control batch: its marker is read and checked */
+        e = be_i32(h + V2_PARTITION_LEADER_EPOCH_OFFSET);
+    }
+    if (*ts > max_ts) {
+        max_ts = *ts;
+        max_off = *batch_last;
+    }
+    point = gap > r->interval;
+    /* OffsetIndex.append: strictly increasing offsets; TimeIndex.maybeAppend: an offset below the last entry's
+     * throws even where nothing is appended. */
+    if (point && ((r->has_last && *batch_last <= r->i_last) || (r->t_count > 0 && max_off < r->t_off)))
+        return -1;
+    if (e >= 0 && e > r->epoch) {
+        if (pairs_put(&r->eps, e, be_i64(h)) < 0)
+            return -1; /* nothing else changed yet */
+        r->epoch = e;
+    }
+    if (point && (pairs_put(&r->idx, *batch_last, pos) < 0
+                  || (max_ts > r->t_ts && pairs_put(&r->tim, max_ts, max_off) < 0)))
+        return -2; /* cannot happen (rules_reserve made room for every batch); the caller gives up the call */
+    r->max_ts = max_ts;
+    r->max_off = max_off;
+    if (point) {
+        r->has_last = 1;
+        r->i_last = *batch_last;
+        r->i_count++;
+        r->lie = pos;
+        if (max_ts > r->t_ts) {
+            r->t_ts = max_ts;
+            r->t_off = max_off;
+            r->t_count++;
+        }
+    }
+    r->magics |= 1u << magic;
+    r->last = *batch_last;
+    return 0;
+}
+
+/* Room for n more batches' index and time entries: rules_batch never grows them. 0, or -1 (no exception left). */
+static int rules_reserve(Rules *r, Py_ssize_t n)
+{
+    return pairs_reserve(&r->idx, r->idx.n + n) < 0 || pairs_reserve(&r->tim, r->tim.n + n) < 0 ? -1 : 0;
+}
+
+/* The five BatchChunk arrays of ``arrays`` (None: no arrays), each of at least n items: 0 with *nbufs buffers
+ * held (the caller releases them), or -1 (no exception left). */
+static int chunk_arrays(PyObject *arrays, Py_ssize_t n, Py_buffer bufs[5], int *nbufs, int64_t **aq, int64_t **asz,
+                        int8_t **amagic, int64_t **alast, int64_t **amts)
+{
+    static const Py_ssize_t item[5] = {8, 8, 1, 8, 8};
+    if (arrays == Py_None)
+        return 0;
+    if (!PyTuple_Check(arrays) || PyTuple_GET_SIZE(arrays) != 5)
+        return -1;
+    for (; *nbufs < 5; (*nbufs)++) {
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(arrays, *nbufs), &bufs[*nbufs], PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS)
+            < 0) {
+            PyErr_Clear();
+            return -1;
+        }
+        if (bufs[*nbufs].len < n * item[*nbufs]) {
+            (*nbufs)++;
+            return -1;
+        }
+    }
+    *aq = bufs[0].buf;
+    *asz = bufs[1].buf;
+    *amagic = bufs[2].buf;
+    *alast = bufs[3].buf;
+    *amts = bufs[4].buf;
+    return 0;
+}
+
 /* recover_rules(headers, pos0, base, interval, verify, last_index_entry, max_ts, max_ts_offset, time_last_ts,
  *               time_last_offset, index_last, index_count, time_count, latest_epoch, index_out, time_out,
  *               epochs_out, arrays) -> RecoverRules | None
  * ``recovery.fast._Builder.feed`` and ``feed_epochs`` with recover_fast's per-batch checks, for the batches whose
  * first RECOVERY_HEADER bytes ``headers`` holds (a whole number of them, the first at segment position ``pos0``,
- * each next one where the size field of the one before says): LogSegment.recover's rules batch by batch. The
- * running max timestamp and its offset; an index point wherever ``position - last_index_entry > interval``,
- * with OffsetIndex.append's entry (last offset, position) appended to the bytearray ``index_out`` and, where
- * TimeIndex.maybeAppend appends, its entry (timestamp, offset) to ``time_out`` (native int64 pairs); the
+ * each next one where the size field of the one before says): LogSegment.recover's rules batch by batch
+ * (rules_batch). The running max timestamp and its offset; an index point wherever ``position - last_index_entry >
+ * interval``, with OffsetIndex.append's entry (last offset, position) appended to the bytearray ``index_out`` and,
+ * where TimeIndex.maybeAppend appends, its entry (timestamp, offset) to ``time_out`` (native int64 pairs); the
  * leader-epoch cache's new (epoch, base offset) pairs to ``epochs_out``. ``index_last`` is None before the first
  * offset index entry. ``arrays``: None, or the five contiguous arrays of a BatchChunk (positions, sizes, last
  * offsets and max timestamps int64, magic int8), each of at least as many items as there are headers, to fill.
  *
- * None, with nothing appended and the state unchanged (``arrays`` may be partly filled: the caller drops them), for
- * any batch where the numpy rules must run because
- * recover() does something else than append: a magic other than 0, 1, 2, a v2 batch below its overhead, a last
- * offset outside [base, base + INT32_MAX], an InvalidOffsetException of either index, and with ``verify`` a
- * v2 control batch (its marker is read and checked). */
+ * None, with nothing appended and the state unchanged (``arrays`` may be partly filled: the caller drops them),
+ * where any batch needs the numpy rules (rules_batch). */
 static PyObject *sp_recover_rules(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     Py_buffer view, bufs[5];
     int nbufs = 0;
-    int64_t pos0, base, interval, verify, lie, max_ts, max_off, t_ts, t_off, i_last = 0, i_count, t_count, epoch;
-    int64_t pos, gap, last = -1, *aq = NULL, *asz = NULL, *alast = NULL, *amts = NULL;
+    int64_t pos, *aq = NULL, *asz = NULL, *alast = NULL, *amts = NULL;
     int8_t *amagic = NULL;
-    int has_last;
-    unsigned magics = 0;
     Py_ssize_t n, i;
     const uint8_t *h;
-    Pairs idx = {0}, tim = {0}, eps = {0};
-    PyObject *res = NULL, *arrays;
+    Rules r;
+    PyObject *res = NULL;
     (void)self;
     if (nargs != 18) {
         PyErr_SetString(PyExc_TypeError, "recover_rules takes 18 arguments");
         return NULL;
     }
-    has_last = args[10] != Py_None;
-    if (arg_i64(args[1], &pos0) || arg_i64(args[2], &base) || arg_i64(args[3], &interval)
-        || arg_i64(args[4], &verify) || arg_i64(args[5], &lie) || arg_i64(args[6], &max_ts)
-        || arg_i64(args[7], &max_off) || arg_i64(args[8], &t_ts) || arg_i64(args[9], &t_off)
-        || (has_last && arg_i64(args[10], &i_last)) || arg_i64(args[11], &i_count) || arg_i64(args[12], &t_count)
-        || arg_i64(args[13], &epoch) || !PyByteArray_CheckExact(args[14]) || !PyByteArray_CheckExact(args[15])
-        || !PyByteArray_CheckExact(args[16]))
+    if (arg_i64(args[1], &pos) || rules_parse(&r, args, 5) < 0 || !PyByteArray_CheckExact(args[14])
+        || !PyByteArray_CheckExact(args[15]) || !PyByteArray_CheckExact(args[16]))
         Py_RETURN_NONE;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
         PyErr_Clear();
@@ -2417,92 +2547,29 @@ static PyObject *sp_recover_rules(PyObject *self, PyObject *const *args, Py_ssiz
     }
     h = (const uint8_t *)view.buf;
     n = view.len / RECOVERY_HEADER;
-    if (view.len % RECOVERY_HEADER)
+    if (view.len % RECOVERY_HEADER || chunk_arrays(args[17], n, bufs, &nbufs, &aq, &asz, &amagic, &alast, &amts) < 0
+        || rules_reserve(&r, n) < 0)
         goto unusual;
-    arrays = args[17];
-    if (arrays != Py_None) {
-        static const Py_ssize_t item[5] = {8, 8, 1, 8, 8};
-        if (!PyTuple_Check(arrays) || PyTuple_GET_SIZE(arrays) != 5)
-            goto unusual;
-        for (; nbufs < 5; nbufs++) {
-            if (PyObject_GetBuffer(PyTuple_GET_ITEM(arrays, nbufs), &bufs[nbufs],
-                                   PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
-                PyErr_Clear();
-                goto unusual;
-            }
-            if (bufs[nbufs].len < n * item[nbufs]) {
-                nbufs++;
-                goto unusual;
-            }
-        }
-        aq = bufs[0].buf;
-        asz = bufs[1].buf;
-        amagic = bufs[2].buf;
-        alast = bufs[3].buf;
-        amts = bufs[4].buf;
-    }
-    if (pairs_reserve(&idx, n) < 0 || pairs_reserve(&tim, n) < 0)
-        goto unusual;
-    pos = pos0;
     for (i = 0; i < n; i++, h += RECOVERY_HEADER) {
         int64_t size = (int64_t)be_i32(h + SIZE_OFFSET) + LOG_OVERHEAD, batch_last, ts;
-        int8_t magic = (int8_t)h[MAGIC_OFFSET];
-        if (size < RECORD_OVERHEAD_V0 + LOG_OVERHEAD || recovery_fields(h, size, base, &batch_last, &ts) < 0)
+        if (rules_batch(&r, h, pos, size, &batch_last, &ts) < 0)
             goto unusual;
-        if (magic == 2) {
-            int32_t e = be_i32(h + V2_PARTITION_LEADER_EPOCH_OFFSET);
-            if (verify && (be_i16(h + V2_ATTRIBUTES_OFFSET) & 0x20))
-                goto unusual; /* a control batch: its marker is read and checked */
-            if (e >= 0 && e > epoch) {
-                if (pairs_put(&eps, e, be_i64(h)) < 0)
-                    goto unusual;
-                epoch = e;
-            }
-        }
-        if (ts > max_ts) {
-            max_ts = ts;
-            max_off = batch_last;
-        }
-        if (__builtin_sub_overflow(pos, lie, &gap))
-            goto unusual;
-        if (gap > interval) {
-            /* OffsetIndex.append: strictly increasing offsets; TimeIndex.maybeAppend: an offset below the last
-             * entry's throws even where nothing is appended. */
-            if ((has_last && batch_last <= i_last) || (t_count > 0 && max_off < t_off))
-                goto unusual;
-            if (pairs_put(&idx, batch_last, pos) < 0)
-                goto unusual;
-            has_last = 1;
-            i_last = batch_last;
-            i_count++;
-            lie = pos;
-            if (max_ts > t_ts) {
-                if (pairs_put(&tim, max_ts, max_off) < 0)
-                    goto unusual;
-                t_ts = max_ts;
-                t_off = max_off;
-                t_count++;
-            }
-        }
         if (aq != NULL) {
             aq[i] = pos;
             asz[i] = size;
-            amagic[i] = magic;
+            amagic[i] = (int8_t)h[MAGIC_OFFSET];
             alast[i] = batch_last;
             amts[i] = ts;
         }
-        magics |= 1u << magic;
-        last = batch_last;
-        if (__builtin_add_overflow(pos, size, &pos))
-            goto unusual;
+        pos += size; /* rules_batch checked it does not overflow */
     }
-    if (pairs_flush(&idx, args[14], &tim, args[15], &eps, args[16]) < 0)
+    if (pairs_flush(&r.idx, args[14], &r.tim, args[15], &r.eps, args[16]) < 0)
         goto unusual;
     res = result(R_RECOVER_RULES, Py_BuildValue(
-        "(nLLILLLLLNLLL)", n, (long long)pos, (long long)last, magics, (long long)lie, (long long)max_ts,
-        (long long)max_off, (long long)t_ts, (long long)t_off,
-        has_last ? PyLong_FromLongLong(i_last) : Py_NewRef(Py_None), (long long)i_count, (long long)t_count,
-        (long long)epoch));
+        "(nLLILLLLLNLLL)", n, (long long)pos, (long long)r.last, r.magics, (long long)r.lie, (long long)r.max_ts,
+        (long long)r.max_off, (long long)r.t_ts, (long long)r.t_off,
+        r.has_last ? PyLong_FromLongLong(r.i_last) : Py_NewRef(Py_None), (long long)r.i_count, (long long)r.t_count,
+        (long long)r.epoch));
     goto done;
 unusual:
     res = Py_NewRef(Py_None);
@@ -2510,9 +2577,98 @@ done:
     while (nbufs > 0)
         PyBuffer_Release(&bufs[--nbufs]);
     PyBuffer_Release(&view);
-    PyMem_Free(idx.v);
-    PyMem_Free(tim.v);
-    PyMem_Free(eps.v);
+    rules_free(&r);
+    return res;
+}
+
+/* hop_rules(fd, p, limit, size, max_n, probe_n, probe_below, base, interval, verify, last_index_entry, max_ts,
+ *           max_ts_offset, time_last_ts, time_last_offset, index_last, index_count, time_count, latest_epoch,
+ *           index_out, time_out, epochs_out, arrays) -> HopRules | None
+ * hop_walk and recover_rules in one loop: one RECOVERY_HEADER-byte pread per batch from ``p`` while ``p < limit``,
+ * each batch taken under the rules (rules_batch) as soon as its header is read, the entries appended as
+ * recover_rules appends them and ``arrays`` filled from index 0. Every batch taken is committed; the walk stops
+ * before any batch it leaves to Python (``why`` 3: a size below RECORD_OVERHEAD_V0, a batch running past ``size``
+ * or a header read short, a failed read, rules numpy must apply), after ``max_n`` batches (0), at the limit (1), or
+ * with ``probe_n`` > 0 after the first ``probe_n`` batches when they average below ``probe_below`` bytes (2).
+ * None, with nothing appended, where an argument is not what it should be or an output cannot grow. */
+static PyObject *sp_hop_rules(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer bufs[5];
+    int nbufs = 0, why = 0;
+    int64_t fd, p, limit, size, max_n, probe_n, probe_below, start, *aq = NULL, *asz = NULL, *alast = NULL,
+        *amts = NULL;
+    int8_t *amagic = NULL;
+    Py_ssize_t n = 0;
+    uint8_t h[RECOVERY_HEADER];
+    Rules r;
+    PyObject *res = NULL;
+    (void)self;
+    if (nargs != 23) {
+        PyErr_SetString(PyExc_TypeError, "hop_rules takes 23 arguments");
+        return NULL;
+    }
+    if (arg_i64(args[0], &fd) || arg_i64(args[1], &p) || arg_i64(args[2], &limit) || arg_i64(args[3], &size)
+        || arg_i64(args[4], &max_n) || arg_i64(args[5], &probe_n) || arg_i64(args[6], &probe_below)
+        || fd < 0 || fd > INT32_MAX || p < 0 || max_n <= 0 || max_n > (1 << 20) || probe_n < 0 || probe_below < 0
+        || probe_below > INT32_MAX || rules_parse(&r, args, 10) < 0 || !PyByteArray_CheckExact(args[19])
+        || !PyByteArray_CheckExact(args[20]) || !PyByteArray_CheckExact(args[21]))
+        Py_RETURN_NONE;
+    if (chunk_arrays(args[22], max_n, bufs, &nbufs, &aq, &asz, &amagic, &alast, &amts) < 0
+        || rules_reserve(&r, max_n) < 0)
+        goto none;
+    start = p;
+    for (;;) {
+        int64_t s, batch_last, ts, end;
+        ssize_t got;
+        int k;
+        if (n == max_n) {
+            why = 0;
+            break;
+        }
+        if (p >= limit) {
+            why = 1;
+            break;
+        }
+        if (n == probe_n && n > 0 && p - start < probe_n * probe_below) {
+            why = 2;
+            break;
+        }
+        got = pread((int)fd, h, RECOVERY_HEADER, (off_t)p);
+        why = 3;
+        if (got < RECOVERY_HEADER)
+            break; /* a failed read, or the file's last bytes: the Python walk reads them */
+        s = (int64_t)be_i32(h + SIZE_OFFSET) + LOG_OVERHEAD;
+        if (s < RECORD_OVERHEAD_V0 + LOG_OVERHEAD || __builtin_add_overflow(p, s, &end) || end > size)
+            break; /* a corrupt size, or a torn tail: the Python walk ends there */
+        k = rules_batch(&r, h, p, s, &batch_last, &ts);
+        if (k == -2)
+            goto none;
+        if (k < 0)
+            break; /* the numpy rules judge it, and the rest */
+        if (aq != NULL) {
+            aq[n] = p;
+            asz[n] = s;
+            amagic[n] = (int8_t)h[MAGIC_OFFSET];
+            alast[n] = batch_last;
+            amts[n] = ts;
+        }
+        n++;
+        p = end;
+    }
+    if (pairs_flush(&r.idx, args[19], &r.tim, args[20], &r.eps, args[21]) < 0)
+        goto none;
+    res = result(R_HOP_RULES, Py_BuildValue(
+        "(nLiLILLLLLNLLL)", n, (long long)p, why, (long long)r.last, r.magics, (long long)r.lie, (long long)r.max_ts,
+        (long long)r.max_off, (long long)r.t_ts, (long long)r.t_off,
+        r.has_last ? PyLong_FromLongLong(r.i_last) : Py_NewRef(Py_None), (long long)r.i_count, (long long)r.t_count,
+        (long long)r.epoch));
+    goto done;
+none:
+    res = Py_NewRef(Py_None);
+done:
+    while (nbufs > 0)
+        PyBuffer_Release(&bufs[--nbufs]);
+    rules_free(&r);
     return res;
 }
 
@@ -3990,6 +4146,10 @@ static PyMethodDef methods[] = {
      "headers_walk(win, lp, wl, headers): recover_fast's window loop."},
     {"index_walk", (PyCFunction)(void (*)(void))sp_index_walk, METH_FASTCALL,
      "index_walk(data, pos0, base, interval, last_index_entry, max_ts, max_ts_offset, points): SegmentIndexer's walk."},
+    {"hop_rules", (PyCFunction)(void (*)(void))sp_hop_rules, METH_FASTCALL,
+     "hop_rules(fd, p, limit, size, max_n, probe_n, probe_below, base, interval, verify, last_index_entry, max_ts, "
+     "max_ts_offset, time_last_ts, time_last_offset, index_last, index_count, time_count, latest_epoch, index_out, "
+     "time_out, epochs_out, arrays): hop_walk and recover_rules in one loop, or None."},
     {"recover_rules", (PyCFunction)(void (*)(void))sp_recover_rules, METH_FASTCALL,
      "recover_rules(headers, pos0, base, interval, verify, last_index_entry, max_ts, max_ts_offset, time_last_ts, "
      "time_last_offset, index_last, index_count, time_count, latest_epoch, index_out, time_out, epochs_out, "

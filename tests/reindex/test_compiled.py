@@ -61,6 +61,7 @@ def damaged(raw: bytes, entry: int, rng: random.Random) -> bytes:
 def numpy_all_the_way(m: pytest.MonkeyPatch) -> None:
     """No compiled rules, and every entry mask of the verdicts computed (not the clean-entries shortcut)."""
     m.setattr(recover_fast._Builder, "feed_compiled", lambda *args: None)
+    m.setattr(recover_fast._Builder, "hop_compiled", lambda *args: None)
     m.setattr(verify, "_offset_entries_clean", lambda *args: False)
     m.setattr(verify, "_time_entries_clean", lambda *args: False)
 
@@ -135,11 +136,16 @@ def test_answers_same_with_and_without(sizes, lasts, mts, queries, cuts, sort):
     assert results[1] == results[0]
 
 
-def test_the_check_runs_the_compiled_paths(tmp_path, monkeypatch):
+@pytest.mark.parametrize(("count", "size", "rules"), [
+    (50, 20000, "hop_rules"),  # large batches: walked and judged in one compiled loop
+    (50, 1000, "hop_rules"),  # fewer than the probe's hops: the same
+    (300, 300, "recover_rules"),  # small ones: the probe, then windows of headers judged by recover_rules
+])
+def test_the_check_runs_the_compiled_paths(tmp_path, monkeypatch, count, size, rules):
     """Not a timing: on a clean segment the check's rules and answers all come from the extension, never numpy."""
     if SP is None:
         pytest.fail("kafkatool._speedups is not built: run `pip install -e .`")
-    log = write_segment(tmp_path / "p-0", 0, [v2_sized(i, 1000, ts=T0 + i) for i in range(50)])
+    log = write_segment(tmp_path / "p-0", 0, [v2_sized(i, size, ts=T0 + i) for i in range(count)])
     r = recover_segment(log, 0)
     log.with_suffix(".index").write_bytes(r.encode_offset_index())
     log.with_suffix(".timeindex").write_bytes(r.encode_time_index())
@@ -173,8 +179,8 @@ def test_the_check_runs_the_compiled_paths(tmp_path, monkeypatch):
         recs = verdicts(log, 0, log.stat().st_size, 4096, False)
     assert [r["status"] for r in recs if r["type"] == "index"] == ["ok", "ok"]
     ran = {name for name, _ in calls}
-    assert {"recover_rules", "answer_positions", "answer_times"} <= ran
-    assert all(ok for name, ok in calls if name in ("recover_rules", "answer_positions", "answer_times"))
+    assert {"hop_rules", rules, "answer_positions", "answer_times"} <= ran
+    assert all(ok for name, ok in calls if name in ("hop_rules", "recover_rules", "answer_positions", "answer_times"))
     assert clean == [True, True]  # both verdicts by the shortcut, not the thirty masks
 
 

@@ -26,7 +26,7 @@ import struct
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -472,8 +472,29 @@ class _Builder:
                              self.index_count, self.time_count, self.latest_epoch, idx, tim, eps, arrays)
         if r is None:
             return None
+        self._compiled_state(r[4:], idx, tim, eps)
+        return r.batches, r.end, r.last_offset, r.magics
+
+    def hop_compiled(self, walk: _Walk, probe: int,
+                     arrays: tuple[I64, I64, npt.NDArray[np.int8], I64, I64] | None) -> Any:
+        """:meth:`feed_compiled` of the batches a hopping walk reads, in one compiled loop with the walk
+        (``_speedups.hop_rules``): each header goes under the rules as soon as it is read, from ``walk.p`` on, at
+        most ``walk.hops`` of them (``probe``: stop after so many small ones). Its HopRules (batches, end, why, ...),
+        with the state and entries of every batch it took; None where it could not run (nothing changed)."""
+        assert _C is not None
+        idx, tim, eps = bytearray(), bytearray(), bytearray()
+        r = _C.hop_rules(walk.fd, walk.p, walk.limit, walk.size, walk.hops, probe, WINDOW_BELOW_C, self.base,
+                         self.interval, 0, self.last_index_entry, self.max_ts, self.max_ts_offset, self.time_last_ts,
+                         self.time_last_offset, self.index_last, self.index_count, self.time_count,
+                         self.latest_epoch, idx, tim, eps, arrays)
+        if r is not None:
+            self._compiled_state(r[5:], idx, tim, eps)
+        return r
+
+    def _compiled_state(self, state: Sequence[Any], idx: bytearray, tim: bytearray, eps: bytearray) -> None:
+        """The state a compiled call returned (lastIndexEntry .. latest epoch), and the entries it appended."""
         (self.last_index_entry, self.max_ts, self.max_ts_offset, self.time_last_ts, self.time_last_offset,
-         self.index_last, self.index_count, self.time_count, self.latest_epoch) = r[4:]
+         self.index_last, self.index_count, self.time_count, self.latest_epoch) = state
         if idx:
             offsets, positions = _columns(idx)
             self.index_offsets.append(offsets)
@@ -485,7 +506,6 @@ class _Builder:
         if eps:
             epochs, bases = _columns(eps)
             self.epochs.extend(zip(epochs.tolist(), bases.tolist(), strict=True))
-        return r.batches, r.end, r.last_offset, r.magics
 
     def feed_epochs(self, epochs: I64, base_offsets: I64, magic: npt.NDArray[np.int8]) -> None:
         """Leader-epoch cache: assign (epoch, baseOffset) for v2 batches with epoch >= 0 above the latest."""
@@ -553,8 +573,39 @@ def recover_fast(path: str, size: int | None, base_offset: int, *, index_interva
     last_offset: int | None = None
     magics: set[int] = set()
     compiled = _C is not None  # the rules of each step's headers by recover_rules, until a batch needs numpy's
+    fused = compiled and walk.hop  # hopping steps walk and apply the rules in one compiled loop (hop_rules)
+    hop_arrays = None
     try:
         while True:
+            # (with the compiled rules still on, and no headers of a step waiting for the numpy rules)
+            if fused and compiled and walk.hop and not walk.headers and walk.p < walk.limit:
+                if observers and hop_arrays is None:
+                    k = walk.hops
+                    hop_arrays = (np.empty(k, np.int64), np.empty(k, np.int64), np.empty(k, np.int8),
+                                  np.empty(k, np.int64), np.empty(k, np.int64))
+                hr = b.hop_compiled(walk, PROBE_HOPS_C if walk.probe else 0, hop_arrays)
+                walk.probe = False
+                if hr is not None:
+                    n = hr.batches
+                    walk.p = walk.taken = hr.end
+                    if n:
+                        last_offset = hr.last_offset
+                        magics.update(_magics(hr.magics))
+                        if hop_arrays is not None:
+                            q, sz, mg, lo, ts = hop_arrays
+                            chunk = BatchChunk(batches, q[:n], sz[:n], mg[:n], lo[:n], ts[:n])
+                            for o in observers:
+                                o.feed(chunk)
+                        batches += n
+                    if hr.why == 0:
+                        continue  # more hops
+                    if hr.why == 2:  # small batches: the window walk from here
+                        walk.hop = False
+                        _advise(fd, "POSIX_FADV_SEQUENTIAL")
+                        continue
+                # At the limit, or at a batch the compiled loop leaves to the walk below (a torn tail, a corrupt
+                # size, rules numpy must apply): the walk takes it from here as it would have.
+                fused = False
             walk.step()
             if compiled and walk.pending and walk.crc_failure is None:
                 hdr = walk.headers
