@@ -214,6 +214,23 @@ def kp_deep(path: str, args: argparse.Namespace) -> dict[str, Any]:
     return {"batches": batches, "bytes": nbytes, "records": records, "payload_bytes": payload}
 
 
+def _start_as_command(command: str, tiny: str) -> None:
+    """This process as a fresh ``kafkatool COMMAND``'s is when its work begins: the console script's heap settings,
+    and the command's modules imported and run once (on the tiny segment's partition dir, output discarded)."""
+    import contextlib
+
+    from kafkatool.commands.app import main as kafkatool_main
+    from kafkatool.util.heap import keep_freed_heap
+
+    keep_freed_heap()  # what main() does when it runs as the console script
+    with open(os.devnull, "w") as null, contextlib.redirect_stdout(null), contextlib.redirect_stderr(null):
+        try:
+            kafkatool_main([command, "-f", "json", os.path.dirname(tiny)])
+        except SystemExit as e:
+            if e.code not in (0, 1, None):
+                raise SystemExit(f"--as-command {command}: exit {e.code}") from None
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.passes")
     ap.add_argument("name", choices=sorted(PASSES))
@@ -225,11 +242,19 @@ def main(argv: list[str] | None = None) -> int:
                     help="one untimed pass over FILE first, as a command's start-up run does its tiny segment (the "
                          "imports and first calls of the process); with --warmup 0 the timed passes then run as a "
                          "fresh command's do")
+    ap.add_argument("--as-command", metavar="COMMAND",
+                    help="with --before: start as that kafkatool command's process does, untimed: the console "
+                         "script's heap settings, then the command itself run in this process on FILE's partition "
+                         "dir (its imports, its first calls)")
     ap.add_argument("--repeat", type=int, default=1,
                     help="passes per timed iteration, timed together and divided: a pass of a few ms then reads as "
                          "many bytes as the command it is set beside (hop-floor beside reindex-time's 40 copies)")
     args = ap.parse_args(argv)
     fn = PASSES[args.name]
+    if args.as_command:
+        if not args.before:
+            ap.error("--as-command goes with --before")
+        _start_as_command(args.as_command, args.before)
     if args.before:
         fn(args.before, args)
     wall: list[float] = []

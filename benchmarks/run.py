@@ -338,13 +338,14 @@ def _pass(name: str, *extra: str, like: Command | None = None) -> Spec:
 
 
 def _pass_fresh(name: str, *, like: Command) -> Spec:
-    """A library pass timed as the command ``like`` is: each timed iteration its own process, its start-up (the
-    imports and one pass over the scenario's tiny segment, as the command's fixed-cost run) untimed, no warm-up
-    passes, over as many passes as the command reads copies. A fresh process's first passes are slower than a
-    warmed one's (caches cold after the imports); the command pays that in every run."""
+    """A library pass timed as the command ``like`` is: each timed iteration its own process, which starts as the
+    command's does, untimed (the console script's heap settings, the command itself run on the scenario's tiny
+    segment, then one pass over it), with no warm-up passes, over as many passes as the command reads copies. A
+    fresh process's first walks are slower than a warmed one's, the more so after the command's imports; the command
+    pays that in every run."""
     def measure(k: str, big: Layout, tiny: Layout, a: argparse.Namespace) -> Measurement:
         repeat = like.copies(big.size, a.read_scale)
-        extra = ["--repeat", str(repeat), "--before", str(tiny.log)]
+        extra = ["--repeat", str(repeat), "--before", str(tiny.log), "--as-command", like.argv[0]]
         runs = [measure_pass(k, name, extra, big, a, iterations=1, warmup=0) for _ in range(a.iterations)]
         failed = next((r for r in runs if r.error), None)
         if failed is not None:
@@ -358,7 +359,7 @@ def _pass_fresh(name: str, *, like: Command) -> Spec:
         return m
     return Spec(" ".join(("pass-fresh", name)), measure,
                 " ".join(("python -m benchmarks.passes", name, "SEGMENT.log --repeat COPIES --before TINY.log "
-                          "--iterations 1 --warmup 0, a process per iteration")))
+                          f"--as-command {like.argv[0]} --iterations 1 --warmup 0, a process per iteration")))
 
 
 Target = Callable[[Scenario], float | None]

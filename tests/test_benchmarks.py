@@ -171,7 +171,8 @@ def test_a_tiny_run_end_to_end_counts_the_same_data_as_kafka(kafka_ref: KafkaRef
     assert ms[rows["reindex-floor"]["ours"]]["copies"] == ms[rows["reindex-floor-fresh"]["ours"]]["copies"] \
         == ms[rows["reindex"]["ours"]]["copies"]
     fresh = ms[rows["reindex-floor-fresh"]["ours"]]
-    assert "--before" in fresh["argv"] and "(x1 processes)" in fresh["argv"] and len(fresh["runs"]) == 1
+    assert "--before" in fresh["argv"] and "--as-command" in fresh["argv"] and "(x1 processes)" in fresh["argv"]
+    assert len(fresh["runs"]) == 1
     fetch = ms[rows["fetch-sim"]["ours"]]  # ... fetch-sim as partitions of one response, each converted whole
     assert fetch["copies"] > 1 and fetch["counts"]["fetch_bytes_written"] > 0
     down = ms[rows["downconvert-v0"]["ours"]]
