@@ -577,21 +577,22 @@ static PyStructSequence_Field consumer_walk_fields[] = {
     {NULL, NULL},
 };
 
+/* The fields of recovery.fast._Builder's state after a compiled rules call (recover_rules, hop_rules). */
+#define RULES_STATE_FIELDS                                                                                    \
+    {"last_index_entry", "LogSegment.recover's lastIndexEntry after them"}, {"max_ts", "maxTimestampSoFar"},  \
+        {"max_ts_offset", "offsetOfMaxTimestampSoFar"},                                                       \
+        {"time_last_ts", "the last time index entry's timestamp"},                                            \
+        {"time_last_offset", "the last time index entry's offset"},                                           \
+        {"index_last", "the last offset index entry's offset (None: no entry yet)"},                          \
+        {"index_count", "offset index entries"}, {"time_count", "time index entries"},                        \
+        {"latest_epoch", "the leader-epoch cache's latest epoch"}, {NULL, NULL}
+
 static PyStructSequence_Field recover_rules_fields[] = {
     {"batches", "batches taken (every header given)"},
     {"end", "the position after the last of them"},
     {"last_offset", "the last batch's last offset"},
     {"magics", "bit m set for each magic m seen"},
-    {"last_index_entry", "LogSegment.recover's lastIndexEntry after them"},
-    {"max_ts", "maxTimestampSoFar"},
-    {"max_ts_offset", "offsetOfMaxTimestampSoFar"},
-    {"time_last_ts", "the last time index entry's timestamp"},
-    {"time_last_offset", "the last time index entry's offset"},
-    {"index_last", "the last offset index entry's offset (None: no entry yet)"},
-    {"index_count", "offset index entries"},
-    {"time_count", "time index entries"},
-    {"latest_epoch", "the leader-epoch cache's latest epoch"},
-    {NULL, NULL},
+    RULES_STATE_FIELDS,
 };
 
 static PyStructSequence_Field hop_rules_fields[] = {
@@ -602,16 +603,7 @@ static PyStructSequence_Field hop_rules_fields[] = {
             "must apply)"},
     {"last_offset", "the last batch's last offset (-1: none taken)"},
     {"magics", "bit m set for each magic m seen"},
-    {"last_index_entry", "LogSegment.recover's lastIndexEntry after them"},
-    {"max_ts", "maxTimestampSoFar"},
-    {"max_ts_offset", "offsetOfMaxTimestampSoFar"},
-    {"time_last_ts", "the last time index entry's timestamp"},
-    {"time_last_offset", "the last time index entry's offset"},
-    {"index_last", "the last offset index entry's offset (None: no entry yet)"},
-    {"index_count", "offset index entries"},
-    {"time_count", "time index entries"},
-    {"latest_epoch", "the leader-epoch cache's latest epoch"},
-    {NULL, NULL},
+    RULES_STATE_FIELDS,
 };
 
 #define DESC(name, doc, fields) {"kafkatool._speedups." name, doc, fields, \

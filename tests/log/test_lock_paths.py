@@ -3,22 +3,17 @@ given and of its resolved form, however many paths one probe resolves."""
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 
 from kafkatool.log.lock import _dirs_up
 from kafkatool.util.realpath import Resolver
-from tests.util.test_realpath import random_tree
+from tests.util.test_realpath import random_paths
 
 
 def test_the_walk_is_the_same_with_a_shared_resolver(tmp_path: Path) -> None:
-    for seed in range(10):
-        rng = random.Random(seed)
-        root = tmp_path / f"t{seed}"
-        root.mkdir()
-        paths = random_tree(root, rng)
+    for seed, paths in random_paths(tmp_path, 10):
         resolve = Resolver()
-        for p in rng.sample(paths, len(paths)) * 2:
+        for p in paths:
             assert list(_dirs_up(p, resolve)) == list(_dirs_up(p)), (seed, p)
 
 

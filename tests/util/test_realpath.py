@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
 from kafkatool.util.realpath import Resolver
@@ -46,13 +47,19 @@ def random_tree(root: Path, rng: random.Random) -> list[str]:
     return paths
 
 
-def test_resolved_like_realpath_whatever_was_resolved_before(tmp_path: Path) -> None:
-    for seed in range(25):
+def random_paths(tmp_path: Path, seeds: int) -> Iterator[tuple[int, list[str]]]:
+    """For each seed, the paths of a random tree of its own, in a random order, each twice."""
+    for seed in range(seeds):
         rng = random.Random(seed)
         root = tmp_path / f"t{seed}"
         root.mkdir()
         paths = random_tree(root, rng)
+        yield seed, rng.sample(paths, len(paths)) * 2
+
+
+def test_resolved_like_realpath_whatever_was_resolved_before(tmp_path: Path) -> None:
+    for seed, paths in random_paths(tmp_path, 25):
         resolve = Resolver()
-        for p in rng.sample(paths, len(paths)) * 2:
+        for p in paths:
             assert resolve(p) == os.path.realpath(p), (seed, p)
             assert resolve(os.path.relpath(p)) == os.path.realpath(os.path.relpath(p)), (seed, p)
