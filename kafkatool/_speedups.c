@@ -2884,7 +2884,7 @@ static int hop_flush(PyObject *hdr, const uint8_t *buf, Py_ssize_t n)
  * bytes a batch (the caller then reads windows: small batches are cheaper to copy than to hop). */
 static PyObject *sp_hop_walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    int64_t fd, p, limit, max_n, s = RECORD_OVERHEAD_V0, probe_n = 0, probe_below = 0, start;
+    int64_t fd, p, limit, max_n, s = RECORD_OVERHEAD_V0, probe_n = 0, probe_below = 0, start, next;
     Py_ssize_t n = 0, k = 0, old;
     PyObject *hdr;
     /* Headers go through a small buffer on the stack, appended block by block: no allocation of max_n headers
@@ -2914,10 +2914,10 @@ static PyObject *sp_hop_walk(PyObject *self, PyObject *const *args, Py_ssize_t n
         if (got < RECOVERY_HEADER)
             memset(h + got, 0, (size_t)(RECOVERY_HEADER - got));
         s = be_i32(h + SIZE_OFFSET);
-        if (s < RECORD_OVERHEAD_V0)
-            break;
+        if (s < RECORD_OVERHEAD_V0 || __builtin_add_overflow(p, s + LOG_OVERHEAD, &next))
+            break; /* (past INT64_MAX: only a file that is no regular file could say so; the Python loop raises) */
         n++;
-        p += s + LOG_OVERHEAD;
+        p = next;
         if (++k == HOP_BLOCK) {
             if (hop_flush(hdr, buf, k) < 0)
                 goto fail;

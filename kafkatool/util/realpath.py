@@ -22,9 +22,12 @@ class Resolver:
 
     def __call__(self, path: str | os.PathLike[str]) -> str:
         text = os.fspath(path)
-        if ".." in text.split(os.sep):
-            return os.path.realpath(text)  # ".." after a symlink is its target's parent: abspath would drop both
-        return self._resolve(os.path.abspath(text))
+        full = os.path.abspath(text)
+        # ".." after a symlink is its target's parent: abspath would drop both. "//x": abspath keeps POSIX's
+        # implementation-defined double slash, realpath drops it.
+        if ".." in text.split(os.sep) or full.startswith("//"):
+            return os.path.realpath(text)
+        return self._resolve(full)
 
     def _resolve(self, full: str) -> str:
         parent, name = os.path.split(full)

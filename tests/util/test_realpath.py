@@ -44,6 +44,7 @@ def random_tree(root: Path, rng: random.Random) -> list[str]:
     paths += [os.path.join(str(rng.choice(links)), "x") for _ in range(10)]
     paths += [os.path.join(str(rng.choice(dirs)), "new", "out") for _ in range(5)]
     paths += [os.path.join(str(rng.choice(links)), "..", rng.choice(["", "x", ".."])) for _ in range(8)]
+    paths += ["/" + p for p in rng.sample(paths, 5)]  # "//x": abspath keeps the double slash, realpath drops it
     return paths
 
 

@@ -119,6 +119,9 @@ class BatchChunk:
 
 
 class ChunkObserver(Protocol):
+    """Told each chunk of batches as the walk takes them. A chunk's arrays are valid only during ``feed``: the
+    compiled walk refills the same arrays for the next chunk (copy what you keep)."""
+
     def feed(self, chunk: BatchChunk) -> None: ...
 
 
