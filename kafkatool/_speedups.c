@@ -2471,6 +2471,23 @@ static int rules_reserve(Rules *r, Py_ssize_t n)
     return pairs_reserve(&r->idx, r->idx.n + n) < 0 || pairs_reserve(&r->tim, r->tim.n + n) < 0 ? -1 : 0;
 }
 
+/* A rules call's result struct ``which``: the fields of ``head`` (a new tuple, or NULL with an exception set), then
+ * the state (RULES_STATE_FIELDS). */
+static PyObject *rules_result(int which, PyObject *head, const Rules *r)
+{
+    PyObject *state, *all;
+    if (head == NULL)
+        return NULL;
+    state = Py_BuildValue("(LLLLLNLLL)", (long long)r->lie, (long long)r->max_ts, (long long)r->max_off,
+                          (long long)r->t_ts, (long long)r->t_off,
+                          r->has_last ? PyLong_FromLongLong(r->i_last) : Py_NewRef(Py_None), (long long)r->i_count,
+                          (long long)r->t_count, (long long)r->epoch);
+    all = state == NULL ? NULL : PySequence_Concat(head, state);
+    Py_DECREF(head);
+    Py_XDECREF(state);
+    return result(which, all);
+}
+
 /* The five BatchChunk arrays of ``arrays`` (None: no arrays), each of at least n items: 0 with *nbufs buffers
  * held (the caller releases them), or -1 (no exception left). */
 static int chunk_arrays(PyObject *arrays, Py_ssize_t n, Py_buffer bufs[5], int *nbufs, int64_t **aq, int64_t **asz,
@@ -2557,11 +2574,7 @@ static PyObject *sp_recover_rules(PyObject *self, PyObject *const *args, Py_ssiz
     }
     if (pairs_flush(&r.idx, args[14], &r.tim, args[15], &r.eps, args[16]) < 0)
         goto unusual;
-    res = result(R_RECOVER_RULES, Py_BuildValue(
-        "(nLLILLLLLNLLL)", n, (long long)pos, (long long)r.last, r.magics, (long long)r.lie, (long long)r.max_ts,
-        (long long)r.max_off, (long long)r.t_ts, (long long)r.t_off,
-        r.has_last ? PyLong_FromLongLong(r.i_last) : Py_NewRef(Py_None), (long long)r.i_count, (long long)r.t_count,
-        (long long)r.epoch));
+    res = rules_result(R_RECOVER_RULES, Py_BuildValue("(nLLI)", n, (long long)pos, (long long)r.last, r.magics), &r);
     goto done;
 unusual:
     res = Py_NewRef(Py_None);
@@ -2649,11 +2662,7 @@ static PyObject *sp_hop_rules(PyObject *self, PyObject *const *args, Py_ssize_t 
     }
     if (pairs_flush(&r.idx, args[19], &r.tim, args[20], &r.eps, args[21]) < 0)
         goto none;
-    res = result(R_HOP_RULES, Py_BuildValue(
-        "(nLiLILLLLLNLLL)", n, (long long)p, why, (long long)r.last, r.magics, (long long)r.lie, (long long)r.max_ts,
-        (long long)r.max_off, (long long)r.t_ts, (long long)r.t_off,
-        r.has_last ? PyLong_FromLongLong(r.i_last) : Py_NewRef(Py_None), (long long)r.i_count, (long long)r.t_count,
-        (long long)r.epoch));
+    res = rules_result(R_HOP_RULES, Py_BuildValue("(nLiLI)", n, (long long)p, why, (long long)r.last, r.magics), &r);
     goto done;
 none:
     res = Py_NewRef(Py_None);
