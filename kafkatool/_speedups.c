@@ -3600,7 +3600,8 @@ static inline int run_keeps(int64_t n, int64_t last, int64_t max_bytes, int64_t 
  *
  * ``convert.DownConverter.add`` and ``SegmentWriter.append`` for a run of batches from ``p`` (while they
  * start before ``stop``) that take the common path: v2, not control, codec none/gzip/snappy/lz4 kept,
- * a valid CRC-32C (not checked for the first batch when ``checked``), records that reframe, a result
+ * a valid CRC-32C (``checked`` 1: not checked for the first batch; 2: for none, as a broker's lazy down-conversion
+ * reads batches without ensureValid), records that reframe, a result
  * within ``max_bytes`` that does not roll the output segment (``wsize`` bytes written to the one based
  * at ``wbase``). ``data`` is the converted bytes of the run, in order; the counts are what the Python
  * path adds up. ``estimates`` is the KIP-126 compression-ratio estimate per codec id 0..3 (a tuple of
@@ -3702,7 +3703,8 @@ static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ss
             if (c < 0 || (uint32_t)c != be_u32(buf + p + V2_CRC_OFFSET))
                 break;
         }
-        checked = 0;
+        if (checked == 1)
+            checked = 0;
         base = be_i64(buf + p);
         if (__builtin_add_overflow(base, (int64_t)be_i32(buf + p + V2_LAST_OFFSET_DELTA_OFFSET), &batch_last)
             || batch_last == INT64_MAX || batch_last < base || base <= floor)

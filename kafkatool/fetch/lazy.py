@@ -37,7 +37,13 @@ from typing import Literal
 from kafkatool.constants import DOWN_CONVERSION_READ_SIZE
 from kafkatool.record.batch import LOG_HEADER, LOG_OVERHEAD
 from kafkatool.record.default_records import RECORD_BATCH_OVERHEAD
-from kafkatool.record.down_convert import DownConverted, ZstdDownConversionError, down_convert, iter_chunks
+from kafkatool.record.down_convert import (
+    DownConverted,
+    ZstdDownConversionError,
+    down_convert,
+    down_convert_plain_chunk,
+    iter_chunks,
+)
 from kafkatool.record.file_records import FileRecords, RecordBatch
 
 MIN_OVERFLOW_MESSAGE_LENGTH = LOG_OVERHEAD  # LazyDownConversionRecordsSend: Records.LOG_OVERHEAD
@@ -179,25 +185,40 @@ class LazyDownConversionRecords:
         """``iterator(MAX_READ_SIZE)`` as the send uses it: the cached first chunk, then chunks from the
         *second* source batch on (the duplicate-first-batch quirk). Yields (converted chunk, source bytes,
         whether the chunk converts the cached batch a second time)."""
-        batches = self._batches()
+        end = min(self.start + self.size, self.records.size)  # where the walk of _batches stops
+        p = self.start
         index = 0
         first = self.first_batch_index
         if first is not None:
-            for i, batch in enumerate(batches):
+            for i, batch in enumerate(self._batches()):
                 if i == first:
                     yield self._convert([batch]), batch.size, False
                     break
-            batches = self._batches()
-            next(batches, None)  # Kafka skips exactly one source batch
+            walk = self.records.batches(self.start, end)
+            if next(iter(walk), None) is None:  # Kafka skips exactly one source batch
+                return
+            p = walk.position
             index = 1
-        for group in iter_chunks(batches, self.max_read_size):
-            again = first is not None and first > 0 and index <= first < index + len(group)
-            index += len(group)
-            converted = self._convert(group)
+        while True:
+            # A chunk of plain batches by one compiled run; any other (or a traced one) as iter_chunks groups it.
+            fast = None if self.trace_memory else down_convert_plain_chunk(
+                self.records.buf, p, end, self.max_read_size, self.to_magic, self.first_offset, limit=self.limit,
+                keep_inners=self.keep_inners)
+            if fast is not None:
+                converted, source_bytes, count = fast
+            else:
+                group = next(iter_chunks(self.records.batches(p, end), self.max_read_size), None)
+                if group is None:
+                    return
+                converted = self._convert(group)
+                source_bytes, count = sum(b.size for b in group), len(group)
+            again = first is not None and first > 0 and index <= first < index + count
+            index += count
+            p += source_bytes
             # Give the file pages of the converted chunk back: resident memory stays at one chunk.
-            self.records.drop_before(group[-1].position + group[-1].size)
+            self.records.drop_before(p)
             if converted.data:
-                yield converted, sum(b.size for b in group), again
+                yield converted, source_bytes, again
 
     def send(self) -> Iterator[Piece]:
         """The bytes ``LazyDownConversionRecordsSend.writeTo`` writes, piece by piece (``stats`` is updated)."""

@@ -50,7 +50,7 @@ from kafkatool.fetch.response import (
     check_version,
     framing,
 )
-from kafkatool.log.index import lookup_offset, read_offset_index
+from kafkatool.log.index import lookup_offset_file
 from kafkatool.log.layout import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
@@ -177,8 +177,7 @@ def _index_position(seg: SegmentFiles, target: int) -> int:
     """``OffsetIndex.lookup(target).position`` (0 without an index file)."""
     if seg.index is None:
         return 0
-    entries = read_offset_index(seg.index, seg.base_offset).entries
-    return lookup_offset(entries, target, seg.base_offset).position  # type: ignore[arg-type]
+    return lookup_offset_file(seg.index, target, seg.base_offset).position
 
 
 def translate_offset(records: FileRecords, seg: SegmentFiles, target: int) -> LogOffsetPosition | None:

@@ -16,6 +16,7 @@ from array import array
 from bisect import bisect_right
 from dataclasses import dataclass
 from pathlib import Path
+from sys import byteorder
 
 from kafkatool.constants import DEFAULT_SEGMENT_INDEX_BYTES
 from kafkatool.errors import CorruptDataError, InputError
@@ -81,6 +82,9 @@ def _read_index_bytes(path: Path) -> bytes:
             return f.read_all()
     except OSError as e:
         raise InputError(f"cannot read: {e.strerror}", path=path) from None
+
+
+_LITTLE = byteorder == "little"
 
 
 def read_offset_index(path: str | os.PathLike[str], base_offset: int | None = None) -> IndexContents:
@@ -226,6 +230,37 @@ def lookup_offset(entries: list[OffsetPosition], target: int, base_offset: int) 
         else:
             hi = mid - 1
     return entries[found] if found >= 0 else OffsetPosition(base_offset, 0)
+
+
+def lookup_offset_file(path: str | os.PathLike[str], target: int, base_offset: int) -> OffsetPosition:
+    """``lookup_offset(read_offset_index(path, base_offset).entries, target, base_offset)`` without an object per
+    entry: the binary search decodes the entries it probes. (Reading a 12,000-entry index into objects took longer
+    than a fetch's lookups.)"""
+    data = _read_index_bytes(Path(path))
+    slots = len(data) // OFFSET_ENTRY_SIZE
+    words = array("I")
+    words.frombytes(data[:slots * OFFSET_ENTRY_SIZE])
+    if words.itemsize != 4:  # pragma: no cover - an unsigned int of another width
+        entries = read_offset_index(path, base_offset).entries
+        return lookup_offset(entries, target, base_offset)  # type: ignore[arg-type]
+    if _LITTLE:
+        words.byteswap()
+    rels = words[0::2]
+    try:
+        stop = rels.index(0, 1)  # read_offset_index's entries end at the first zero relative offset after slot 0
+    except ValueError:
+        stop = slots
+    lo, hi = 0, stop - 1
+    found = -1
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        if base_offset + rels[mid] <= target:
+            found = mid
+            lo = mid + 1
+        else:
+            hi = mid - 1
+    return OffsetPosition(base_offset + rels[found], words[2 * found + 1]) if found >= 0 else \
+        OffsetPosition(base_offset, 0)
 
 
 def lookup_timestamp(entries: list[TimestampOffset], target_ts: int, base_offset: int) -> TimestampOffset:

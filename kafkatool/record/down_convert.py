@@ -32,6 +32,8 @@ from kafkatool.constants import DOWN_CONVERSION_READ_SIZE
 from kafkatool.errors import InvalidRecordError, KafkaToolError, UnsupportedCodecError
 from kafkatool.record import codecs as _codecs
 from kafkatool.record.batch import (
+    HEADER_SIZE_UP_TO_MAGIC,
+    LOG_HEADER,
     LOG_OVERHEAD,
     MAGIC_V0,
     MAGIC_V1,
@@ -52,8 +54,10 @@ from kafkatool.record.codecs import (
 )
 from kafkatool.record.codecs import crc32 as _crc32
 from kafkatool.record.default_records import (
+    COMPRESSION_CODEC_MASK,
     CONTROL_FLAG_MASK,
     MIN_RECORD_SIZE,
+    RECORD_BATCH_OVERHEAD,
     RECORDS_OFFSET,
     TRANSACTIONAL_FLAG_MASK,
     DefaultRecordBatch,
@@ -61,9 +65,9 @@ from kafkatool.record.default_records import (
     build_batch,
     with_codec,
 )
-from kafkatool.record.estimator import batch_header_size, legacy_entry_size, v2_record_size
+from kafkatool.record.estimator import ESTIMATION_STEPS, batch_header_size, legacy_entry_size, v2_record_size
 from kafkatool.record.file_records import RecordBatch
-from kafkatool.record.legacy_records import ENTRY_PREFIX, HEAD_V0, HEAD_V1, build_entries
+from kafkatool.record.legacy_records import ENTRY_PREFIX, HEAD_V0, HEAD_V1, RECORD_OVERHEAD_V0, build_entries
 from kafkatool.record.streamed import legacy_messages, legacy_wrapper
 from kafkatool.record.varint import read_varint, read_varlong
 from kafkatool.util import budget as _budget
@@ -157,6 +161,57 @@ def down_convert(batches: Iterable[RecordBatch], to_magic: int, first_offset: in
     out.data = b"".join(parts)
     out.inners = inners
     return out
+
+
+_V2_SIZE_MAGIC_ATTRS = struct.Struct(">8xi4xb4xh")  # batchLength, magic, attributes of a v2 header
+_BASE_OFFSET = struct.Struct(">q")
+_NO_BOUND = 1 << 62  # the run's output bounds (a message size, a segment size) are a writer's, not a send's
+_RUN_ESTIMATES = (1.0, 1.0, 1.0, 1.0, *ESTIMATION_STEPS)  # compression-ratio estimates: unused without a codec
+
+
+def down_convert_plain_chunk(buf: Any, p: int, end: int, max_bytes: int, to_magic: int, first_offset: int, *,
+                             limit: int | None = None,
+                             keep_inners: bool = False) -> tuple[DownConverted, int, int] | None:
+    """The chunk :func:`iter_chunks` groups from position ``p`` of ``buf`` (batches walked up to ``end``, as
+    ``FileRecords.batches`` walks them), converted as :func:`down_convert` converts it, by one compiled run, when
+    every batch of it is an uncompressed, non-control v2 batch the run takes: (the conversion, the chunk's source
+    bytes, its batches). None, with nothing done, for any other chunk (the caller groups and converts it the
+    Python way): one with another batch, a batch the run leaves to Python (converting to nothing, offsets out of
+    order, more records than a chunk), or one whose next batch's size the walk would raise at (below the minimum).
+    No CRC is checked, as :func:`down_convert` (a broker's lazy down-conversion) checks none."""
+    if _C is None or to_magic >= MAGIC_V2:
+        return None
+    q, n = p, 0
+    unpack = _V2_SIZE_MAGIC_ATTRS.unpack_from
+    head = _V2_SIZE_MAGIC_ATTRS.size
+    while q < end - HEADER_SIZE_UP_TO_MAGIC:
+        if q + head <= end:
+            size, magic, attrs = unpack(buf, q)
+        else:  # the file's last bytes: what the walk reads of them
+            size, magic, attrs = LOG_HEADER.unpack_from(buf, q)[1], -1, 0
+        if size < RECORD_OVERHEAD_V0:
+            return None  # the walk raises here
+        nxt = q + LOG_OVERHEAD + size
+        if nxt > end or (n and nxt - p > max_bytes):
+            break  # a torn tail (the walk ends before it), or the next chunk's first batch
+        if size + LOG_OVERHEAD < RECORD_BATCH_OVERHEAD or magic != MAGIC_V2 \
+                or attrs & (COMPRESSION_CODEC_MASK | CONTROL_FLAG_MASK):
+            return None
+        n += 1
+        q = nxt
+    if not n:
+        return None
+    lim = limit if limit is not None else _budget.decompress_limit()
+    r = _C.downconvert_run(buf, p, q, q, 2, to_magic, first_offset, _NO_BOUND, 0, _BASE_OFFSET.unpack_from(buf, p)[0],
+                           _NO_BOUND, WRAPPER_HEADER[to_magic], lim, _wrap_codecs(to_magic, limit), _RUN_ESTIMATES,
+                           _budget.record_chunk())
+    if r is None or r.position != q or r.batches != n:
+        return None
+    out = DownConverted(r.data, records_converted=r.records, temporary_memory_bytes=r.temporary_memory_bytes,
+                        batches_in=n, batches_converted=n, records_filtered=r.records_filtered,
+                        headers_dropped=r.headers_dropped, producer_fields_dropped=r.producer_fields_dropped,
+                        inners=[] if keep_inners else None)
+    return out, q - p, n
 
 
 def down_convert_batch(batch: RecordBatch, to_magic: int, first_offset: int, out: DownConverted, *,
