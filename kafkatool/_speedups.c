@@ -3703,7 +3703,7 @@ static PyObject *sp_downconvert_run(PyObject *self, PyObject *const *args, Py_ss
             if (c < 0 || (uint32_t)c != be_u32(buf + p + V2_CRC_OFFSET))
                 break;
         }
-        if (checked == 1)
+        if (checked != 2)
             checked = 0;
         base = be_i64(buf + p);
         if (__builtin_add_overflow(base, (int64_t)be_i32(buf + p + V2_LAST_OFFSET_DELTA_OFFSET), &batch_last)

@@ -177,7 +177,12 @@ def _index_position(seg: SegmentFiles, target: int) -> int:
     """``OffsetIndex.lookup(target).position`` (0 without an index file)."""
     if seg.index is None:
         return 0
-    return lookup_offset_file(seg.index, target, seg.base_offset).position
+    entry = lookup_offset_file(seg.index, target, seg.base_offset)
+    if entry.position < 0:
+        raise CorruptDataError(f"the offset index entry for offset {entry.offset} points at position "
+                               f"{entry.position}: a corrupt .index (the broker rebuilds it: kafkatool reindex-time)",
+                               path=seg.index)
+    return entry.position
 
 
 def translate_offset(records: FileRecords, seg: SegmentFiles, target: int) -> LogOffsetPosition | None:

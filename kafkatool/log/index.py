@@ -238,7 +238,7 @@ def lookup_offset_file(path: str | os.PathLike[str], target: int, base_offset: i
     than a fetch's lookups.)"""
     data = _read_index_bytes(Path(path))
     slots = len(data) // OFFSET_ENTRY_SIZE
-    words = array("I")
+    words = array("i")  # int32, as OFFSET_ENTRY (">ii") and Kafka's getInt read them
     words.frombytes(data[:slots * OFFSET_ENTRY_SIZE])
     if words.itemsize != 4:  # pragma: no cover - an unsigned int of another width
         entries = read_offset_index(path, base_offset).entries

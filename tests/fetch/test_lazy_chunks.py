@@ -123,10 +123,10 @@ def test_a_segment_of_plain_batches_is_sent_by_compiled_chunks(tmp_path, monkeyp
     assert send(path, 0, path.stat().st_size, 1, 0, 16 << 10, False) == (pieces, stats)
 
 
-@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("seed", range(200))
 def test_the_index_lookup_without_objects_is_lookup_offset(tmp_path, seed):
     """lookup_offset_file gives lookup_offset over read_offset_index's entries: sorted indexes, zero relative
-    offsets (the entries end at the first after slot 0), unsorted ones, partial slots, padding."""
+    offsets (the entries end at the first after slot 0), unsorted ones, negative fields, partial slots, padding."""
     rng = random.Random(seed)
     base = rng.choice([0, 1000, 2**40])
     rels = sorted(rng.sample(range(1, 5000), rng.randint(0, 60)))
@@ -134,10 +134,30 @@ def test_the_index_lookup_without_objects_is_lookup_offset(tmp_path, seed):
         rng.shuffle(rels)
     if rels and rng.random() < 0.3:
         rels[rng.randrange(len(rels))] = 0
-    raw = b"".join(r.to_bytes(4, "big") + rng.randrange(2**31).to_bytes(4, "big") for r in rels)
+    if rels and rng.random() < 0.3:  # a corrupt slot: a negative relative offset or position
+        rels[rng.randrange(len(rels))] = -rng.randint(1, 2**31)
+    raw = b"".join(r.to_bytes(4, "big", signed=True) + rng.randrange(-2**31, 2**31).to_bytes(4, "big", signed=True)
+                   for r in rels)
     raw += bytes(8 * rng.randint(0, 3)) + bytes(rng.choice([0, 0, 3]))
     path = tmp_path / f"{base:020d}.index"
     path.write_bytes(raw)
     entries = read_offset_index(path, base).entries
     for target in [base - 1, base, base + 1, base + 2500, base + 10**6, *(base + r for r in rels[:10])]:
         assert lookup_offset_file(path, target, base) == lookup_offset(entries, target, base)  # type: ignore[arg-type]
+
+
+def test_a_negative_position_in_the_index_is_one_line_naming_the_index(tmp_path):
+    """The fetch position's index entry points before the file's start: a corrupt .index, reported as one line
+    naming it (exit 1), not a traceback from the walk."""
+    from tests.support.cli import run_cli
+
+    part = tmp_path / "logs" / "t-0"
+    part.mkdir(parents=True)
+    (part / "00000000000000000000.log").write_bytes(b"".join(v2(i * 10, 10, value=100) for i in range(50)))
+    (part / "00000000000000000000.index").write_bytes(
+        (50).to_bytes(4, "big") + (-4096).to_bytes(4, "big", signed=True))
+    r = run_cli("fetch-sim", part, "--to-magic", "1", "--fetch-offset", "100", "-f", "json")
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert "Traceback" not in r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "00000000000000000000.index" in lines[0] and "position -4096" in lines[0], lines
