@@ -180,7 +180,7 @@ def _index_position(seg: SegmentFiles, target: int) -> int:
     entry = lookup_offset_file(seg.index, target, seg.base_offset)
     if entry.position < 0:
         raise CorruptDataError(f"the offset index entry for offset {entry.offset} points at position "
-                               f"{entry.position}: a corrupt .index (the broker rebuilds it: kafkatool reindex-time)",
+                               f"{entry.position}: a corrupt .index (kafkatool reindex-time rebuilds it)",
                                path=seg.index)
     return entry.position
 
