@@ -14,6 +14,7 @@ import os
 import struct
 from array import array
 from bisect import bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from sys import byteorder
@@ -218,17 +219,24 @@ def load_offset_lookup(path: Path, base_offset: int) -> OffsetLookup:
     return OffsetLookup(base_offset, offsets, positions)
 
 
-def lookup_offset(entries: list[OffsetPosition], target: int, base_offset: int) -> OffsetPosition:
-    """``OffsetIndex.lookup``: the largest entry with offset <= target, else (base, 0)."""
-    lo, hi = 0, len(entries) - 1
+def _last_at_most(n: int, key: Callable[[int], int], target: int) -> int:
+    """The index lookups' binary search over slots 0..n-1: the slot it ends on whose ``key`` is <= ``target``
+    (the last such slot when the keys ascend), or -1."""
+    lo, hi = 0, n - 1
     found = -1
     while lo <= hi:
         mid = (lo + hi) // 2
-        if entries[mid].offset <= target:
+        if key(mid) <= target:
             found = mid
             lo = mid + 1
         else:
             hi = mid - 1
+    return found
+
+
+def lookup_offset(entries: list[OffsetPosition], target: int, base_offset: int) -> OffsetPosition:
+    """``OffsetIndex.lookup``: the largest entry with offset <= target, else (base, 0)."""
+    found = _last_at_most(len(entries), lambda i: entries[i].offset, target)
     return entries[found] if found >= 0 else OffsetPosition(base_offset, 0)
 
 
@@ -250,30 +258,14 @@ def lookup_offset_file(path: str | os.PathLike[str], target: int, base_offset: i
         stop = rels.index(0, 1)  # read_offset_index's entries end at the first zero relative offset after slot 0
     except ValueError:
         stop = slots
-    lo, hi = 0, stop - 1
-    found = -1
-    while lo <= hi:
-        mid = (lo + hi) // 2
-        if base_offset + rels[mid] <= target:
-            found = mid
-            lo = mid + 1
-        else:
-            hi = mid - 1
+    found = _last_at_most(stop, lambda i: base_offset + rels[i], target)
     return OffsetPosition(base_offset + rels[found], words[2 * found + 1]) if found >= 0 else \
         OffsetPosition(base_offset, 0)
 
 
 def lookup_timestamp(entries: list[TimestampOffset], target_ts: int, base_offset: int) -> TimestampOffset:
     """``TimeIndex.lookup``: the largest entry with timestamp <= target, else (-1, base)."""
-    lo, hi = 0, len(entries) - 1
-    found = -1
-    while lo <= hi:
-        mid = (lo + hi) // 2
-        if entries[mid].timestamp <= target_ts:
-            found = mid
-            lo = mid + 1
-        else:
-            hi = mid - 1
+    found = _last_at_most(len(entries), lambda i: entries[i].timestamp, target_ts)
     return entries[found] if found >= 0 else TimestampOffset(-1, base_offset)
 
 
